@@ -1,0 +1,89 @@
+/* pq_column.h — decoding the pages of one column chunk into values.
+ *
+ * The caller (index/ or fs/) reads a page's bytes, parses its header with
+ * pq_page_header_parse and hands the body here; this module decompresses,
+ * splits levels from values, and decodes the values. It decides nothing about
+ * I/O or caching.
+ *
+ * Every value, whatever its physical type, comes out as a byte slice
+ * (pq_bytes): BYTE_ARRAY values as their bytes, fixed-width types as their
+ * little-endian PLAIN bytes (INT32: 4, INT64: 8, INT96: 12, FLOAT: 4,
+ * DOUBLE: 8, FIXED_LEN_BYTE_ARRAY: type_length, BOOLEAN: one byte 0 or 1).
+ * Slices point into storage owned by the pq_page_values or by the
+ * pq_dictionary the page was decoded against; they stay valid until both
+ * are freed.
+ *
+ * Value encodings: PLAIN, PLAIN_DICTIONARY / RLE_DICTIONARY (indices checked
+ * against the dictionary size), DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY.
+ * Levels: RLE hybrid (v1: 4-byte length prefix; v2: lengths in the header,
+ * never compressed). Unsupported encodings or types fail with a message that
+ * names them.
+ *
+ * Limits: a page may declare at most PQ_MAX_PAGE_VALUES level entries and
+ * at most PQ_MAX_PAGE_BYTES uncompressed bytes, so a hostile header cannot
+ * force an unbounded allocation. Thread-safe; a pq_dictionary may be shared
+ * read-only by several threads decoding pages concurrently.
+ */
+#ifndef PQ_COLUMN_H
+#define PQ_COLUMN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pq_error.h"
+#include "pq_page.h"
+
+#define PQ_MAX_PAGE_VALUES (1u << 26)
+#define PQ_MAX_PAGE_BYTES ((size_t)1 << 31)
+
+typedef struct pq_bytes {
+    const uint8_t *ptr;
+    uint32_t len;
+} pq_bytes;
+
+/* What the decoder needs to know about the column. */
+typedef struct pq_column_desc {
+    int type;            /* physical type (PQ_BYTE_ARRAY, ...) */
+    int32_t type_length; /* FIXED_LEN_BYTE_ARRAY width */
+    int16_t max_def;
+    int16_t max_rep;
+    int codec;           /* PQ_UNCOMPRESSED, PQ_SNAPPY, ... */
+} pq_column_desc;
+
+typedef struct pq_dictionary {
+    uint32_t count;
+    pq_bytes *values;  /* count entries */
+    uint8_t *storage;  /* owned: decompressed page (and decoded values) */
+    size_t storage_len;
+} pq_dictionary;
+
+/* Decode a dictionary page (h->type == PQ_PAGE_DICTIONARY, PLAIN or
+ * PLAIN_DICTIONARY encoded). body is the page body: h->compressed_size bytes. */
+int pq_dictionary_decode(const pq_column_desc *col, const pq_page_header *h, const uint8_t *body,
+                         size_t body_len, pq_dictionary *out, pq_error *err);
+void pq_dictionary_free(pq_dictionary *d);
+/* Heap bytes held by the dictionary (for memory budgets). */
+size_t pq_dictionary_bytes(const pq_dictionary *d);
+
+typedef struct pq_page_values {
+    uint32_t num_levels;  /* level entries in the page (= rows for a flat column) */
+    uint32_t num_values;  /* non-null values (entries whose def level == max_def) */
+    uint16_t *def_levels; /* num_levels entries, NULL when max_def == 0 */
+    uint16_t *rep_levels; /* num_levels entries, NULL when max_rep == 0 */
+    pq_bytes *values;     /* num_values entries, in page order */
+    uint8_t *storage;     /* owned: decompressed body */
+    size_t storage_len;
+    uint8_t *extra;       /* owned: values materialised by DELTA_BYTE_ARRAY etc. */
+    size_t extra_len;
+} pq_page_values;
+
+/* Decode a data page (v1 or v2). dict is required when the page is
+ * dictionary-encoded, else may be NULL. On failure *out is left empty. */
+int pq_page_decode(const pq_column_desc *col, const pq_page_header *h, const uint8_t *body,
+                   size_t body_len, const pq_dictionary *dict, pq_page_values *out,
+                   pq_error *err);
+void pq_page_values_free(pq_page_values *v);
+/* Heap bytes held by the page values (for memory budgets). */
+size_t pq_page_values_bytes(const pq_page_values *v);
+
+#endif
