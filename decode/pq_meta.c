@@ -1,0 +1,512 @@
+#include "pq_meta.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "pq_thrift.h"
+
+/* Field ids below are those of parquet.thrift (FileMetaData, SchemaElement,
+ * RowGroup, ColumnChunk, ColumnMetaData, OffsetIndex, PageLocation). */
+
+int pq_footer_locate(const uint8_t tail[8], uint64_t file_size, uint64_t *meta_offset,
+                     uint32_t *meta_len, pq_error *err)
+{
+    if (file_size < 12)
+        return pq_error_set(err, "file is %llu bytes, too short for Parquet (at least 12)",
+                            (unsigned long long)file_size);
+    if (memcmp(tail + 4, "PARE", 4) == 0)
+        return pq_error_set(err, "footer is encrypted (magic PARE); encrypted Parquet files "
+                                 "are not supported");
+    if (memcmp(tail + 4, "PAR1", 4) != 0)
+        return pq_error_set(err,
+                            "not a Parquet file: last 4 bytes are %02x %02x %02x %02x, "
+                            "expected \"PAR1\"",
+                            tail[4], tail[5], tail[6], tail[7]);
+    uint32_t len = (uint32_t)tail[0] | (uint32_t)tail[1] << 8 | (uint32_t)tail[2] << 16 |
+                   (uint32_t)tail[3] << 24;
+    /* 4 bytes of leading magic + metadata + 4-byte length + 4-byte magic. */
+    if (len > file_size - 12)
+        return pq_error_set(err, "footer length %u does not fit in a file of %llu bytes", len,
+                            (unsigned long long)file_size);
+    if (len == 0)
+        return pq_error_set(err, "footer length is 0");
+    *meta_offset = file_size - 8 - len;
+    *meta_len = len;
+    return 0;
+}
+
+/* Read a field value that must be an int32 enum/count and store it in an int. */
+static int read_int(pq_thrift *t, uint8_t ft, int *out, pq_error *err)
+{
+    int32_t v;
+    if (pq_thrift_i32(t, ft, &v, err) < 0)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int read_string(pq_thrift *t, uint8_t ft, char **out, pq_error *err)
+{
+    const uint8_t *p;
+    uint32_t n;
+    if (pq_thrift_binary(t, ft, &p, &n, err) < 0)
+        return -1;
+    char *s = malloc((size_t)n + 1);
+    if (!s)
+        return pq_error_set(err, "out of memory for a %u-byte string", n);
+    memcpy(s, p, n);
+    s[n] = '\0';
+    free(*out); /* a repeated field replaces the earlier value */
+    *out = s;
+    return 0;
+}
+
+/* Allocate the array of a list field after its header has been read; the
+ * count was bounded by the bytes left in pq_thrift_list_begin. */
+static void *list_alloc(uint32_t count, size_t elem, const char *what, pq_error *err)
+{
+    void *p = calloc(count ? count : 1, elem);
+    if (!p)
+        pq_error_set(err, "out of memory for %u %s", count, what);
+    return p;
+}
+
+static int duplicate(pq_thrift *t, const char *what, pq_error *err)
+{
+    return pq_error_set(err, "%s appears twice (byte %zu)", what, pq_thrift_offset(t));
+}
+
+/* LogicalType is a union: the id of its single field says which one. */
+static int parse_logical_type(pq_thrift *t, int *logical, pq_error *err)
+{
+    if (pq_thrift_struct_begin(t, err) < 0)
+        return -1;
+    for (;;) {
+        int16_t id;
+        uint8_t ft;
+        if (pq_thrift_field(t, &id, &ft, err) < 0)
+            return -1;
+        if (ft == PQ_TT_STOP)
+            break;
+        /* 1 STRING, 4 ENUM, 12 JSON: UTF-8 text. */
+        *logical = (id == 1 || id == 4 || id == 12) ? PQ_LOGICAL_STRING : PQ_LOGICAL_OTHER;
+        if (pq_thrift_skip(t, ft, err) < 0)
+            return -1;
+    }
+    pq_thrift_struct_end(t);
+    return 0;
+}
+
+static int parse_schema_element(pq_thrift *t, pq_schema_element *e, pq_error *err)
+{
+    int converted = -1, logical = -1, have_name = 0;
+    e->type = -1;
+    e->repetition = PQ_REQUIRED;
+    if (pq_thrift_struct_begin(t, err) < 0)
+        return -1;
+    for (;;) {
+        int16_t id;
+        uint8_t ft;
+        if (pq_thrift_field(t, &id, &ft, err) < 0)
+            return -1;
+        if (ft == PQ_TT_STOP)
+            break;
+        int rc;
+        switch (id) {
+        case 1: rc = read_int(t, ft, &e->type, err); break;
+        case 2: rc = pq_thrift_i32(t, ft, &e->type_length, err); break;
+        case 3: rc = read_int(t, ft, &e->repetition, err); break;
+        case 4: rc = read_string(t, ft, &e->name, err); have_name = 1; break;
+        case 5: rc = pq_thrift_i32(t, ft, &e->num_children, err); break;
+        case 6: rc = read_int(t, ft, &converted, err); break;
+        case 10: rc = parse_logical_type(t, &logical, err); break;
+        default: rc = pq_thrift_skip(t, ft, err); break;
+        }
+        if (rc < 0)
+            return -1;
+    }
+    pq_thrift_struct_end(t);
+    if (!have_name)
+        return pq_error_set(err, "has no name (required field 4)");
+    if (e->type < -1 || e->type > PQ_FIXED_LEN_BYTE_ARRAY)
+        return pq_error_set(err, "\"%s\" has unknown physical type %d", e->name, e->type);
+    if (e->repetition < PQ_REQUIRED || e->repetition > PQ_REPEATED)
+        return pq_error_set(err, "\"%s\" has unsupported repetition type %d", e->name,
+                            e->repetition);
+    if (e->num_children < 0)
+        return pq_error_set(err, "\"%s\" has %d children", e->name, e->num_children);
+    if (e->type == PQ_FIXED_LEN_BYTE_ARRAY && e->type_length <= 0)
+        return pq_error_set(err, "\"%s\" is FIXED_LEN_BYTE_ARRAY with type_length %d", e->name,
+                            e->type_length);
+    if (e->type != PQ_FIXED_LEN_BYTE_ARRAY)
+        e->type_length = 0;
+    if (logical >= 0)
+        e->logical = logical;
+    else if (converted == 0 || converted == 4 || converted == 19) /* UTF8, ENUM, JSON */
+        e->logical = PQ_LOGICAL_STRING;
+    else
+        e->logical = converted >= 0 ? PQ_LOGICAL_OTHER : PQ_LOGICAL_NONE;
+    return 0;
+}
+
+enum { CM_TYPE = 1, CM_CODEC = 2, CM_NUM_VALUES = 4, CM_SIZE = 8, CM_DATA_OFFSET = 16 };
+
+static int parse_column_meta(pq_thrift *t, pq_column_meta *c, pq_error *err)
+{
+    int seen = 0;
+    if (pq_thrift_struct_begin(t, err) < 0)
+        return -1;
+    for (;;) {
+        int16_t id;
+        uint8_t ft;
+        if (pq_thrift_field(t, &id, &ft, err) < 0)
+            return -1;
+        if (ft == PQ_TT_STOP)
+            break;
+        int rc;
+        switch (id) {
+        case 1: rc = read_int(t, ft, &c->type, err); seen |= CM_TYPE; break;
+        case 4: rc = read_int(t, ft, &c->codec, err); seen |= CM_CODEC; break;
+        case 5: rc = pq_thrift_i64(t, ft, &c->num_values, err); seen |= CM_NUM_VALUES; break;
+        case 6: rc = pq_thrift_i64(t, ft, &c->total_uncompressed_size, err); break;
+        case 7: rc = pq_thrift_i64(t, ft, &c->total_compressed_size, err); seen |= CM_SIZE; break;
+        case 9: rc = pq_thrift_i64(t, ft, &c->data_page_offset, err); seen |= CM_DATA_OFFSET; break;
+        case 11: rc = pq_thrift_i64(t, ft, &c->dictionary_page_offset, err); break;
+        default: rc = pq_thrift_skip(t, ft, err); break;
+        }
+        if (rc < 0)
+            return -1;
+    }
+    pq_thrift_struct_end(t);
+    static const struct { int bit; const char *name; } req[] = {
+        { CM_TYPE, "type (1)" }, { CM_CODEC, "codec (4)" }, { CM_NUM_VALUES, "num_values (5)" },
+        { CM_SIZE, "total_compressed_size (7)" }, { CM_DATA_OFFSET, "data_page_offset (9)" },
+    };
+    for (size_t i = 0; i < sizeof req / sizeof req[0]; i++)
+        if (!(seen & req[i].bit))
+            return pq_error_set(err, "ColumnMetaData lacks required field %s", req[i].name);
+    if (c->type < 0 || c->type > PQ_FIXED_LEN_BYTE_ARRAY)
+        return pq_error_set(err, "ColumnMetaData has unknown physical type %d", c->type);
+    if (c->num_values < 0 || c->total_compressed_size < 0 || c->total_uncompressed_size < 0 ||
+        c->data_page_offset < 0)
+        return pq_error_set(err,
+                            "ColumnMetaData has a negative count or offset (num_values %lld, "
+                            "compressed size %lld, data page offset %lld)",
+                            (long long)c->num_values, (long long)c->total_compressed_size,
+                            (long long)c->data_page_offset);
+    /* Some writers store 0 for "no dictionary page"; a real one can never be
+     * at offset 0 (the file starts with "PAR1"). Readers treat both alike. */
+    if (c->dictionary_page_offset <= 0)
+        c->dictionary_page_offset = -1;
+    return 0;
+}
+
+static int parse_column_chunk(pq_thrift *t, pq_column_meta *c, pq_error *err)
+{
+    int have_meta = 0;
+    c->dictionary_page_offset = -1;
+    c->offset_index_offset = -1;
+    if (pq_thrift_struct_begin(t, err) < 0)
+        return -1;
+    for (;;) {
+        int16_t id;
+        uint8_t ft;
+        if (pq_thrift_field(t, &id, &ft, err) < 0)
+            return -1;
+        if (ft == PQ_TT_STOP)
+            break;
+        int rc;
+        switch (id) {
+        case 3:
+            if (have_meta)
+                return duplicate(t, "ColumnChunk.meta_data", err);
+            rc = parse_column_meta(t, c, err);
+            have_meta = 1;
+            break;
+        case 4: rc = pq_thrift_i64(t, ft, &c->offset_index_offset, err); break;
+        case 5: rc = pq_thrift_i32(t, ft, &c->offset_index_length, err); break;
+        case 8: c->encrypted = 1; rc = pq_thrift_skip(t, ft, err); break;
+        default: rc = pq_thrift_skip(t, ft, err); break;
+        }
+        if (rc < 0)
+            return -1;
+    }
+    pq_thrift_struct_end(t);
+    if (!have_meta && !c->encrypted)
+        return pq_error_set(err, "ColumnChunk has no meta_data (field 3)");
+    if (c->offset_index_offset < 0 || c->offset_index_length <= 0) {
+        c->offset_index_offset = -1;
+        c->offset_index_length = 0;
+    }
+    return 0;
+}
+
+static int parse_row_group(pq_thrift *t, pq_row_group *rg, pq_error *err)
+{
+    int have_rows = 0;
+    if (pq_thrift_struct_begin(t, err) < 0)
+        return -1;
+    for (;;) {
+        int16_t id;
+        uint8_t ft;
+        if (pq_thrift_field(t, &id, &ft, err) < 0)
+            return -1;
+        if (ft == PQ_TT_STOP)
+            break;
+        if (id == 1) {
+            if (rg->columns)
+                return duplicate(t, "RowGroup.columns", err);
+            uint8_t et;
+            uint32_t n;
+            if (pq_thrift_list_begin(t, ft, &et, &n, err) < 0)
+                return -1;
+            if (et != PQ_TT_STRUCT)
+                return pq_error_set(err, "RowGroup.columns is a list of type %u, not structs",
+                                    et);
+            if (!(rg->columns = list_alloc(n, sizeof *rg->columns, "column chunks", err)))
+                return -1;
+            for (uint32_t i = 0; i < n; i++) {
+                if (parse_column_chunk(t, &rg->columns[i], err) < 0)
+                    return pq_error_prefix(err, "column chunk %u: ", i);
+                rg->num_columns = (int32_t)(i + 1);
+            }
+        } else if (id == 3) {
+            if (pq_thrift_i64(t, ft, &rg->num_rows, err) < 0)
+                return -1;
+            have_rows = 1;
+        } else if (pq_thrift_skip(t, ft, err) < 0) {
+            return -1;
+        }
+    }
+    pq_thrift_struct_end(t);
+    if (!rg->columns)
+        return pq_error_set(err, "RowGroup has no columns (field 1)");
+    if (!have_rows || rg->num_rows < 0)
+        return pq_error_set(err, "RowGroup has no valid num_rows (field 3)");
+    return 0;
+}
+
+static int parse_file_meta(pq_thrift *t, pq_file_meta *m, pq_error *err)
+{
+    int have_rows = 0;
+    if (pq_thrift_struct_begin(t, err) < 0)
+        return -1;
+    for (;;) {
+        int16_t id;
+        uint8_t ft;
+        if (pq_thrift_field(t, &id, &ft, err) < 0)
+            return -1;
+        if (ft == PQ_TT_STOP)
+            break;
+        uint8_t et;
+        uint32_t n;
+        switch (id) {
+        case 1:
+            if (pq_thrift_i32(t, ft, &m->version, err) < 0)
+                return -1;
+            break;
+        case 2:
+            if (m->schema)
+                return duplicate(t, "FileMetaData.schema", err);
+            if (pq_thrift_list_begin(t, ft, &et, &n, err) < 0)
+                return -1;
+            if (et != PQ_TT_STRUCT)
+                return pq_error_set(err, "schema is a list of type %u, not structs", et);
+            if (!(m->schema = list_alloc(n, sizeof *m->schema, "schema elements", err)))
+                return -1;
+            for (uint32_t i = 0; i < n; i++) {
+                m->num_schema = (int32_t)(i + 1);
+                if (parse_schema_element(t, &m->schema[i], err) < 0)
+                    return pq_error_prefix(err, "schema element %u: ", i);
+            }
+            break;
+        case 3:
+            if (pq_thrift_i64(t, ft, &m->num_rows, err) < 0)
+                return -1;
+            have_rows = 1;
+            break;
+        case 4:
+            if (m->row_groups)
+                return duplicate(t, "FileMetaData.row_groups", err);
+            if (pq_thrift_list_begin(t, ft, &et, &n, err) < 0)
+                return -1;
+            if (et != PQ_TT_STRUCT)
+                return pq_error_set(err, "row_groups is a list of type %u, not structs", et);
+            if (!(m->row_groups = list_alloc(n, sizeof *m->row_groups, "row groups", err)))
+                return -1;
+            for (uint32_t i = 0; i < n; i++) {
+                m->num_row_groups = (int32_t)(i + 1);
+                if (parse_row_group(t, &m->row_groups[i], err) < 0)
+                    return pq_error_prefix(err, "row group %u: ", i);
+            }
+            break;
+        case 6:
+            if (read_string(t, ft, &m->created_by, err) < 0)
+                return -1;
+            break;
+        default:
+            if (pq_thrift_skip(t, ft, err) < 0)
+                return -1;
+            break;
+        }
+    }
+    pq_thrift_struct_end(t);
+    if (!m->schema || m->num_schema == 0)
+        return pq_error_set(err, "has no schema (field 2)");
+    if (!m->row_groups)
+        return pq_error_set(err, "has no row_groups (field 4)");
+    if (!have_rows || m->num_rows < 0)
+        return pq_error_set(err, "has no valid num_rows (field 3)");
+    return 0;
+}
+
+/* Each row group must hold one chunk per leaf, of the leaf's physical type. */
+static int check_row_groups(const pq_file_meta *m, pq_error *err)
+{
+    pq_leaf *leaves;
+    int nleaves;
+    if (pq_file_leaves(m, &leaves, &nleaves, err) < 0)
+        return -1;
+    int rc = 0;
+    for (int32_t g = 0; g < m->num_row_groups && rc == 0; g++) {
+        const pq_row_group *rg = &m->row_groups[g];
+        if (rg->num_columns != nleaves) {
+            rc = pq_error_set(err, "row group %d has %d column chunks but the schema has %d "
+                                   "leaf columns",
+                              g, rg->num_columns, nleaves);
+            break;
+        }
+        for (int c = 0; c < nleaves; c++) {
+            if (rg->columns[c].encrypted || rg->columns[c].type == leaves[c].type)
+                continue;
+            rc = pq_error_set(err, "row group %d column \"%s\": chunk has physical type %d, "
+                                   "schema says %d",
+                              g, leaves[c].path, rg->columns[c].type, leaves[c].type);
+            break;
+        }
+    }
+    pq_leaves_free(leaves, nleaves);
+    return rc;
+}
+
+int pq_file_meta_parse(const uint8_t *buf, size_t len, pq_file_meta *out, pq_error *err)
+{
+    memset(out, 0, sizeof *out);
+    pq_thrift t;
+    pq_thrift_init(&t, buf, len);
+    if (parse_file_meta(&t, out, err) < 0 || check_row_groups(out, err) < 0) {
+        pq_file_meta_free(out);
+        return pq_error_prefix(err, "FileMetaData: ");
+    }
+    return 0;
+}
+
+void pq_file_meta_free(pq_file_meta *m)
+{
+    if (!m)
+        return;
+    for (int32_t i = 0; i < m->num_schema; i++)
+        free(m->schema[i].name);
+    free(m->schema);
+    for (int32_t i = 0; i < m->num_row_groups; i++)
+        free(m->row_groups[i].columns);
+    free(m->row_groups);
+    free(m->created_by);
+    memset(m, 0, sizeof *m);
+}
+
+static int parse_page_location(pq_thrift *t, pq_page_location *loc, pq_error *err)
+{
+    int seen = 0;
+    if (pq_thrift_struct_begin(t, err) < 0)
+        return -1;
+    for (;;) {
+        int16_t id;
+        uint8_t ft;
+        if (pq_thrift_field(t, &id, &ft, err) < 0)
+            return -1;
+        if (ft == PQ_TT_STOP)
+            break;
+        int rc;
+        switch (id) {
+        case 1: rc = pq_thrift_i64(t, ft, &loc->offset, err); seen |= 1; break;
+        case 2: rc = pq_thrift_i32(t, ft, &loc->compressed_size, err); seen |= 2; break;
+        case 3: rc = pq_thrift_i64(t, ft, &loc->first_row_index, err); seen |= 4; break;
+        default: rc = pq_thrift_skip(t, ft, err); break;
+        }
+        if (rc < 0)
+            return -1;
+    }
+    pq_thrift_struct_end(t);
+    if (seen != 7)
+        return pq_error_set(err, "lacks a required field (offset, compressed_page_size, "
+                                 "first_row_index)");
+    if (loc->offset < 0 || loc->compressed_size <= 0 || loc->first_row_index < 0)
+        return pq_error_set(err, "has offset %lld, size %d, first row %lld",
+                            (long long)loc->offset, loc->compressed_size,
+                            (long long)loc->first_row_index);
+    return 0;
+}
+
+static int parse_offset_index(pq_thrift *t, pq_offset_index *oi, pq_error *err)
+{
+    if (pq_thrift_struct_begin(t, err) < 0)
+        return -1;
+    for (;;) {
+        int16_t id;
+        uint8_t ft;
+        if (pq_thrift_field(t, &id, &ft, err) < 0)
+            return -1;
+        if (ft == PQ_TT_STOP)
+            break;
+        if (id != 1) {
+            if (pq_thrift_skip(t, ft, err) < 0)
+                return -1;
+            continue;
+        }
+        if (oi->pages)
+            return duplicate(t, "page_locations", err);
+        uint8_t et;
+        uint32_t n;
+        if (pq_thrift_list_begin(t, ft, &et, &n, err) < 0)
+            return -1;
+        if (et != PQ_TT_STRUCT)
+            return pq_error_set(err, "page_locations is a list of type %u, not structs", et);
+        if (!(oi->pages = list_alloc(n, sizeof *oi->pages, "page locations", err)))
+            return -1;
+        for (uint32_t i = 0; i < n; i++) {
+            if (parse_page_location(t, &oi->pages[i], err) < 0)
+                return pq_error_prefix(err, "page location %u: ", i);
+            if (i > 0 && (oi->pages[i].offset <= oi->pages[i - 1].offset ||
+                          oi->pages[i].first_row_index < oi->pages[i - 1].first_row_index))
+                return pq_error_set(err, "page location %u is not after page location %u", i,
+                                    i - 1);
+            oi->count = (int32_t)(i + 1);
+        }
+    }
+    pq_thrift_struct_end(t);
+    if (!oi->pages)
+        return pq_error_set(err, "has no page_locations (field 1)");
+    return 0;
+}
+
+int pq_offset_index_parse(const uint8_t *buf, size_t len, pq_offset_index *out, pq_error *err)
+{
+    memset(out, 0, sizeof *out);
+    pq_thrift t;
+    pq_thrift_init(&t, buf, len);
+    if (parse_offset_index(&t, out, err) < 0) {
+        pq_offset_index_free(out);
+        return pq_error_prefix(err, "OffsetIndex: ");
+    }
+    return 0;
+}
+
+void pq_offset_index_free(pq_offset_index *oi)
+{
+    if (!oi)
+        return;
+    free(oi->pages);
+    oi->pages = NULL;
+    oi->count = 0;
+}
