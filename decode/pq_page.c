@@ -1,0 +1,177 @@
+#include "pq_page.h"
+
+#include <string.h>
+
+#include "pq_thrift.h"
+
+/* Field ids from parquet.thrift: PageHeader {1 type, 2 uncompressed_page_size,
+ * 3 compressed_page_size, 4 crc, 5 data_page_header, 6 index_page_header,
+ * 7 dictionary_page_header, 8 data_page_header_v2}. */
+
+typedef int (*sub_field_fn)(pq_thrift *t, int16_t id, uint8_t ft, pq_page_header *h,
+                            unsigned *seen, pq_error *err);
+
+static int read_int(pq_thrift *t, uint8_t ft, int *out, pq_error *err)
+{
+    int32_t v;
+    if (pq_thrift_i32(t, ft, &v, err) < 0)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* DataPageHeader {1 num_values, 2 encoding, 3 definition_level_encoding,
+ * 4 repetition_level_encoding, 5 statistics}. */
+static int v1_field(pq_thrift *t, int16_t id, uint8_t ft, pq_page_header *h, unsigned *seen,
+                    pq_error *err)
+{
+    switch (id) {
+    case 1: *seen |= 1; return pq_thrift_i32(t, ft, &h->num_values, err);
+    case 2: *seen |= 2; return read_int(t, ft, &h->encoding, err);
+    case 3: *seen |= 4; return read_int(t, ft, &h->def_encoding, err);
+    case 4: *seen |= 8; return read_int(t, ft, &h->rep_encoding, err);
+    default: return pq_thrift_skip(t, ft, err);
+    }
+}
+
+/* DictionaryPageHeader {1 num_values, 2 encoding, 3 is_sorted}. */
+static int dict_field(pq_thrift *t, int16_t id, uint8_t ft, pq_page_header *h, unsigned *seen,
+                      pq_error *err)
+{
+    switch (id) {
+    case 1: *seen |= 1; return pq_thrift_i32(t, ft, &h->num_values, err);
+    case 2: *seen |= 2; return read_int(t, ft, &h->encoding, err);
+    default: return pq_thrift_skip(t, ft, err);
+    }
+}
+
+/* DataPageHeaderV2 {1 num_values, 2 num_nulls, 3 num_rows, 4 encoding,
+ * 5 definition_levels_byte_length, 6 repetition_levels_byte_length,
+ * 7 is_compressed (default true), 8 statistics}. */
+static int v2_field(pq_thrift *t, int16_t id, uint8_t ft, pq_page_header *h, unsigned *seen,
+                    pq_error *err)
+{
+    switch (id) {
+    case 1: *seen |= 1; return pq_thrift_i32(t, ft, &h->num_values, err);
+    case 2: *seen |= 2; return pq_thrift_i32(t, ft, &h->num_nulls, err);
+    case 3: *seen |= 4; return pq_thrift_i32(t, ft, &h->num_rows, err);
+    case 4: *seen |= 8; return read_int(t, ft, &h->encoding, err);
+    case 5: *seen |= 16; return pq_thrift_i32(t, ft, &h->def_levels_len, err);
+    case 6: *seen |= 32; return pq_thrift_i32(t, ft, &h->rep_levels_len, err);
+    case 7: return pq_thrift_bool(t, ft, &h->is_compressed, err);
+    default: return pq_thrift_skip(t, ft, err);
+    }
+}
+
+static int parse_sub(pq_thrift *t, sub_field_fn fn, pq_page_header *h, unsigned *seen,
+                     pq_error *err)
+{
+    if (pq_thrift_struct_begin(t, err) < 0)
+        return -1;
+    for (;;) {
+        int16_t id;
+        uint8_t ft;
+        if (pq_thrift_field(t, &id, &ft, err) < 0)
+            return -1;
+        if (ft == PQ_TT_STOP)
+            break;
+        if (fn(t, id, ft, h, seen, err) < 0)
+            return -1;
+    }
+    pq_thrift_struct_end(t);
+    return 0;
+}
+
+static const char *page_type_name(int type)
+{
+    switch (type) {
+    case PQ_PAGE_DATA: return "data page";
+    case PQ_PAGE_INDEX: return "index page";
+    case PQ_PAGE_DICTIONARY: return "dictionary page";
+    case PQ_PAGE_DATA_V2: return "data page v2";
+    default: return "page";
+    }
+}
+
+int pq_page_header_parse(const uint8_t *buf, size_t len, pq_page_header *out, pq_error *err)
+{
+    pq_page_header h;
+    memset(&h, 0, sizeof h);
+    h.type = -1;
+    h.is_compressed = 1;
+    h.def_encoding = PQ_ENC_RLE;
+    h.rep_encoding = PQ_ENC_RLE;
+
+    /* Bits of required fields seen: top level and per sub-header. */
+    unsigned top = 0, sub_seen[4] = { 0, 0, 0, 0 };
+    int have_sub[4] = { 0, 0, 0, 0 };
+    pq_thrift t;
+    pq_thrift_init(&t, buf, len);
+    if (pq_thrift_struct_begin(&t, err) < 0)
+        goto fail;
+    for (;;) {
+        int16_t id;
+        uint8_t ft;
+        if (pq_thrift_field(&t, &id, &ft, err) < 0)
+            goto fail;
+        if (ft == PQ_TT_STOP)
+            break;
+        int rc;
+        int32_t crc;
+        switch (id) {
+        case 1: top |= 1; rc = read_int(&t, ft, &h.type, err); break;
+        case 2: top |= 2; rc = pq_thrift_i32(&t, ft, &h.uncompressed_size, err); break;
+        case 3: top |= 4; rc = pq_thrift_i32(&t, ft, &h.compressed_size, err); break;
+        case 4:
+            rc = pq_thrift_i32(&t, ft, &crc, err);
+            h.has_crc = 1;
+            h.crc = (uint32_t)crc;
+            break;
+        case 5: have_sub[0] = 1; rc = parse_sub(&t, v1_field, &h, &sub_seen[0], err); break;
+        case 7: have_sub[2] = 1; rc = parse_sub(&t, dict_field, &h, &sub_seen[2], err); break;
+        case 8: have_sub[3] = 1; rc = parse_sub(&t, v2_field, &h, &sub_seen[3], err); break;
+        default: rc = pq_thrift_skip(&t, ft, err); break; /* 6: index page, others: newer */
+        }
+        if (rc < 0)
+            goto fail;
+    }
+    pq_thrift_struct_end(&t);
+    h.header_len = pq_thrift_offset(&t);
+
+    if (top != 7)
+        return pq_error_set(err, "page header: lacks a required field (type, "
+                                 "uncompressed_page_size, compressed_page_size)");
+    const char *name = page_type_name(h.type);
+    if (h.uncompressed_size < 0 || h.compressed_size < 0)
+        return pq_error_set(err, "%s header: negative size (uncompressed %d, compressed %d)",
+                            name, h.uncompressed_size, h.compressed_size);
+    static const unsigned need[4] = { 0xf, 0, 0x3, 0x3f };
+    if (h.type == PQ_PAGE_DATA || h.type == PQ_PAGE_DICTIONARY || h.type == PQ_PAGE_DATA_V2) {
+        if (!have_sub[h.type])
+            return pq_error_set(err, "%s header: sub-header (field %d) is missing", name,
+                                h.type == PQ_PAGE_DATA ? 5 : h.type == PQ_PAGE_DICTIONARY ? 7 : 8);
+        if ((sub_seen[h.type] & need[h.type]) != need[h.type])
+            return pq_error_set(err, "%s header: sub-header lacks a required field", name);
+        if (h.num_values < 0)
+            return pq_error_set(err, "%s header: num_values is %d", name, h.num_values);
+    }
+    if (h.type == PQ_PAGE_DATA_V2) {
+        if (h.num_nulls < 0 || h.num_rows < 0 || h.num_nulls > h.num_values)
+            return pq_error_set(err, "data page v2 header: num_nulls %d / num_rows %d do not "
+                                     "fit num_values %d",
+                                h.num_nulls, h.num_rows, h.num_values);
+        if (h.def_levels_len < 0 || h.rep_levels_len < 0)
+            return pq_error_set(err, "data page v2 header: negative level lengths (%d, %d)",
+                                h.rep_levels_len, h.def_levels_len);
+        int64_t levels = (int64_t)h.def_levels_len + h.rep_levels_len;
+        if (levels > h.compressed_size || levels > h.uncompressed_size)
+            return pq_error_set(err, "data page v2 header: levels take %lld bytes but the page "
+                                     "has %d compressed / %d uncompressed",
+                                (long long)levels, h.compressed_size, h.uncompressed_size);
+    }
+    *out = h;
+    return 0;
+
+fail:
+    return pq_error_prefix(err, "page header: ");
+}
