@@ -1,0 +1,322 @@
+/* Page decoding: decompression, levels, and dispatch to the value decoders
+ * of pq_values_*.c. */
+#include "pq_column.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "pq_codec.h"
+#include "pq_cursor.h"
+#include "pq_meta.h"
+#include "pq_rle.h"
+#include "pq_values.h"
+
+static const char *encoding_name(int e)
+{
+    switch (e) {
+    case PQ_ENC_PLAIN: return "PLAIN";
+    case PQ_ENC_PLAIN_DICTIONARY: return "PLAIN_DICTIONARY";
+    case PQ_ENC_RLE: return "RLE";
+    case PQ_ENC_BIT_PACKED: return "BIT_PACKED";
+    case PQ_ENC_DELTA_BINARY_PACKED: return "DELTA_BINARY_PACKED";
+    case PQ_ENC_DELTA_LENGTH_BYTE_ARRAY: return "DELTA_LENGTH_BYTE_ARRAY";
+    case PQ_ENC_DELTA_BYTE_ARRAY: return "DELTA_BYTE_ARRAY";
+    case PQ_ENC_RLE_DICTIONARY: return "RLE_DICTIONARY";
+    case PQ_ENC_BYTE_STREAM_SPLIT: return "BYTE_STREAM_SPLIT";
+    default: return "unknown";
+    }
+}
+
+/* Checks common to dictionary and data pages: declared sizes within limits
+ * and the body at least as long as the header says. */
+static int check_sizes(const pq_page_header *h, size_t body_len, const char *what,
+                       pq_error *err)
+{
+    if (h->num_values < 0 || (uint32_t)h->num_values > PQ_MAX_PAGE_VALUES)
+        return pq_error_set(err, "%s: %d values is outside 0..%u", what, h->num_values,
+                            PQ_MAX_PAGE_VALUES);
+    if (h->uncompressed_size < 0 || (size_t)h->uncompressed_size > PQ_MAX_PAGE_BYTES ||
+        h->compressed_size < 0)
+        return pq_error_set(err, "%s: sizes out of range (uncompressed %d, compressed %d)",
+                            what, h->uncompressed_size, h->compressed_size);
+    if (body_len < (size_t)h->compressed_size)
+        return pq_error_set(err, "%s: body is %zu bytes, header says %d", what, body_len,
+                            h->compressed_size);
+    return 0;
+}
+
+int pq_dictionary_decode(const pq_column_desc *col, const pq_page_header *h, const uint8_t *body,
+                         size_t body_len, pq_dictionary *out, pq_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (h->type != PQ_PAGE_DICTIONARY)
+        return pq_error_set(err, "dictionary page: page type is %d, not a dictionary", h->type);
+    if (check_sizes(h, body_len, "dictionary page", err) < 0)
+        return -1;
+    if (h->encoding != PQ_ENC_PLAIN && h->encoding != PQ_ENC_PLAIN_DICTIONARY)
+        return pq_error_set(err, "dictionary page: encoding %s (%d) is not PLAIN",
+                            encoding_name(h->encoding), h->encoding);
+    uint32_t n = (uint32_t)h->num_values;
+    size_t ulen = (size_t)h->uncompressed_size;
+    /* BOOLEAN values are materialised as bytes after the decompressed page. */
+    size_t bools = col->type == PQ_BOOLEAN ? n : 0;
+    out->storage = malloc(ulen + bools ? ulen + bools : 1);
+    out->values = malloc((size_t)(n ? n : 1) * sizeof *out->values);
+    if (!out->storage || !out->values) {
+        pq_dictionary_free(out);
+        return pq_error_set(err, "dictionary page: out of memory for %u entries", n);
+    }
+    out->storage_len = ulen + bools;
+    if (pq_decompress(col->codec, body, (size_t)h->compressed_size, out->storage, ulen, err) <
+            0 ||
+        pq_values_plain(col, out->storage, ulen, n, out->values, out->storage + ulen, err) < 0) {
+        pq_dictionary_free(out);
+        return pq_error_prefix(err, "dictionary page: ");
+    }
+    out->count = n;
+    return 0;
+}
+
+void pq_dictionary_free(pq_dictionary *d)
+{
+    if (!d)
+        return;
+    free(d->values);
+    free(d->storage);
+    memset(d, 0, sizeof *d);
+}
+
+size_t pq_dictionary_bytes(const pq_dictionary *d)
+{
+    return d->storage_len + (size_t)d->count * sizeof *d->values;
+}
+
+/* Deprecated BIT_PACKED levels (v1 only): no length prefix, values packed
+ * from the most significant bit of each byte. */
+static int levels_bit_packed(pq_cursor *c, int bw, uint32_t n, uint32_t *out, pq_error *err)
+{
+    size_t need = ((size_t)n * (size_t)bw + 7) / 8;
+    const uint8_t *p;
+    if (!pq_cursor_slice(c, need, &p))
+        return pq_error_set(err, "BIT_PACKED levels need %zu bytes, %zu left", need, c->left);
+    size_t bit = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t v = 0;
+        for (int b = 0; b < bw; b++, bit++)
+            v = v << 1 | ((p[bit >> 3] >> (7 - (bit & 7))) & 1);
+        out[i] = v;
+    }
+    return 0;
+}
+
+/* Decode n levels with maximum max into levels[], via scratch. v1 RLE levels
+ * carry a 4-byte length prefix; v2 levels are exactly the given section. */
+static int decode_levels(pq_cursor *c, int v1, int encoding, int max, uint32_t n,
+                         uint32_t *scratch, uint16_t *levels, const char *what, pq_error *err)
+{
+    int bw = pq_bit_width((uint32_t)max);
+    if (v1 && encoding == PQ_ENC_BIT_PACKED) {
+        if (levels_bit_packed(c, bw, n, scratch, err) < 0)
+            return pq_error_prefix(err, "%s: ", what);
+    } else if (v1 && encoding != PQ_ENC_RLE) {
+        return pq_error_set(err, "%s: encoding %s (%d) is not RLE or BIT_PACKED", what,
+                            encoding_name(encoding), encoding);
+    } else {
+        uint32_t len = (uint32_t)c->left;
+        const uint8_t *p;
+        if (v1 && !pq_cursor_le32(c, &len))
+            return pq_error_set(err, "%s: 4-byte length is truncated (%zu bytes left)", what,
+                                c->left);
+        if (!pq_cursor_slice(c, len, &p))
+            return pq_error_set(err, "%s: length %u exceeds the %zu bytes left", what, len,
+                                c->left);
+        if (pq_rle_decode(p, len, bw, n, scratch, err) < 0)
+            return pq_error_prefix(err, "%s: ", what);
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        if (scratch[i] > (uint32_t)max)
+            return pq_error_set(err, "%s: level %u of entry %u exceeds the maximum %d", what,
+                                scratch[i], i, max);
+        levels[i] = (uint16_t)scratch[i];
+    }
+    return 0;
+}
+
+static int decode_values(const pq_column_desc *col, int encoding, const uint8_t *buf,
+                         size_t len, const pq_dictionary *dict, pq_page_values *out,
+                         pq_error *err)
+{
+    uint32_t n = out->num_values;
+    switch (encoding) {
+    case PQ_ENC_PLAIN:
+        if (col->type == PQ_BOOLEAN) {
+            if (!(out->extra = malloc(n ? n : 1)))
+                return pq_error_set(err, "out of memory for %u booleans", n);
+            out->extra_len = n;
+        }
+        return pq_values_plain(col, buf, len, n, out->values, out->extra, err);
+    case PQ_ENC_PLAIN_DICTIONARY:
+    case PQ_ENC_RLE_DICTIONARY:
+        return pq_values_dict(buf, len, n, dict, out->values, err);
+    case PQ_ENC_RLE:
+        if (col->type != PQ_BOOLEAN)
+            break;
+        return pq_values_rle_bool(buf, len, n, out->values, &out->extra, &out->extra_len, err);
+    case PQ_ENC_DELTA_BINARY_PACKED:
+        return pq_values_delta_int(col, buf, len, n, out->values, &out->extra, &out->extra_len,
+                                   err);
+    case PQ_ENC_DELTA_LENGTH_BYTE_ARRAY:
+        if (col->type != PQ_BYTE_ARRAY)
+            break;
+        return pq_values_delta_length(buf, len, n, out->values, err);
+    case PQ_ENC_DELTA_BYTE_ARRAY:
+        return pq_values_delta_bytes(col, buf, len, n, out->values, &out->extra,
+                                     &out->extra_len, err);
+    case PQ_ENC_BYTE_STREAM_SPLIT:
+        return pq_values_byte_stream_split(col, buf, len, n, out->values, &out->extra,
+                                           &out->extra_len, err);
+    default:
+        break;
+    }
+    return pq_error_set(err, "value encoding %s (%d) is not supported for physical type %d",
+                        encoding_name(encoding), encoding, col->type);
+}
+
+/* Levels, then values. v1: the whole body is compressed; after
+ * decompression come the repetition levels, the definition levels (each
+ * with a 4-byte length when the column has them) and the values. v2: the
+ * levels are stored uncompressed at the start of the body with lengths in
+ * the header, and only the values section is compressed (if is_compressed). */
+static int decode_page(const pq_column_desc *col, const pq_page_header *h, const uint8_t *body,
+                       const pq_dictionary *dict, pq_page_values *out, pq_error *err)
+{
+    const int v1 = h->type == PQ_PAGE_DATA;
+    const uint32_t n = (uint32_t)h->num_values;
+    pq_cursor levels;         /* where the levels are read from */
+    const uint8_t *values;    /* uncompressed values section */
+    size_t values_len;
+    size_t clen = (size_t)h->compressed_size, ulen = (size_t)h->uncompressed_size;
+
+    if (v1) {
+        if (!(out->storage = malloc(ulen ? ulen : 1)))
+            return pq_error_set(err, "out of memory for a %zu-byte page", ulen);
+        out->storage_len = ulen;
+        if (pq_decompress(col->codec, body, clen, out->storage, ulen, err) < 0)
+            return -1;
+        levels = pq_cursor_make(out->storage, ulen);
+    } else {
+        size_t lv = (size_t)h->rep_levels_len + (size_t)h->def_levels_len;
+        levels = pq_cursor_make(body, lv);
+        ulen -= lv;
+        if (!(out->storage = malloc(ulen ? ulen : 1)))
+            return pq_error_set(err, "out of memory for a %zu-byte page", ulen);
+        out->storage_len = ulen;
+        int codec = h->is_compressed ? col->codec : PQ_UNCOMPRESSED;
+        if (pq_decompress(codec, body + lv, clen - lv, out->storage, ulen, err) < 0)
+            return pq_error_prefix(err, "values section: ");
+    }
+
+    uint32_t *scratch = NULL;
+    if (col->max_rep > 0 || col->max_def > 0) {
+        scratch = malloc((size_t)(n ? n : 1) * sizeof *scratch);
+        out->rep_levels = col->max_rep > 0 ? malloc((size_t)(n ? n : 1) * sizeof(uint16_t)) : NULL;
+        out->def_levels = col->max_def > 0 ? malloc((size_t)(n ? n : 1) * sizeof(uint16_t)) : NULL;
+        if (!scratch || (col->max_rep > 0 && !out->rep_levels) ||
+            (col->max_def > 0 && !out->def_levels)) {
+            free(scratch);
+            return pq_error_set(err, "out of memory for %u levels", n);
+        }
+    }
+    int rc = 0;
+    if (col->max_rep > 0) {
+        pq_cursor rep = levels;
+        if (!v1) {
+            rep.left = (size_t)h->rep_levels_len;
+            pq_cursor_skip(&levels, rep.left);
+        }
+        rc = decode_levels(&rep, v1, h->rep_encoding, col->max_rep, n, scratch,
+                           out->rep_levels, "repetition levels", err);
+        if (v1)
+            levels = rep;
+    } else if (!v1) {
+        pq_cursor_skip(&levels, (size_t)h->rep_levels_len);
+    }
+    if (rc == 0 && col->max_def > 0) {
+        pq_cursor def = levels;
+        if (!v1)
+            def.left = (size_t)h->def_levels_len;
+        rc = decode_levels(&def, v1, h->def_encoding, col->max_def, n, scratch,
+                           out->def_levels, "definition levels", err);
+        if (v1)
+            levels = def;
+    }
+    free(scratch);
+    if (rc < 0)
+        return -1;
+
+    if (v1) {
+        values = levels.p;
+        values_len = levels.left;
+    } else {
+        values = out->storage;
+        values_len = ulen;
+    }
+    out->num_levels = n;
+    out->num_values = n;
+    if (col->max_def > 0) {
+        uint32_t present = 0;
+        for (uint32_t i = 0; i < n; i++)
+            present += out->def_levels[i] == col->max_def;
+        out->num_values = present;
+    }
+    if (!(out->values = malloc((size_t)(out->num_values ? out->num_values : 1) *
+                               sizeof *out->values)))
+        return pq_error_set(err, "out of memory for %u values", out->num_values);
+    if (decode_values(col, h->encoding, values, values_len, dict, out, err) < 0)
+        return pq_error_prefix(err, "values (%s): ", encoding_name(h->encoding));
+    return 0;
+}
+
+int pq_page_decode(const pq_column_desc *col, const pq_page_header *h, const uint8_t *body,
+                   size_t body_len, const pq_dictionary *dict, pq_page_values *out,
+                   pq_error *err)
+{
+    memset(out, 0, sizeof *out);
+    const char *what = h->type == PQ_PAGE_DATA_V2 ? "data page v2" : "data page";
+    if (h->type != PQ_PAGE_DATA && h->type != PQ_PAGE_DATA_V2)
+        return pq_error_set(err, "page type %d is not a data page", h->type);
+    if (check_sizes(h, body_len, what, err) < 0)
+        return -1;
+    if (col->max_def < 0 || col->max_rep < 0)
+        return pq_error_set(err, "%s: negative maximum levels in the column description", what);
+    if (h->type == PQ_PAGE_DATA_V2 &&
+        ((int64_t)h->rep_levels_len + h->def_levels_len > h->compressed_size ||
+         (int64_t)h->rep_levels_len + h->def_levels_len > h->uncompressed_size ||
+         h->rep_levels_len < 0 || h->def_levels_len < 0))
+        return pq_error_set(err, "%s: level lengths %d + %d do not fit the page", what,
+                            h->rep_levels_len, h->def_levels_len);
+    if (decode_page(col, h, body, dict, out, err) < 0) {
+        pq_page_values_free(out);
+        return pq_error_prefix(err, "%s: ", what);
+    }
+    return 0;
+}
+
+void pq_page_values_free(pq_page_values *v)
+{
+    if (!v)
+        return;
+    free(v->def_levels);
+    free(v->rep_levels);
+    free(v->values);
+    free(v->storage);
+    free(v->extra);
+    memset(v, 0, sizeof *v);
+}
+
+size_t pq_page_values_bytes(const pq_page_values *v)
+{
+    size_t levels = (v->def_levels ? 2 : 0) + (v->rep_levels ? 2 : 0);
+    return v->storage_len + v->extra_len + (size_t)v->num_levels * levels +
+           (size_t)v->num_values * sizeof *v->values;
+}
