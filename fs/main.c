@@ -1,0 +1,239 @@
+/* youmufs — command line: mount a Parquet dataset, or write one of the
+ * mount's files to stdout without mounting (`youmufs cat`). */
+#define FUSE_USE_VERSION 312
+
+#include <errno.h>
+#include <fuse_lowlevel.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "yfs_fuse.h"
+#include "yfs_names.h"
+#include "yfs_report.h"
+#include "yfs_view.h"
+
+static const char USAGE[] =
+    "usage: youmufs [-o OPTIONS] [-f] [-d] [-s] DATASET MOUNTPOINT\n"
+    "       youmufs cat [-o OPTIONS] DATASET NAME\n"
+    "       youmufs --help | --version\n"
+    "\n"
+    "Mounts a Parquet dataset (a directory: every *.parquet below it, sorted by path;\n"
+    "or one file) read-only. Each epoch of one column is a file of records in\n"
+    "page-shuffled order: epoch-<k>.<ext>, and epoch-<k>.part-<i>-of-<n>.<ext> for\n"
+    "n disjoint parts (ranks x loader workers). .youmufs/index.json and stats.json\n"
+    "describe the index and the live counters. `cat` writes one such file (NAME as\n"
+    "at the mount root) to stdout without mounting.\n"
+    "\n"
+    "youmufs options (-o key=value,...):\n"
+    "    column=NAME     column to serve (dotted path for nested leaves);\n"
+    "                    default: the dataset's only string column\n"
+    "    format=FMT      jsonl (default): {\"<column>\":\"<value>\"} per line\n"
+    "                    text: the value, then a newline (refused if a value has one)\n"
+    "                    len32: 4-byte little-endian length, then the value\n"
+    "    seed=N          base seed of every shuffle (default 0)\n"
+    "    epochs=N        epoch files listed at the root (default 1); any epoch-<k>\n"
+    "                    opens by name\n"
+    "    shuffle=MODE    page (default): shuffled pages, rows shuffled per segment\n"
+    "                    none: the natural order\n"
+    "    mem=SIZE        memory for decoded data: segments and dictionaries\n"
+    "                    (default 256M)\n"
+    "    buffer=N        records per shuffle segment (default 10000)\n"
+    "    threads=N       I/O and decode workers (default: max(4, cores))\n"
+    "    rowid           jsonl: add the source row's global index as \"_row\"\n"
+    "\n"
+    "Mount options: -f (foreground), -d (debug), -s (single-threaded), and the\n"
+    "FUSE options (-o allow_other, -o max_threads=N, ...; see below).\n"
+    "Examples:\n"
+    "    youmufs -o column=text,seed=7,epochs=3 /data/corpus /mnt/corpus\n"
+    "    head -n 3 /mnt/corpus/epoch-0.jsonl\n"
+    "    youmufs cat -o format=len32 /data/corpus epoch-1.part-0-of-8.len32 > p0.bin\n"
+    "    fusermount3 -u /mnt/corpus\n";
+
+/* What the command line asked for. */
+typedef struct command {
+    int cat;                /* `youmufs cat` */
+    int help, version;
+    yfs_options opts;
+    char *fuse_opts;        /* -o items that are not ours, for FUSE */
+    const char *positional[2];
+    int num_positional;
+    struct fuse_args fuse_args; /* flags passed through to FUSE */
+} command;
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fputs("youmufs: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputs("\nTry 'youmufs --help'.\n", stderr);
+    return 2;
+}
+
+/* Returns 0, or an exit status. */
+static int parse(int argc, char **argv, command *c)
+{
+    int i = 1;
+    if (argc > 1 && strcmp(argv[1], "cat") == 0) {
+        c->cat = 1;
+        i = 2;
+    }
+    fuse_opt_add_arg(&c->fuse_args, argv[0]);
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        pq_error err;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            c->help = 1;
+        } else if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {
+            c->version = 1;
+        } else if (strncmp(a, "-o", 2) == 0) {
+            const char *list = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!list)
+                return usage_error("-o needs a list of options%s", "");
+            if (yfs_options_apply_list(&c->opts, list, &c->fuse_opts, &err) < 0)
+                return usage_error("%s", err.msg);
+        } else if (a[0] == '-' && a[1]) {
+            if (c->cat)
+                return usage_error("cat does not take %s", a);
+            fuse_opt_add_arg(&c->fuse_args, a);
+        } else if (c->num_positional < 2) {
+            c->positional[c->num_positional++] = a;
+        } else {
+            return usage_error("unexpected argument %s", a);
+        }
+    }
+    if (c->help || c->version)
+        return 0;
+    if (c->cat && c->fuse_opts)
+        return usage_error("unknown option(s) for cat: %s", c->fuse_opts);
+    if (c->num_positional < 2)
+        return usage_error(c->cat ? "cat needs DATASET and NAME%s" : "needs DATASET and MOUNTPOINT%s",
+                           "");
+    return 0;
+}
+
+/* Writes the bytes of the file `name` of the mount to stdout. */
+static int write_all(const void *data, size_t len)
+{
+    const char *p = data;
+    while (len > 0) {
+        ssize_t n = write(STDOUT_FILENO, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int cat_json(yfs_mount *m, const char *name)
+{
+    char *json = strcmp(name, ".youmufs/index.json") == 0   ? yfs_index_json(m)
+                 : strcmp(name, ".youmufs/stats.json") == 0 ? yfs_stats_json(m)
+                                                            : NULL;
+    if (!json)
+        return -1;
+    int rc = write_all(json, strlen(json));
+    free(json);
+    return rc < 0 ? 1 : 0;
+}
+
+static int run_cat(yfs_mount *m, const char *name)
+{
+    int rc = cat_json(m, name);
+    if (rc >= 0)
+        return rc;
+    yfs_name n;
+    if (yfs_name_parse(name, ix_format_ext(m->opts.format), &n) < 0) {
+        fprintf(stderr, "youmufs: %s: no such file at the mount root (expected epoch-<k>.%s, "
+                "epoch-<k>.part-<i>-of-<n>.%s or .youmufs/index.json)\n", name,
+                ix_format_ext(m->opts.format), ix_format_ext(m->opts.format));
+        return 1;
+    }
+    pq_error err;
+    yfs_view *v;
+    if (yfs_mount_start(m, &err) < 0 || yfs_view_open(m, n.epoch, n.part, n.parts, &v, &err) < 0) {
+        fprintf(stderr, "youmufs: %s\n", err.msg);
+        return 1;
+    }
+    uint64_t off = 0, size = yfs_view_size(v);
+    rc = 0;
+    while (off < size && rc == 0) {
+        yfs_extent ext[YFS_MAX_EXTENTS];
+        int count;
+        if (yfs_view_read(v, off, 16u << 20, ext, YFS_MAX_EXTENTS, &count, &err) < 0) {
+            fprintf(stderr, "youmufs: %s\n", err.msg);
+            rc = 1;
+            break;
+        }
+        for (int i = 0; i < count && rc == 0; i++) {
+            if (write_all(ext[i].data, ext[i].len) < 0) {
+                fprintf(stderr, "youmufs: writing to stdout: %s\n", strerror(errno));
+                rc = 1;
+            }
+            off += ext[i].len;
+        }
+        yfs_extents_release(m, ext, count);
+    }
+    yfs_view_close(v);
+    return rc;
+}
+
+static int run_mount(yfs_mount *m, command *c)
+{
+    /* Read-only in the kernel too: writes fail with EROFS before reaching us. */
+    fuse_opt_add_arg(&c->fuse_args, "-o");
+    fuse_opt_add_arg(&c->fuse_args, "ro,default_permissions,fsname=youmufs");
+    if (c->fuse_opts) {
+        fuse_opt_add_arg(&c->fuse_args, "-o");
+        fuse_opt_add_arg(&c->fuse_args, c->fuse_opts);
+    }
+    fuse_opt_add_arg(&c->fuse_args, c->positional[1]);
+    struct fuse_cmdline_opts fo;
+    memset(&fo, 0, sizeof fo);
+    if (fuse_parse_cmdline(&c->fuse_args, &fo) != 0)
+        return 2;
+    if (!fo.mountpoint) {
+        fprintf(stderr, "youmufs: no mount point\n");
+        return 2;
+    }
+    int rc = yfs_fuse_run(m, &c->fuse_args, fo.mountpoint, fo.foreground, fo.singlethread,
+                          fo.max_threads);
+    free(fo.mountpoint);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    command c;
+    memset(&c, 0, sizeof c);
+    yfs_options_init(&c.opts);
+    int rc = parse(argc, argv, &c);
+    if (rc == 0 && c.help) {
+        fputs(USAGE, stdout);
+        if (!c.cat) {
+            printf("\nFUSE options:\n");
+            fflush(stdout);
+            fuse_cmdline_help();
+            fuse_lowlevel_help();
+        }
+    } else if (rc == 0 && c.version) {
+        printf("youmufs %s (libfuse %s)\n", YFS_VERSION, fuse_pkgversion());
+    } else if (rc == 0) {
+        yfs_mount *m;
+        pq_error err;
+        if (yfs_mount_open(&c.opts, c.positional[0], 1, &m, &err) < 0) {
+            fprintf(stderr, "youmufs: %s\n", err.msg);
+            rc = 1;
+        } else {
+            rc = c.cat ? run_cat(m, c.positional[1]) : run_mount(m, &c);
+            yfs_mount_close(m);
+        }
+    }
+    fuse_opt_free_args(&c.fuse_args);
+    free(c.fuse_opts);
+    yfs_options_free(&c.opts);
+    return rc;
+}

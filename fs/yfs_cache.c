@@ -1,0 +1,343 @@
+#include "yfs_cache.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "yfs_segment.h"
+
+#define BUCKETS 4096
+#define QUEUE_CAP 256
+
+enum seg_state { QUEUED, BUILDING, READY, FAILED };
+
+struct yfs_seg {
+    uint64_t epoch, index;   /* key */
+    uint64_t size;           /* framed bytes, known from the plan */
+    uint8_t *data;           /* READY only */
+    /* Fields below are guarded by the cache lock. */
+    enum seg_state state;
+    int refs;                /* readers, a building thread, the queue */
+    int served;              /* a reader has used it */
+    yfs_plan *plan;          /* held while QUEUED or BUILDING */
+    pq_error err;            /* FAILED only */
+    yfs_seg *chain;          /* hash bucket chain (QUEUED, BUILDING, READY) */
+    yfs_seg *prev, *next;    /* LRU list: READY with refs == 0 */
+};
+
+struct yfs_cache {
+    yfs_mount *m;
+    uint64_t budget;
+    pthread_mutex_t lock;    /* guards everything below and the seg fields above */
+    pthread_cond_t built;    /* a segment left BUILDING */
+    pthread_cond_t work;     /* the queue got a job, or stopping */
+    yfs_seg *buckets[BUCKETS];
+    yfs_seg *lru_head, *lru_tail; /* head: least recently used */
+    uint64_t bytes;          /* sizes of every segment in the table */
+    yfs_seg *queue[QUEUE_CAP];
+    size_t queue_head, queue_len;
+    pthread_t *workers;
+    int num_workers;
+    int stopping;
+};
+
+static size_t bucket_of(uint64_t epoch, uint64_t index)
+{
+    uint64_t h = (epoch * 0x9e3779b97f4a7c15ull) ^ (index * 0xc2b2ae3d27d4eb4full);
+    return (size_t)((h ^ (h >> 29)) % BUCKETS);
+}
+
+static yfs_seg *find(yfs_cache *c, uint64_t epoch, uint64_t index)
+{
+    for (yfs_seg *e = c->buckets[bucket_of(epoch, index)]; e; e = e->chain)
+        if (e->epoch == epoch && e->index == index)
+            return e;
+    return NULL;
+}
+
+static void table_remove(yfs_cache *c, yfs_seg *e)
+{
+    yfs_seg **p = &c->buckets[bucket_of(e->epoch, e->index)];
+    while (*p != e)
+        p = &(*p)->chain;
+    *p = e->chain;
+    c->bytes -= e->size;
+}
+
+static void lru_unlink(yfs_cache *c, yfs_seg *e)
+{
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        c->lru_head = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    else
+        c->lru_tail = e->prev;
+    e->prev = e->next = NULL;
+}
+
+static void seg_free(yfs_seg *e)
+{
+    free(e->data);
+    free(e);
+}
+
+/* Drop one reference (lock held). An idle READY segment joins the LRU list;
+ * a FAILED one (already out of the table) is freed. */
+static void release(yfs_cache *c, yfs_seg *e)
+{
+    if (--e->refs > 0)
+        return;
+    if (e->state == READY) {
+        e->prev = c->lru_tail;
+        e->next = NULL;
+        if (c->lru_tail)
+            c->lru_tail->next = e;
+        else
+            c->lru_head = e;
+        c->lru_tail = e;
+    } else if (e->state == FAILED) {
+        seg_free(e);
+    }
+}
+
+/* Make room for `need` more bytes by dropping idle segments (lock held).
+ * for_prefetch: only segments already served may go. Returns whether the
+ * budget is met. */
+static int make_room(yfs_cache *c, uint64_t need, int for_prefetch)
+{
+    yfs_seg *e = c->lru_head;
+    while (c->bytes + need > c->budget && e) {
+        yfs_seg *next = e->next;
+        if (!for_prefetch || e->served) {
+            lru_unlink(c, e);
+            table_remove(c, e);
+            seg_free(e);
+            yfs_count(&c->m->stats.segments_evicted, 1);
+        }
+        e = next;
+    }
+    return c->bytes + need <= c->budget;
+}
+
+static yfs_seg *insert(yfs_cache *c, yfs_plan *plan, uint64_t s, enum seg_state state)
+{
+    yfs_seg *e = calloc(1, sizeof *e);
+    if (!e)
+        return NULL;
+    e->epoch = plan->plan.epoch;
+    e->index = s;
+    e->size = plan->plan.segments[s].bytes;
+    e->state = state;
+    e->refs = 1;
+    size_t b = bucket_of(e->epoch, s);
+    e->chain = c->buckets[b];
+    c->buckets[b] = e;
+    c->bytes += e->size;
+    return e;
+}
+
+/* Build e (state BUILDING, lock NOT held), then publish the result. */
+static int build(yfs_cache *c, yfs_seg *e, yfs_plan *plan, pq_error *err)
+{
+    uint8_t *data = NULL;
+    int rc = yfs_segment_build(c->m, &plan->plan, e->index, &data, &e->err);
+    pthread_mutex_lock(&c->lock);
+    if (rc == 0) {
+        e->data = data;
+        e->state = READY;
+    } else {
+        e->state = FAILED;
+        table_remove(c, e);
+        if (err)
+            *err = e->err;
+    }
+    pthread_cond_broadcast(&c->built);
+    pthread_mutex_unlock(&c->lock);
+    return rc;
+}
+
+int yfs_cache_get(yfs_cache *c, yfs_plan *plan, uint64_t s, yfs_seg **out, pq_error *err)
+{
+    yfs_stats *st = &c->m->stats;
+    pthread_mutex_lock(&c->lock);
+    yfs_seg *e = find(c, plan->plan.epoch, s);
+    if (e && e->state == READY) {
+        if (e->refs++ == 0)
+            lru_unlink(c, e);
+        e->served = 1;
+        pthread_mutex_unlock(&c->lock);
+        yfs_count(&st->segment_hits, 1);
+        *out = e;
+        return 0;
+    }
+    if (e && e->state == BUILDING) {
+        e->refs++;
+        yfs_count(&st->segment_waits, 1);
+        while (e->state == BUILDING)
+            pthread_cond_wait(&c->built, &c->lock);
+        int rc = 0;
+        if (e->state == FAILED) {
+            rc = -1;
+            if (err)
+                *err = e->err;
+            release(c, e);
+        } else {
+            e->served = 1;
+        }
+        pthread_mutex_unlock(&c->lock);
+        if (rc == 0)
+            *out = e;
+        return rc;
+    }
+
+    /* Absent, or queued for a worker: build it here and now. A queued entry
+     * keeps the queue's reference; the worker drops it when it finds the
+     * entry no longer QUEUED. */
+    yfs_count(&st->segment_misses, 1);
+    if (e) {
+        e->refs++;
+        e->state = BUILDING;
+    } else {
+        make_room(c, plan->plan.segments[s].bytes, 0);
+        if (!(e = insert(c, plan, s, BUILDING))) {
+            pthread_mutex_unlock(&c->lock);
+            return pq_error_set(err, "out of memory");
+        }
+    }
+    e->served = 1;
+    pthread_mutex_unlock(&c->lock);
+    if (build(c, e, plan, err) < 0) {
+        pthread_mutex_lock(&c->lock);
+        release(c, e);
+        pthread_mutex_unlock(&c->lock);
+        return -1;
+    }
+    *out = e;
+    return 0;
+}
+
+void yfs_cache_put(yfs_cache *c, yfs_seg *e)
+{
+    pthread_mutex_lock(&c->lock);
+    release(c, e);
+    pthread_mutex_unlock(&c->lock);
+}
+
+int yfs_cache_prefetch(yfs_cache *c, yfs_plan *plan, uint64_t s)
+{
+    pthread_mutex_lock(&c->lock);
+    int rc = 0;
+    if (find(c, plan->plan.epoch, s))
+        goto out;
+    rc = -1;
+    if (c->num_workers == 0 || c->queue_len == QUEUE_CAP ||
+        !make_room(c, plan->plan.segments[s].bytes, 1))
+        goto out;
+    yfs_seg *e = insert(c, plan, s, QUEUED);
+    if (!e)
+        goto out;
+    yfs_plans_ref(c->m->plans, plan);
+    e->plan = plan;
+    c->queue[(c->queue_head + c->queue_len++) % QUEUE_CAP] = e;
+    pthread_cond_signal(&c->work);
+    rc = 0;
+out:
+    pthread_mutex_unlock(&c->lock);
+    return rc;
+}
+
+static void *worker(void *arg)
+{
+    yfs_cache *c = arg;
+    pthread_mutex_lock(&c->lock);
+    for (;;) {
+        while (c->queue_len == 0 && !c->stopping)
+            pthread_cond_wait(&c->work, &c->lock);
+        if (c->stopping)
+            break;
+        yfs_seg *e = c->queue[c->queue_head];
+        c->queue_head = (c->queue_head + 1) % QUEUE_CAP;
+        c->queue_len--;
+        yfs_plan *plan = e->plan;
+        e->plan = NULL;
+        if (e->state == QUEUED) {
+            e->state = BUILDING;
+            pthread_mutex_unlock(&c->lock);
+            if (build(c, e, plan, NULL) == 0)
+                yfs_count(&c->m->stats.segments_prefetched, 1);
+            pthread_mutex_lock(&c->lock);
+        }
+        release(c, e); /* the queue's reference */
+        pthread_mutex_unlock(&c->lock);
+        yfs_plans_put(c->m->plans, plan);
+        pthread_mutex_lock(&c->lock);
+    }
+    pthread_mutex_unlock(&c->lock);
+    return NULL;
+}
+
+yfs_cache *yfs_cache_new(yfs_mount *m, uint64_t budget)
+{
+    yfs_cache *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->m = m;
+    c->budget = budget;
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->built, NULL);
+    pthread_cond_init(&c->work, NULL);
+    return c;
+}
+
+int yfs_cache_start(yfs_cache *c, int threads, pq_error *err)
+{
+    c->workers = calloc((size_t)threads, sizeof *c->workers);
+    if (!c->workers)
+        return pq_error_set(err, "out of memory");
+    for (int i = 0; i < threads; i++) {
+        if (pthread_create(&c->workers[i], NULL, worker, c) != 0)
+            return pq_error_set(err, "cannot start prefetch worker %d", i);
+        pthread_mutex_lock(&c->lock);
+        c->num_workers++;
+        pthread_mutex_unlock(&c->lock);
+    }
+    return 0;
+}
+
+void yfs_cache_free(yfs_cache *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->lock);
+    c->stopping = 1;
+    pthread_cond_broadcast(&c->work);
+    pthread_mutex_unlock(&c->lock);
+    for (int i = 0; i < c->num_workers; i++)
+        pthread_join(c->workers[i], NULL);
+    free(c->workers);
+    /* Jobs never started still hold their plans. */
+    for (; c->queue_len; c->queue_len--, c->queue_head = (c->queue_head + 1) % QUEUE_CAP)
+        yfs_plans_put(c->m->plans, c->queue[c->queue_head]->plan);
+    for (size_t b = 0; b < BUCKETS; b++) {
+        for (yfs_seg *e = c->buckets[b], *next; e; e = next) {
+            next = e->chain;
+            seg_free(e);
+        }
+    }
+    pthread_cond_destroy(&c->work);
+    pthread_cond_destroy(&c->built);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+const uint8_t *yfs_seg_data(const yfs_seg *seg)
+{
+    return seg->data;
+}
+
+uint64_t yfs_seg_size(const yfs_seg *seg)
+{
+    return seg->size;
+}

@@ -1,0 +1,44 @@
+/* yfs_cache.h — the segment cache and its prefetch workers.
+ *
+ * Segments (framed bytes of one segment of one epoch plan) are built on
+ * demand by the reading thread, or ahead of time by workers when the read
+ * path asks for a prefetch. Bytes of built and building segments are
+ * accounted against the budget:
+ *   - a prefetch is refused when the budget cannot be met by dropping idle
+ *     segments that were already served (prefetched, unserved ones are
+ *     never dropped to make room for more prefetching);
+ *   - a demand read always proceeds (correctness never depends on memory),
+ *     dropping any idle segment, least recently used first.
+ * A segment still waiting in the prefetch queue when a reader needs it is
+ * taken over and built by the reader at once. A failed build is not kept:
+ * the error goes to everyone waiting for it and the next read retries.
+ * Thread-safe: one mutex guards the table, the LRU list and the queue.
+ */
+#ifndef YFS_CACHE_H
+#define YFS_CACHE_H
+
+#include <stdint.h>
+
+#include "yfs_mount.h"
+#include "yfs_plans.h"
+
+typedef struct yfs_seg yfs_seg;
+
+yfs_cache *yfs_cache_new(yfs_mount *m, uint64_t budget);
+/* Start `threads` prefetch workers (none are running before this). */
+int yfs_cache_start(yfs_cache *c, int threads, pq_error *err);
+/* Stop the workers and free everything. No reader may be active. */
+void yfs_cache_free(yfs_cache *c);
+
+/* Segment s of the plan, built if needed; release with yfs_cache_put. */
+int yfs_cache_get(yfs_cache *c, yfs_plan *plan, uint64_t s, yfs_seg **out, pq_error *err);
+void yfs_cache_put(yfs_cache *c, yfs_seg *seg);
+/* Ask the workers to build segment s ahead of a reader (best effort).
+ * Returns 0 if it is already present or was queued, -1 if refused (no
+ * memory budget left, queue full, or no workers). */
+int yfs_cache_prefetch(yfs_cache *c, yfs_plan *plan, uint64_t s);
+
+const uint8_t *yfs_seg_data(const yfs_seg *seg);
+uint64_t yfs_seg_size(const yfs_seg *seg);
+
+#endif

@@ -1,0 +1,402 @@
+#define FUSE_USE_VERSION 312
+
+#include "yfs_fuse.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "yfs_names.h"
+#include "yfs_report.h"
+#include "yfs_view.h"
+
+/* Epoch files never change while mounted: the kernel may keep attributes,
+ * names and pages as long as it likes. */
+#define FOREVER 86400.0
+#define BLOCK_SIZE (1 << 20)
+
+static yfs_mount *mount_of(fuse_req_t req)
+{
+    return fuse_req_userdata(req);
+}
+
+static const char *ext_of(const yfs_mount *m)
+{
+    return ix_format_ext(m->opts.format);
+}
+
+/* Attributes of an inode; -errno if it does not exist. */
+static int stat_ino(yfs_mount *m, fuse_ino_t ino, struct stat *st)
+{
+    memset(st, 0, sizeof *st);
+    st->st_ino = ino;
+    st->st_blksize = BLOCK_SIZE;
+    st->st_mtim = m->ix->files ? m->ix->files[0].mtime : st->st_mtim;
+    if (ino == YFS_INO_ROOT || ino == YFS_INO_META_DIR) {
+        st->st_mode = S_IFDIR | 0555;
+        st->st_nlink = 2;
+        return 0;
+    }
+    st->st_mode = S_IFREG | 0444;
+    st->st_nlink = 1;
+    if (ino == YFS_INO_INDEX_JSON || ino == YFS_INO_STATS_JSON) {
+        char *json = ino == YFS_INO_INDEX_JSON ? yfs_index_json(m) : yfs_stats_json(m);
+        if (!json)
+            return -ENOMEM;
+        st->st_size = (off_t)strlen(json);
+        free(json);
+        return 0;
+    }
+    yfs_name n;
+    if (yfs_ino_name(ino, &n) < 0)
+        return -ENOENT;
+    if (n.parts == 0) {
+        st->st_size = (off_t)m->ix->framed_bytes;
+    } else {
+        yfs_view *v;
+        pq_error err;
+        if (yfs_view_open(m, n.epoch, n.part, n.parts, &v, &err) < 0)
+            return -ENOMEM;
+        st->st_size = (off_t)yfs_view_size(v);
+        yfs_view_close(v);
+    }
+    st->st_blocks = (st->st_size + 511) / 512;
+    return 0;
+}
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+    (void)userdata;
+    /* Large readahead windows are background requests; the defaults (12/9)
+     * stall them. */
+    conn->max_background = 64;
+    conn->congestion_threshold = 48;
+}
+
+static void reply_entry(fuse_req_t req, fuse_ino_t ino)
+{
+    struct fuse_entry_param e;
+    memset(&e, 0, sizeof e);
+    int rc = stat_ino(mount_of(req), ino, &e.attr);
+    if (rc < 0) {
+        fuse_reply_err(req, -rc);
+        return;
+    }
+    e.ino = ino;
+    e.attr_timeout = FOREVER;
+    e.entry_timeout = FOREVER;
+    fuse_reply_entry(req, &e);
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    yfs_mount *m = mount_of(req);
+    yfs_name n;
+    if (parent == YFS_INO_ROOT && strcmp(name, ".youmufs") == 0)
+        reply_entry(req, YFS_INO_META_DIR);
+    else if (parent == YFS_INO_META_DIR && strcmp(name, "index.json") == 0)
+        reply_entry(req, YFS_INO_INDEX_JSON);
+    else if (parent == YFS_INO_META_DIR && strcmp(name, "stats.json") == 0)
+        reply_entry(req, YFS_INO_STATS_JSON);
+    else if (parent == YFS_INO_ROOT && yfs_name_parse(name, ext_of(m), &n) == 0)
+        reply_entry(req, yfs_name_ino(&n));
+    else
+        fuse_reply_err(req, ENOENT);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    (void)fi;
+    struct stat st;
+    int rc = stat_ino(mount_of(req), ino, &st);
+    if (rc < 0)
+        fuse_reply_err(req, -rc);
+    else
+        fuse_reply_attr(req, &st, FOREVER);
+}
+
+/* Adds one entry to a readdir reply if it lies at or past `off`. Returns 0 if
+ * the buffer is full. */
+static int add_entry(fuse_req_t req, char *buf, size_t cap, size_t *used, off_t index, off_t off,
+                     const char *name, fuse_ino_t ino, mode_t mode)
+{
+    if (index < off)
+        return 1;
+    struct stat st = { .st_ino = ino, .st_mode = mode };
+    size_t need = fuse_add_direntry(req, buf + *used, cap - *used, name, &st, index + 1);
+    if (need > cap - *used)
+        return 0;
+    *used += need;
+    return 1;
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                       struct fuse_file_info *fi)
+{
+    (void)fi;
+    yfs_mount *m = mount_of(req);
+    if (ino != YFS_INO_ROOT && ino != YFS_INO_META_DIR) {
+        fuse_reply_err(req, ENOTDIR);
+        return;
+    }
+    char *buf = malloc(size);
+    if (!buf) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    size_t used = 0;
+    /* Directory offsets are entry indices: ".", "..", then the files. */
+    int room = add_entry(req, buf, size, &used, 0, off, ".", ino, S_IFDIR) &&
+               add_entry(req, buf, size, &used, 1, off, "..", YFS_INO_ROOT, S_IFDIR);
+    if (ino == YFS_INO_META_DIR) {
+        room = room && add_entry(req, buf, size, &used, 2, off, "index.json",
+                                 YFS_INO_INDEX_JSON, S_IFREG) &&
+               add_entry(req, buf, size, &used, 3, off, "stats.json", YFS_INO_STATS_JSON,
+                         S_IFREG);
+    } else {
+        room = room && add_entry(req, buf, size, &used, 2, off, ".youmufs", YFS_INO_META_DIR,
+                                 S_IFDIR);
+        for (uint64_t k = 0; room && k < m->opts.epochs; k++) {
+            char name[64];
+            yfs_name n = { k, 0, 0 };
+            yfs_name_format(&n, ext_of(m), name, sizeof name);
+            room = add_entry(req, buf, size, &used, (off_t)(3 + k), off, name, yfs_name_ino(&n),
+                             S_IFREG);
+        }
+    }
+    fuse_reply_buf(req, buf, used);
+    free(buf);
+}
+
+/* What an open file handle points to: an epoch view, or a rendered JSON. */
+typedef struct handle {
+    yfs_view *view;
+    char *json;
+    size_t json_len;
+} handle;
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    yfs_mount *m = mount_of(req);
+    if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+        fuse_reply_err(req, EROFS);
+        return;
+    }
+    handle *h = calloc(1, sizeof *h);
+    if (!h) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    yfs_name n;
+    pq_error err;
+    if (ino == YFS_INO_INDEX_JSON || ino == YFS_INO_STATS_JSON) {
+        h->json = ino == YFS_INO_INDEX_JSON ? yfs_index_json(m) : yfs_stats_json(m);
+        if (!h->json) {
+            free(h);
+            fuse_reply_err(req, ENOMEM);
+            return;
+        }
+        h->json_len = strlen(h->json);
+        fi->direct_io = 1; /* rendered per open: sizes differ between opens */
+    } else if (yfs_ino_name(ino, &n) == 0) {
+        if (yfs_view_open(m, n.epoch, n.part, n.parts, &h->view, &err) < 0) {
+            yfs_log(m, "open of inode %llu failed: %s", (unsigned long long)ino, err.msg);
+            free(h);
+            fuse_reply_err(req, EIO);
+            return;
+        }
+        fi->keep_cache = 1;
+    } else {
+        free(h);
+        fuse_reply_err(req, EISDIR);
+        return;
+    }
+    fi->fh = (uint64_t)(uintptr_t)h;
+    fuse_reply_open(req, fi);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                    struct fuse_file_info *fi)
+{
+    yfs_mount *m = mount_of(req);
+    handle *h = (handle *)(uintptr_t)fi->fh;
+    yfs_count(&m->stats.read_requests, 1);
+    if (h->json) {
+        size_t from = (size_t)off < h->json_len ? (size_t)off : h->json_len;
+        size_t len = size < h->json_len - from ? size : h->json_len - from;
+        fuse_reply_buf(req, h->json + from, len);
+        return;
+    }
+    yfs_extent ext[YFS_MAX_EXTENTS];
+    struct iovec iov[YFS_MAX_EXTENTS];
+    int n;
+    pq_error err;
+    if (yfs_view_read(h->view, (uint64_t)off, size, ext, YFS_MAX_EXTENTS, &n, &err) < 0) {
+        yfs_count(&m->stats.read_errors, 1);
+        yfs_log(m, "read of inode %llu at offset %lld failed: %s", (unsigned long long)ino,
+                (long long)off, err.msg);
+        fuse_reply_err(req, EIO);
+        return;
+    }
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        iov[i] = (struct iovec){ (void *)ext[i].data, ext[i].len };
+        total += ext[i].len;
+    }
+    fuse_reply_iov(req, iov, n);
+    yfs_extents_release(m, ext, n);
+    yfs_count(&m->stats.bytes_served, total);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    (void)ino;
+    handle *h = (handle *)(uintptr_t)fi->fh;
+    yfs_view_close(h->view);
+    free(h->json);
+    free(h);
+    fuse_reply_err(req, 0);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+    (void)ino;
+    struct statvfs sv = { .f_bsize = BLOCK_SIZE, .f_frsize = BLOCK_SIZE, .f_namemax = 255 };
+    fuse_reply_statfs(req, &sv);
+}
+
+/* Every operation that would change something. */
+static void deny_entry(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    (void)parent;
+    (void)name;
+    fuse_reply_err(req, EROFS);
+}
+
+static void deny_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                       dev_t rdev)
+{
+    (void)rdev;
+    (void)mode;
+    deny_entry(req, parent, name);
+}
+
+static void deny_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+    (void)mode;
+    deny_entry(req, parent, name);
+}
+
+static void deny_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+    (void)link;
+    deny_entry(req, parent, name);
+}
+
+static void deny_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+                        const char *newname, unsigned int flags)
+{
+    (void)newparent;
+    (void)newname;
+    (void)flags;
+    deny_entry(req, parent, name);
+}
+
+static void deny_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+    (void)ino;
+    deny_entry(req, newparent, newname);
+}
+
+static void deny_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                        struct fuse_file_info *fi)
+{
+    (void)mode;
+    (void)fi;
+    deny_entry(req, parent, name);
+}
+
+static void deny_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+                         struct fuse_file_info *fi)
+{
+    (void)ino;
+    (void)attr;
+    (void)to_set;
+    (void)fi;
+    fuse_reply_err(req, EROFS);
+}
+
+static void deny_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+                       struct fuse_file_info *fi)
+{
+    (void)ino;
+    (void)buf;
+    (void)size;
+    (void)off;
+    (void)fi;
+    fuse_reply_err(req, EROFS);
+}
+
+static const struct fuse_lowlevel_ops ops = {
+    .init = op_init,
+    .lookup = op_lookup,
+    .getattr = op_getattr,
+    .readdir = op_readdir,
+    .open = op_open,
+    .read = op_read,
+    .release = op_release,
+    .statfs = op_statfs,
+    .setattr = deny_setattr,
+    .mknod = deny_mknod,
+    .mkdir = deny_mkdir,
+    .unlink = deny_entry,
+    .rmdir = deny_entry,
+    .symlink = deny_symlink,
+    .rename = deny_rename,
+    .link = deny_link,
+    .write = deny_write,
+    .create = deny_create,
+};
+
+int yfs_fuse_run(yfs_mount *m, struct fuse_args *args, const char *mountpoint, int foreground,
+                 int single_thread, unsigned max_threads)
+{
+    struct fuse_session *se = fuse_session_new(args, &ops, sizeof ops, m);
+    if (!se)
+        return 1;
+    int status = 1;
+    if (fuse_set_signal_handlers(se) != 0)
+        goto destroy;
+    if (fuse_session_mount(se, mountpoint) != 0)
+        goto remove_handlers;
+    if (fuse_daemonize(foreground) != 0)
+        goto unmount;
+    m->log_to_syslog = !foreground;
+    /* Threads only now: daemonizing forks, and a fork keeps one thread. */
+    pq_error err;
+    if (yfs_mount_start(m, &err) < 0) {
+        yfs_log(m, "%s", err.msg);
+        goto unmount;
+    }
+    if (single_thread) {
+        status = fuse_session_loop(se) != 0;
+    } else {
+        struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+        if (cfg) {
+            fuse_loop_cfg_set_max_threads(cfg, max_threads);
+            status = fuse_session_loop_mt(se, cfg) != 0;
+            fuse_loop_cfg_destroy(cfg);
+        }
+    }
+unmount:
+    fuse_session_unmount(se);
+remove_handlers:
+    fuse_remove_signal_handlers(se);
+destroy:
+    fuse_session_destroy(se);
+    return status;
+}

@@ -1,0 +1,89 @@
+#include "yfs_mount.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ix_parallel.h"
+#include "yfs_cache.h"
+#include "yfs_dicts.h"
+#include "yfs_plans.h"
+
+/* A segment closes at `buffer` records or at this share (1/N) of the segment
+ * budget, so that huge values cannot make one segment exceed the memory. */
+#define SEGMENT_BUDGET_SHARE 16
+
+uint64_t yfs_mount_dict_budget(const yfs_mount *m)
+{
+    return m->opts.mem / 4;
+}
+
+uint64_t yfs_mount_segment_budget(const yfs_mount *m)
+{
+    return m->opts.mem - yfs_mount_dict_budget(m);
+}
+
+int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, yfs_mount **out,
+                   pq_error *err)
+{
+    yfs_mount *m = calloc(1, sizeof *m);
+    if (!m)
+        return pq_error_set(err, "out of memory");
+    m->opts = *opts;
+    m->opts.column = opts->column ? strdup(opts->column) : NULL;
+
+    double start = ix_now();
+    ix_options io = {
+        .dataset = dataset,
+        .column = opts->column,
+        .format = opts->format,
+        .rowid = opts->rowid,
+        .threads = opts->threads,
+        .progress = progress,
+    };
+    if (ix_build(&io, &m->ix, err) < 0)
+        goto fail;
+
+    const ix_index *ix = m->ix;
+    m->page_summary = malloc((ix->num_pages ? ix->num_pages : 1) * sizeof *m->page_summary);
+    if (!m->page_summary)
+        goto oom;
+    for (uint64_t i = 0; i < ix->num_pages; i++)
+        m->page_summary[i] = (sh_page){ ix->pages[i].framed, ix->pages[i].records };
+    m->params = (sh_params){
+        .seed = opts->seed,
+        .mode = opts->shuffle,
+        .buffer_rows = opts->buffer,
+        .max_segment_bytes = yfs_mount_segment_budget(m) / SEGMENT_BUDGET_SHARE,
+    };
+    m->plans = yfs_plans_new(&m->params, m->page_summary, ix->num_pages);
+    m->dicts = yfs_dicts_new(ix, yfs_mount_dict_budget(m), &m->stats);
+    m->cache = yfs_cache_new(m, yfs_mount_segment_budget(m));
+    if (!m->plans || !m->dicts || !m->cache)
+        goto oom;
+    m->index_seconds = ix_now() - start;
+    *out = m;
+    return 0;
+oom:
+    pq_error_set(err, "out of memory");
+fail:
+    yfs_mount_close(m);
+    return -1;
+}
+
+int yfs_mount_start(yfs_mount *m, pq_error *err)
+{
+    return yfs_cache_start(m->cache, m->opts.threads, err);
+}
+
+void yfs_mount_close(yfs_mount *m)
+{
+    if (!m)
+        return;
+    yfs_cache_free(m->cache); /* first: its workers use plans and dictionaries */
+    yfs_dicts_free(m->dicts);
+    yfs_plans_free(m->plans);
+    free(m->page_summary);
+    ix_free(m->ix);
+    yfs_options_free(&m->opts);
+    free(m);
+}

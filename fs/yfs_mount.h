@@ -1,0 +1,48 @@
+/* yfs_mount.h — one mounted dataset: the context every fs/ function hangs
+ * off (no globals). It owns the index, the plan cache, the dictionary and
+ * segment caches with their workers, and the counters.
+ *
+ * Lifecycle: yfs_mount_open builds everything but starts no thread, so the
+ * caller may still fork (FUSE daemonizes after the index is built, and a
+ * fork keeps only the calling thread); yfs_mount_start starts the prefetch
+ * workers; yfs_mount_close stops and frees. The read path (yfs_view.h) works
+ * on an opened mount with or without FUSE.
+ */
+#ifndef YFS_MOUNT_H
+#define YFS_MOUNT_H
+
+#include "ix_index.h"
+#include "sh_plan.h"
+#include "yfs_options.h"
+#include "yfs_stats.h"
+
+typedef struct yfs_plans yfs_plans;
+typedef struct yfs_dicts yfs_dicts;
+typedef struct yfs_cache yfs_cache;
+
+typedef struct yfs_mount {
+    yfs_options opts;
+    ix_index *ix;
+    sh_params params;
+    sh_page *page_summary; /* ix->num_pages entries: the plan's input */
+    yfs_plans *plans;
+    yfs_dicts *dicts;
+    yfs_cache *cache;
+    yfs_stats stats;
+    double index_seconds;  /* wall time of the whole mount-time build */
+    int log_to_syslog;     /* set once daemonized, before any read */
+} yfs_mount;
+
+/* Build the index of `dataset` with `opts` (copied). progress: report
+ * mount-time progress on stderr. */
+int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, yfs_mount **out,
+                   pq_error *err);
+int yfs_mount_start(yfs_mount *m, pq_error *err);
+void yfs_mount_close(yfs_mount *m);
+
+/* Memory budgets derived from opts.mem: dictionaries get a quarter, segment
+ * buffers the rest. */
+uint64_t yfs_mount_dict_budget(const yfs_mount *m);
+uint64_t yfs_mount_segment_budget(const yfs_mount *m);
+
+#endif

@@ -1,0 +1,157 @@
+#include "yfs_options.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *const yfs_option_names[] = {
+    "column", "format", "seed", "epochs", "shuffle", "mem", "buffer", "threads", "rowid", NULL,
+};
+
+void yfs_options_init(yfs_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->format = IX_FORMAT_JSONL;
+    o->epochs = 1;
+    o->shuffle = SH_SHUFFLE_PAGE;
+    o->mem = 256u << 20;
+    o->buffer = 10000;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    /* Workers wait on storage as much as they decode: a few more than cores. */
+    o->threads = cpus > 0 ? (int)(cpus < 4 ? 4 : cpus) : 4;
+}
+
+void yfs_options_free(yfs_options *o)
+{
+    free(o->column);
+    o->column = NULL;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+    if (!*s || *s == '-' || *s == '+')
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int yfs_parse_size(const char *s, uint64_t *out)
+{
+    if (!*s || *s == '-' || *s == '+')
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s)
+        return -1;
+    int shift = 0;
+    switch (*end) {
+    case '\0': break;
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    case 't': case 'T': shift = 40; end++; break;
+    default: return -1;
+    }
+    if (*end == 'i' || *end == 'B') /* accept 256MiB, 256MB */
+        end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
+    if (*end || (shift && v > (UINT64_MAX >> shift)))
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
+int yfs_options_apply(yfs_options *o, const char *item, pq_error *err)
+{
+    const char *eq = strchr(item, '=');
+    size_t klen = eq ? (size_t)(eq - item) : strlen(item);
+    const char *v = eq ? eq + 1 : NULL;
+#define KEY(name) (klen == sizeof(name) - 1 && strncmp(item, name, klen) == 0)
+    if (KEY("rowid")) {
+        if (v)
+            return pq_error_set(err, "option rowid takes no value");
+        o->rowid = 1;
+        return 0;
+    }
+    int ours = KEY("column") || KEY("format") || KEY("seed") || KEY("epochs") ||
+               KEY("shuffle") || KEY("mem") || KEY("buffer") || KEY("threads");
+    if (!ours)
+        return 1;
+    if (!v || !*v)
+        return pq_error_set(err, "option %.*s needs a value (%.*s=...)", (int)klen, item,
+                            (int)klen, item);
+    uint64_t n;
+    if (KEY("column")) {
+        free(o->column);
+        if (!(o->column = strdup(v)))
+            return pq_error_set(err, "out of memory");
+    } else if (KEY("format")) {
+        if (ix_format_parse(v, &o->format) < 0)
+            return pq_error_set(err, "format=%s: expected jsonl, text or len32", v);
+    } else if (KEY("shuffle")) {
+        if (strcmp(v, "page") == 0)
+            o->shuffle = SH_SHUFFLE_PAGE;
+        else if (strcmp(v, "none") == 0)
+            o->shuffle = SH_SHUFFLE_NONE;
+        else
+            return pq_error_set(err, "shuffle=%s: expected page or none", v);
+    } else if (KEY("mem")) {
+        if (yfs_parse_size(v, &o->mem) < 0 || o->mem < (1u << 20))
+            return pq_error_set(err, "mem=%s: expected a size of at least 1M (e.g. 256M)", v);
+    } else if (KEY("seed")) {
+        if (parse_u64(v, &o->seed) < 0)
+            return pq_error_set(err, "seed=%s: expected a non-negative integer", v);
+    } else if (KEY("epochs")) {
+        if (parse_u64(v, &n) < 0 || n > 1000000)
+            return pq_error_set(err, "epochs=%s: expected an integer from 0 to 1000000", v);
+        o->epochs = n;
+    } else if (KEY("buffer")) {
+        if (parse_u64(v, &n) < 0 || n < 1 || n > UINT32_MAX)
+            return pq_error_set(err, "buffer=%s: expected a positive number of rows", v);
+        o->buffer = n;
+    } else if (KEY("threads")) {
+        if (parse_u64(v, &n) < 0 || n < 1 || n > 256)
+            return pq_error_set(err, "threads=%s: expected an integer from 1 to 256", v);
+        o->threads = (int)n;
+    }
+#undef KEY
+    return 0;
+}
+
+static int append_item(char **rest, const char *item, size_t len)
+{
+    size_t old = *rest ? strlen(*rest) : 0;
+    char *grown = realloc(*rest, old + len + 2);
+    if (!grown)
+        return -1;
+    if (old)
+        grown[old++] = ',';
+    memcpy(grown + old, item, len);
+    grown[old + len] = '\0';
+    *rest = grown;
+    return 0;
+}
+
+int yfs_options_apply_list(yfs_options *o, const char *list, char **rest, pq_error *err)
+{
+    char *copy = strdup(list);
+    if (!copy)
+        return pq_error_set(err, "out of memory");
+    int rc = 0;
+    char *save = NULL;
+    for (char *item = strtok_r(copy, ",", &save); item && rc == 0;
+         item = strtok_r(NULL, ",", &save)) {
+        rc = yfs_options_apply(o, item, err);
+        if (rc == 1)
+            rc = append_item(rest, item, strlen(item)) < 0 ? pq_error_set(err, "out of memory")
+                                                           : 0;
+    }
+    free(copy);
+    return rc;
+}

@@ -1,0 +1,45 @@
+/* yfs_options.h — the filesystem's own -o options (DESIGN.md, user contract).
+ *
+ * Options arrive as "key=value" or "key" items (from -o lists); items that
+ * are not youmufs options are reported as such so the caller can hand them to
+ * FUSE. Values are parsed strictly: "seed=12x" is an error, not 12.
+ */
+#ifndef YFS_OPTIONS_H
+#define YFS_OPTIONS_H
+
+#include <stdint.h>
+
+#include "ix_frame.h"
+#include "pq_error.h"
+#include "sh_plan.h"
+
+typedef struct yfs_options {
+    char *column;      /* NULL: the dataset's only string column */
+    ix_format format;
+    uint64_t seed;
+    uint64_t epochs;   /* epoch files listed at the root */
+    sh_mode shuffle;
+    uint64_t mem;      /* bytes of decoded data held in memory */
+    uint64_t buffer;   /* records per shuffle segment */
+    int rowid;
+    int threads;       /* I/O and decode workers */
+} yfs_options;
+
+/* The option names, for --help and for tests that compare it with the docs. */
+extern const char *const yfs_option_names[];
+
+void yfs_options_init(yfs_options *o);
+void yfs_options_free(yfs_options *o);
+
+/* Apply one item. Returns 0 if applied, 1 if the key is not a youmufs
+ * option, -1 (with a message) if it is but the value is bad. */
+int yfs_options_apply(yfs_options *o, const char *item, pq_error *err);
+
+/* Apply a comma-separated list; items that are not ours are appended to
+ * *rest (comma-separated, malloc'ed, may stay NULL). */
+int yfs_options_apply_list(yfs_options *o, const char *list, char **rest, pq_error *err);
+
+/* "256M", "1G", "65536", "64k": binary multiples. -1 on junk or overflow. */
+int yfs_parse_size(const char *s, uint64_t *out);
+
+#endif

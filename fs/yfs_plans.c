@@ -1,0 +1,105 @@
+#include "yfs_plans.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+/* Plans kept without readers: a plan costs ~4 bytes per page. */
+#define KEPT_PLANS 8
+
+struct yfs_plans {
+    const sh_params *params;
+    const sh_page *pages;
+    uint64_t num_pages;
+    pthread_mutex_t lock;      /* guards everything below and every plan's refs/last_use */
+    yfs_plan *slots[KEPT_PLANS];
+    uint64_t clock;
+};
+
+yfs_plans *yfs_plans_new(const sh_params *params, const sh_page *pages, uint64_t num_pages)
+{
+    yfs_plans *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->params = params;
+    c->pages = pages;
+    c->num_pages = num_pages;
+    pthread_mutex_init(&c->lock, NULL);
+    return c;
+}
+
+static void plan_free(yfs_plan *p)
+{
+    sh_plan_free(&p->plan);
+    free(p);
+}
+
+void yfs_plans_free(yfs_plans *c)
+{
+    if (!c)
+        return;
+    for (int i = 0; i < KEPT_PLANS; i++)
+        if (c->slots[i])
+            plan_free(c->slots[i]);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+int yfs_plans_get(yfs_plans *c, uint64_t epoch, yfs_plan **out, pq_error *err)
+{
+    pthread_mutex_lock(&c->lock);
+    int victim = -1;
+    for (int i = 0; i < KEPT_PLANS; i++) {
+        yfs_plan *p = c->slots[i];
+        if (p && p->plan.epoch == epoch) {
+            p->refs++;
+            p->last_use = ++c->clock;
+            pthread_mutex_unlock(&c->lock);
+            *out = p;
+            return 0;
+        }
+        if (!p)
+            victim = i;
+        else if (p->refs == 0 && (victim < 0 || (c->slots[victim] &&
+                                                 p->last_use < c->slots[victim]->last_use)))
+            victim = i;
+    }
+    /* Built under the lock: a plan takes milliseconds even for a million
+     * pages, and building it twice would be worse. */
+    yfs_plan *p = calloc(1, sizeof *p);
+    if (!p || sh_plan_build(c->params, c->pages, c->num_pages, epoch, &p->plan) < 0) {
+        free(p);
+        pthread_mutex_unlock(&c->lock);
+        return pq_error_set(err, "out of memory building the plan of epoch %llu",
+                            (unsigned long long)epoch);
+    }
+    p->refs = 1;
+    p->last_use = ++c->clock;
+    if (victim >= 0) {
+        if (c->slots[victim])
+            plan_free(c->slots[victim]);
+        c->slots[victim] = p;
+    }
+    /* With every slot in use the plan lives unslotted until its last put. */
+    pthread_mutex_unlock(&c->lock);
+    *out = p;
+    return 0;
+}
+
+void yfs_plans_ref(yfs_plans *c, yfs_plan *p)
+{
+    pthread_mutex_lock(&c->lock);
+    p->refs++;
+    pthread_mutex_unlock(&c->lock);
+}
+
+void yfs_plans_put(yfs_plans *c, yfs_plan *p)
+{
+    pthread_mutex_lock(&c->lock);
+    int slotted = 0;
+    for (int i = 0; i < KEPT_PLANS; i++)
+        slotted |= c->slots[i] == p;
+    int last = --p->refs == 0;
+    pthread_mutex_unlock(&c->lock);
+    if (last && !slotted)
+        plan_free(p);
+}

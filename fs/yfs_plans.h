@@ -1,0 +1,28 @@
+/* yfs_plans.h — cache of epoch plans. A plan is computed on first use of an
+ * epoch (any of its files) and shared by all readers of that epoch; a few
+ * recently used plans are kept. Thread-safe (one mutex). */
+#ifndef YFS_PLANS_H
+#define YFS_PLANS_H
+
+#include "pq_error.h"
+#include "sh_plan.h"
+
+typedef struct yfs_plans yfs_plans;
+
+typedef struct yfs_plan {
+    sh_plan plan;
+    int refs;          /* guarded by the cache mutex */
+    uint64_t last_use; /* guarded by the cache mutex */
+} yfs_plan;
+
+/* The inputs (params, pages) must outlive the cache. */
+yfs_plans *yfs_plans_new(const sh_params *params, const sh_page *pages, uint64_t num_pages);
+void yfs_plans_free(yfs_plans *c);
+
+/* A referenced plan of `epoch`; release with yfs_plans_put. */
+int yfs_plans_get(yfs_plans *c, uint64_t epoch, yfs_plan **out, pq_error *err);
+void yfs_plans_put(yfs_plans *c, yfs_plan *p);
+/* Take another reference on a plan already held. */
+void yfs_plans_ref(yfs_plans *c, yfs_plan *p);
+
+#endif

@@ -1,0 +1,134 @@
+#include "yfs_segment.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ix_read.h"
+#include "yfs_dicts.h"
+
+/* A record of the segment before ordering: where its value is and its row. */
+typedef struct record {
+    const uint8_t *ptr;
+    uint32_t len;
+    uint64_t row;
+} record;
+
+typedef struct decoded {
+    pq_page_values values;
+    yfs_dict *dict; /* held until the values (which may point into it) are framed */
+} decoded;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Decode global page `page` into d and append its records at *next. */
+static int decode_page(yfs_mount *m, uint64_t page, decoded *d, record *recs, uint32_t *next,
+                       uint32_t *rows, pq_error *err)
+{
+    const ix_index *ix = m->ix;
+    const ix_chunk *chunk = &ix->chunks[ix_locate(ix, page)];
+    const pq_dictionary *dict = NULL;
+    if (chunk->dict_offset >= 0 &&
+        yfs_dicts_get(m->dicts, (uint32_t)(chunk - ix->chunks), &dict, &d->dict, err) < 0)
+        return -1;
+    uint64_t bytes_read = 0;
+    int rc = ix_read_page(ix, page, dict, &d->values, &bytes_read, err);
+    yfs_count(&m->stats.bytes_read, bytes_read);
+    if (rc < 0)
+        return -1;
+    yfs_count(&m->stats.pages_decoded, 1);
+
+    const pq_page_values *v = &d->values;
+    uint64_t first_row = ix->pages[page].first_row;
+    ix_record_rows(v, ix->column.max_def, rows);
+    for (uint32_t k = 0; k < v->num_values; k++)
+        recs[*next + k] = (record){ v->values[k].ptr, v->values[k].len, first_row + rows[k] };
+    *next += v->num_values;
+    return 0;
+}
+
+static int frame(yfs_mount *m, const sh_plan *plan, uint64_t s, const record *recs,
+                 uint8_t **data, pq_error *err)
+{
+    const sh_segment *seg = &plan->segments[s];
+    uint32_t *order = malloc((seg->records ? seg->records : 1) * sizeof *order);
+    uint8_t *buf = malloc(seg->bytes ? seg->bytes : 1);
+    if (!order || !buf) {
+        free(order);
+        free(buf);
+        return pq_error_set(err, "out of memory for a %llu-byte segment",
+                            (unsigned long long)seg->bytes);
+    }
+    sh_segment_order(&m->params, plan, s, order);
+    const ix_framing *f = &m->ix->framing;
+    uint8_t *out = buf, *end = buf + seg->bytes;
+    int rc = 0;
+    for (uint32_t r = 0; r < seg->records; r++) {
+        const record *rec = &recs[order[r]];
+        if (ix_frame_size(f, rec->ptr, rec->len, rec->row) > (size_t)(end - out)) {
+            rc = pq_error_set(err, "records outgrow the %llu bytes indexed at mount (a source "
+                              "file changed?)", (unsigned long long)seg->bytes);
+            break;
+        }
+        out = ix_frame_write(f, rec->ptr, rec->len, rec->row, out);
+    }
+    if (rc == 0 && out != end)
+        rc = pq_error_set(err, "records fill %llu of the %llu bytes indexed at mount (a source "
+                          "file changed?)", (unsigned long long)(out - buf),
+                          (unsigned long long)seg->bytes);
+    free(order);
+    if (rc < 0) {
+        free(buf);
+        return -1;
+    }
+    *data = buf;
+    return 0;
+}
+
+int yfs_segment_build(yfs_mount *m, const sh_plan *plan, uint64_t s, uint8_t **data,
+                      pq_error *err)
+{
+    uint64_t start = now_ns();
+    const sh_segment *seg = &plan->segments[s];
+    const ix_index *ix = m->ix;
+
+    /* The index knows every page's record count (ix_read_page enforces it),
+     * so all buffers are sized before any byte is read. */
+    uint32_t max_page_records = 1;
+    for (uint32_t i = 0; i < seg->pages; i++) {
+        uint32_t n = ix->pages[plan->order[seg->first + i]].records;
+        if (n > max_page_records)
+            max_page_records = n;
+    }
+    decoded *pages = calloc(seg->pages ? seg->pages : 1, sizeof *pages);
+    record *recs = malloc((seg->records ? seg->records : 1) * sizeof *recs);
+    uint32_t *rows = malloc(max_page_records * sizeof *rows);
+    int rc = 0;
+    uint32_t decoded_pages = 0, next = 0;
+    if (!pages || !recs || !rows)
+        rc = pq_error_set(err, "out of memory for a segment of %u records", seg->records);
+    for (; rc == 0 && decoded_pages < seg->pages; decoded_pages++) {
+        uint64_t page = plan->order[seg->first + decoded_pages];
+        rc = decode_page(m, page, &pages[decoded_pages], recs, &next, rows, err);
+    }
+    if (rc == 0)
+        rc = frame(m, plan, s, recs, data, err);
+
+    for (uint32_t i = 0; i < decoded_pages && pages; i++) {
+        pq_page_values_free(&pages[i].values);
+        if (pages[i].dict)
+            yfs_dicts_put(m->dicts, pages[i].dict);
+    }
+    free(pages);
+    free(recs);
+    free(rows);
+    if (rc == 0)
+        yfs_count(&m->stats.segments_built, 1);
+    yfs_count(&m->stats.build_nanoseconds, now_ns() - start);
+    return rc;
+}

@@ -1,0 +1,36 @@
+/* yfs_stats.h — live counters of a mount, shown in .youmufs/stats.json.
+ * Relaxed atomics: each counter is exact, a snapshot of several is not
+ * necessarily simultaneous. */
+#ifndef YFS_STATS_H
+#define YFS_STATS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+typedef struct yfs_stats {
+    _Atomic uint64_t bytes_read;        /* from storage: pages and dictionaries */
+    _Atomic uint64_t pages_decoded;
+    _Atomic uint64_t dictionaries_loaded;
+    _Atomic uint64_t segments_built;
+    _Atomic uint64_t segments_prefetched; /* built ahead of the reader */
+    _Atomic uint64_t segment_hits;      /* a read found its segment ready */
+    _Atomic uint64_t segment_waits;     /* ... found it being built, and waited */
+    _Atomic uint64_t segment_misses;    /* ... had to build it itself */
+    _Atomic uint64_t segments_evicted;
+    _Atomic uint64_t bytes_served;
+    _Atomic uint64_t read_requests;
+    _Atomic uint64_t read_errors;
+    _Atomic uint64_t build_nanoseconds; /* time spent reading, decoding, framing */
+} yfs_stats;
+
+static inline void yfs_count(_Atomic uint64_t *counter, uint64_t n)
+{
+    atomic_fetch_add_explicit(counter, n, memory_order_relaxed);
+}
+
+static inline uint64_t yfs_counter(_Atomic uint64_t *counter)
+{
+    return atomic_load_explicit(counter, memory_order_relaxed);
+}
+
+#endif

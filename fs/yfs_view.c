@@ -1,0 +1,113 @@
+#include "yfs_view.h"
+
+#include <stdlib.h>
+
+#include "yfs_plans.h"
+
+/* How far a reader's prefetch runs ahead: at most this many segments, and at
+ * most this fraction (1/N) of the segment budget, so several readers share
+ * the budget instead of one taking it all. */
+#define PREFETCH_SEGMENTS 8
+#define PREFETCH_BUDGET_SHARE 4
+
+struct yfs_view {
+    yfs_mount *m;
+    yfs_plan *plan;
+    sh_part part;
+};
+
+int yfs_view_open(yfs_mount *m, uint64_t epoch, uint64_t part, uint64_t parts, yfs_view **out,
+                  pq_error *err)
+{
+    if (parts == 0) {
+        parts = 1;
+        part = 0;
+    }
+    if (part >= parts)
+        return pq_error_set(err, "part %llu of %llu does not exist", (unsigned long long)part,
+                            (unsigned long long)parts);
+    yfs_view *v = calloc(1, sizeof *v);
+    if (!v)
+        return pq_error_set(err, "out of memory");
+    v->m = m;
+    if (yfs_plans_get(m->plans, epoch, &v->plan, err) < 0) {
+        free(v);
+        return -1;
+    }
+    if (sh_part_build(&v->plan->plan, part, parts, &v->part) < 0) {
+        yfs_plans_put(m->plans, v->plan);
+        free(v);
+        return pq_error_set(err, "out of memory");
+    }
+    *out = v;
+    return 0;
+}
+
+void yfs_view_close(yfs_view *v)
+{
+    if (!v)
+        return;
+    sh_part_free(&v->part);
+    yfs_plans_put(v->m->plans, v->plan);
+    free(v);
+}
+
+uint64_t yfs_view_size(const yfs_view *v)
+{
+    return sh_part_size(&v->part);
+}
+
+/* Queue the segments after the part's k-th for building. */
+static void prefetch_after(yfs_view *v, uint64_t k)
+{
+    uint64_t allowance = yfs_mount_segment_budget(v->m) / PREFETCH_BUDGET_SHARE;
+    uint64_t queued = 0;
+    for (uint64_t j = k + 1; j < v->part.count && j <= k + PREFETCH_SEGMENTS; j++) {
+        uint64_t s = sh_part_segment(&v->part, j);
+        queued += v->plan->plan.segments[s].bytes;
+        if (queued > allowance || yfs_cache_prefetch(v->m->cache, v->plan, s) < 0)
+            break;
+    }
+}
+
+int yfs_view_read(yfs_view *v, uint64_t offset, size_t size, yfs_extent *ext, int max,
+                  int *count, pq_error *err)
+{
+    uint64_t file_size = yfs_view_size(v);
+    *count = 0;
+    if (offset >= file_size || size == 0)
+        return 0;
+    if (size > file_size - offset)
+        size = (size_t)(file_size - offset);
+
+    uint64_t k = sh_part_find(&v->part, offset);
+    int n = 0;
+    while (size > 0 && n < max && k < v->part.count) {
+        yfs_seg *seg;
+        uint64_t s = sh_part_segment(&v->part, k);
+        if (v->plan->plan.segments[s].bytes == 0) { /* all-null pages: nothing to serve */
+            k++;
+            continue;
+        }
+        if (yfs_cache_get(v->m->cache, v->plan, s, &seg, err) < 0) {
+            yfs_extents_release(v->m, ext, n);
+            return -1;
+        }
+        uint64_t within = offset - v->part.offsets[k];
+        uint64_t avail = yfs_seg_size(seg) - within;
+        size_t len = size < avail ? size : (size_t)avail;
+        ext[n++] = (yfs_extent){ seg, yfs_seg_data(seg) + within, len };
+        offset += len;
+        size -= len;
+        k++;
+    }
+    prefetch_after(v, k - 1);
+    *count = n;
+    return 0;
+}
+
+void yfs_extents_release(yfs_mount *m, yfs_extent *ext, int count)
+{
+    for (int i = 0; i < count; i++)
+        yfs_cache_put(m->cache, ext[i].seg);
+}

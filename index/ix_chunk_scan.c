@@ -1,0 +1,285 @@
+/* The mount-time page pass over one column chunk: find every data page (from
+ * the OffsetIndex, or by walking page headers), decode it once, and record
+ * its rows, records and framed size. The chunk is read sequentially through
+ * a window of a few MiB, so the pass costs one large read per window. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ix_internal.h"
+#include "ix_read.h"
+#include "pq_page.h"
+
+#define WINDOW_BYTES (8u << 20)
+/* Page headers are short but may carry statistics with long min/max values:
+ * try a small read first, then a large one. */
+#define HEADER_PROBE_BYTES (64u << 10)
+#define HEADER_MAX_BYTES (16u << 20)
+
+typedef struct window {
+    const ix_source *src;
+    uint64_t begin, end; /* the chunk's byte range; reads stay inside */
+    uint64_t base;       /* file offset of buf[0] */
+    size_t len;
+    uint8_t *buf;
+    size_t cap;
+    uint64_t *bytes_read;
+} window;
+
+/* Make [off, off+len) available and return it. The range must lie within the
+ * chunk (callers check against w->end first). */
+static const uint8_t *window_get(window *w, uint64_t off, size_t len, pq_error *err)
+{
+    if (off >= w->base && off + len <= w->base + w->len)
+        return w->buf + (off - w->base);
+    size_t want = len > WINDOW_BYTES ? len : WINDOW_BYTES;
+    if (want > w->end - off)
+        want = (size_t)(w->end - off);
+    if (want > w->cap) {
+        uint8_t *grown = realloc(w->buf, want);
+        if (!grown) {
+            pq_error_set(err, "%s: out of memory for a %zu-byte read", w->src->name, want);
+            return NULL;
+        }
+        w->buf = grown;
+        w->cap = want;
+    }
+    if (ix_pread_exact(w->src->fd, w->src->name, w->buf, want, off, err) < 0)
+        return NULL;
+    *w->bytes_read += want;
+    w->base = off;
+    w->len = want;
+    return w->buf;
+}
+
+/* Parse the page header at `off`. */
+static int read_header(window *w, uint64_t off, pq_page_header *h, pq_error *err)
+{
+    uint64_t left = w->end - off;
+    size_t probe = left < HEADER_PROBE_BYTES ? (size_t)left : HEADER_PROBE_BYTES;
+    const uint8_t *p = window_get(w, off, probe, err);
+    if (!p)
+        return -1;
+    if (pq_page_header_parse(p, probe, h, err) == 0)
+        return 0;
+    if (left <= probe)
+        return -1;
+    size_t more = left < HEADER_MAX_BYTES ? (size_t)left : HEADER_MAX_BYTES;
+    if (!(p = window_get(w, off, more, err)))
+        return -1;
+    return pq_page_header_parse(p, more, h, err);
+}
+
+typedef struct scan_state {
+    ix_scan *scan;
+    window w;
+    pq_dictionary dict;
+    int have_dict;
+    uint64_t rows_seen; /* rows of the chunk's pages so far */
+    uint32_t cap;
+} scan_state;
+
+static int add_page(scan_state *st, const ix_page *pg, pq_error *err)
+{
+    ix_scan *scan = st->scan;
+    if (scan->num_pages == st->cap) {
+        uint32_t cap = st->cap ? st->cap * 2 : 16;
+        ix_page *grown = realloc(scan->pages, cap * sizeof *grown);
+        if (!grown)
+            return pq_error_set(err, "out of memory for the page index");
+        scan->pages = grown;
+        st->cap = cap;
+    }
+    scan->pages[scan->num_pages++] = *pg;
+    return 0;
+}
+
+/* Sum the framed sizes of a decoded page's records; refuse values that the
+ * framing cannot carry (a newline in text format). */
+static int measure_records(scan_state *st, const pq_page_values *v, uint64_t first_row,
+                           uint64_t *framed, pq_error *err)
+{
+    const ix_framing *f = st->scan->framing;
+    uint32_t *rows = malloc((v->num_values ? v->num_values : 1) * sizeof *rows);
+    if (!rows)
+        return pq_error_set(err, "out of memory measuring a page");
+    ix_record_rows(v, st->scan->desc.max_def, rows);
+    uint64_t total = 0;
+    int rc = 0;
+    for (uint32_t k = 0; k < v->num_values; k++) {
+        const pq_bytes *b = &v->values[k];
+        if (f->format == IX_FORMAT_TEXT && memchr(b->ptr, '\n', b->len)) {
+            rc = pq_error_set(err, "row %llu: the value contains a newline, which format=text "
+                              "cannot carry unambiguously; use format=jsonl or format=len32",
+                              (unsigned long long)(first_row + rows[k]));
+            break;
+        }
+        total += ix_frame_size(f, b->ptr, b->len, first_row + rows[k]);
+    }
+    free(rows);
+    *framed = total;
+    return rc;
+}
+
+static int take_dictionary(scan_state *st, uint64_t off, const pq_page_header *h,
+                           const uint8_t *body, pq_error *err)
+{
+    if (st->have_dict)
+        return pq_error_set(err, "second dictionary page at offset %llu",
+                            (unsigned long long)off);
+    if (st->scan->num_pages > 0)
+        return pq_error_set(err, "dictionary page at offset %llu after data pages",
+                            (unsigned long long)off);
+    if (pq_dictionary_decode(&st->scan->desc, h, body, (size_t)h->compressed_size, &st->dict,
+                             err) < 0)
+        return pq_error_prefix(err, "dictionary page at offset %llu: ",
+                               (unsigned long long)off);
+    st->have_dict = 1;
+    st->scan->dict_offset = (int64_t)off;
+    st->scan->dict_length = (uint32_t)(h->header_len + (size_t)h->compressed_size);
+    return 0;
+}
+
+/* Handle the page whose header starts at `off`; *next is where the following
+ * page starts. expect_len: the page's total length from the OffsetIndex, or 0. */
+static int visit_page(scan_state *st, uint64_t off, uint32_t expect_len, uint64_t *next,
+                      pq_error *err)
+{
+    pq_page_header h;
+    if (read_header(&st->w, off, &h, err) < 0)
+        return pq_error_prefix(err, "page header at offset %llu: ", (unsigned long long)off);
+    uint64_t total = h.header_len + (uint64_t)h.compressed_size;
+    if (total > st->w.end - off)
+        return pq_error_set(err, "page at offset %llu: %llu bytes of header and body run past "
+                            "the end of the column chunk (%llu bytes left)",
+                            (unsigned long long)off, (unsigned long long)total,
+                            (unsigned long long)(st->w.end - off));
+    if (expect_len && total != expect_len)
+        return pq_error_set(err, "page at offset %llu: header and body take %llu bytes, the "
+                            "offset index says %u", (unsigned long long)off,
+                            (unsigned long long)total, expect_len);
+    *next = off + total;
+
+    if (h.type != PQ_PAGE_DATA && h.type != PQ_PAGE_DATA_V2 && h.type != PQ_PAGE_DICTIONARY)
+        return 0; /* index pages and unknown page types carry no values */
+    const uint8_t *page = window_get(&st->w, off, (size_t)total, err);
+    if (!page)
+        return -1;
+    const uint8_t *body = page + h.header_len;
+    if (h.type == PQ_PAGE_DICTIONARY)
+        return take_dictionary(st, off, &h, body, err);
+
+    pq_page_values v;
+    if (pq_page_decode(&st->scan->desc, &h, body, (size_t)h.compressed_size,
+                       st->have_dict ? &st->dict : NULL, &v, err) < 0)
+        return pq_error_prefix(err, "data page at offset %llu: ", (unsigned long long)off);
+    ix_page pg = {
+        .offset = off,
+        .first_row = st->scan->first_row + st->rows_seen,
+        .length = (uint32_t)total,
+        .rows = v.num_levels,
+        .records = v.num_values,
+    };
+    int rc = measure_records(st, &v, pg.first_row, &pg.framed, err);
+    pq_page_values_free(&v);
+    if (rc < 0)
+        return pq_error_prefix(err, "data page at offset %llu: ", (unsigned long long)off);
+    st->rows_seen += pg.rows;
+    return add_page(st, &pg, err);
+}
+
+static int walk_headers(scan_state *st, pq_error *err)
+{
+    uint64_t off = st->w.begin;
+    while (off < st->w.end)
+        if (visit_page(st, off, 0, &off, err) < 0)
+            return -1;
+    return 0;
+}
+
+static int follow_offset_index(scan_state *st, pq_error *err)
+{
+    const ix_source *src = st->scan->src;
+    const pq_column_meta *m = st->scan->meta;
+    if (m->offset_index_length <= 0 ||
+        (uint64_t)m->offset_index_offset + (uint64_t)m->offset_index_length >
+            (uint64_t)src->st.st_size)
+        return pq_error_set(err, "offset index at %lld (%d bytes) lies outside the file",
+                            (long long)m->offset_index_offset, m->offset_index_length);
+    uint8_t *buf = malloc((size_t)m->offset_index_length);
+    if (!buf)
+        return pq_error_set(err, "out of memory for the offset index");
+    pq_offset_index oi = { 0 };
+    int rc = ix_pread_exact(src->fd, src->name, buf, (size_t)m->offset_index_length,
+                            (uint64_t)m->offset_index_offset, err);
+    if (rc == 0 && pq_offset_index_parse(buf, (size_t)m->offset_index_length, &oi, err) < 0)
+        rc = pq_error_prefix(err, "offset index: ");
+    free(buf);
+    st->scan->bytes_read += (uint64_t)m->offset_index_length;
+
+    /* Pages before the first listed one: the dictionary page, if any. */
+    uint64_t off = st->w.begin;
+    for (int32_t i = 0; rc == 0 && i < oi.count; i++) {
+        const pq_page_location *loc = &oi.pages[i];
+        if (loc->offset < (int64_t)off || (uint64_t)loc->offset >= st->w.end ||
+            loc->compressed_size <= 0) {
+            rc = pq_error_set(err, "offset index entry %d (offset %lld, %d bytes) is outside "
+                              "the column chunk or out of order", i, (long long)loc->offset,
+                              loc->compressed_size);
+            break;
+        }
+        while (rc == 0 && off < (uint64_t)loc->offset)
+            rc = visit_page(st, off, 0, &off, err);
+        if (rc == 0 && (uint64_t)loc->first_row_index != st->rows_seen)
+            rc = pq_error_set(err, "offset index entry %d starts at row %lld, but the pages "
+                              "before it hold %llu rows", i, (long long)loc->first_row_index,
+                              (unsigned long long)st->rows_seen);
+        if (rc == 0)
+            rc = visit_page(st, off, (uint32_t)loc->compressed_size, &off, err);
+    }
+    pq_offset_index_free(&oi);
+    return rc;
+}
+
+int ix_scan_chunk(ix_scan *scan, pq_error *err)
+{
+    const pq_column_meta *m = scan->meta;
+    uint64_t file_size = (uint64_t)scan->src->st.st_size;
+    scan->pages = NULL;
+    scan->num_pages = 0;
+    scan->dict_offset = -1;
+    scan->dict_length = 0;
+    scan->has_offset_index = m->offset_index_offset >= 0;
+
+    /* The chunk starts at its dictionary page when there is one. Some writers
+     * store dictionary_page_offset 0 for "none", so only a plausible offset
+     * before the first data page counts. */
+    int64_t begin = m->data_page_offset;
+    if (m->dictionary_page_offset >= 4 && m->dictionary_page_offset < begin)
+        begin = m->dictionary_page_offset;
+    if (begin < 4 || m->total_compressed_size <= 0 ||
+        (uint64_t)begin + (uint64_t)m->total_compressed_size > file_size)
+        return pq_error_set(err, "column chunk at offset %lld with %lld bytes lies outside the "
+                            "%llu-byte file", (long long)begin,
+                            (long long)m->total_compressed_size,
+                            (unsigned long long)file_size);
+
+    scan_state st = { .scan = scan };
+    st.w.src = scan->src;
+    st.w.begin = (uint64_t)begin;
+    st.w.end = (uint64_t)begin + (uint64_t)m->total_compressed_size;
+    st.w.bytes_read = &scan->bytes_read;
+
+    int rc = scan->has_offset_index ? follow_offset_index(&st, err) : walk_headers(&st, err);
+    if (rc == 0 && (int64_t)st.rows_seen != m->num_values && scan->desc.max_rep == 0)
+        rc = pq_error_set(err, "the pages hold %llu values, the column metadata says %lld",
+                          (unsigned long long)st.rows_seen, (long long)m->num_values);
+    free(st.w.buf);
+    if (st.have_dict)
+        pq_dictionary_free(&st.dict);
+    if (rc < 0) {
+        free(scan->pages);
+        scan->pages = NULL;
+        scan->num_pages = 0;
+    }
+    return rc;
+}

@@ -1,0 +1,102 @@
+#include <stdio.h>
+#include <string.h>
+
+#include "ix_internal.h"
+
+static int is_string_leaf(const pq_leaf *l)
+{
+    return l->type == PQ_BYTE_ARRAY && l->logical == PQ_LOGICAL_STRING && l->max_rep == 0;
+}
+
+/* Appends ", name" entries of the leaves accepted by `keep` to buf. */
+static void list_leaves(const ix_source *s, int (*keep)(const pq_leaf *), char *buf, size_t cap)
+{
+    size_t used = strlen(buf);
+    for (int i = 0; i < s->num_leaves && used < cap; i++) {
+        if (keep && !keep(&s->leaves[i]))
+            continue;
+        int n = snprintf(buf + used, cap - used, "%s%s", used ? ", " : "", s->leaves[i].path);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+}
+
+/* What this version serves: flat BYTE_ARRAY columns. */
+static int check_supported(const ix_source *s, const pq_leaf *l, pq_error *err)
+{
+    if (l->max_rep > 0)
+        return pq_error_set(err, "%s: column %s is a repeated (list) column; youmufs serves "
+                            "flat columns only so far", s->name, l->path);
+    if (l->type != PQ_BYTE_ARRAY)
+        return pq_error_set(err, "%s: column %s is not a string or binary column (physical "
+                            "type %d); youmufs serves BYTE_ARRAY columns only so far",
+                            s->name, l->path, l->type);
+    return 0;
+}
+
+/* Does leaf l answer to the user's column name: its exact dotted path, or a
+ * prefix naming the group above it ("input_ids" for "input_ids.list.element"). */
+static int names_leaf(const pq_leaf *l, const char *want)
+{
+    size_t n = strlen(want);
+    return strncmp(l->path, want, n) == 0 && (l->path[n] == '\0' || l->path[n] == '.');
+}
+
+int ix_resolve_column(ix_source *first, const char *want, pq_error *err)
+{
+    char names[PQ_ERROR_MAX / 2] = "";
+    int found = -1, matches = 0;
+    for (int i = 0; i < first->num_leaves; i++) {
+        const pq_leaf *l = &first->leaves[i];
+        if (want && strcmp(l->path, want) == 0) {
+            found = i; /* an exact path wins over any prefix match */
+            matches = 1;
+            break;
+        }
+        if (want ? names_leaf(l, want) : is_string_leaf(l)) {
+            found = i;
+            matches++;
+        }
+    }
+
+    if (matches == 1) {
+        first->column = found;
+        return check_supported(first, &first->leaves[found], err);
+    }
+    if (want && matches == 0) {
+        list_leaves(first, NULL, names, sizeof names);
+        return pq_error_set(err, "%s: no column named '%s'; columns: %s", first->name, want,
+                            names);
+    }
+    if (want)
+        return pq_error_set(err, "%s: '%s' names %d leaf columns; give the full dotted path",
+                            first->name, want, matches);
+    if (matches == 0) {
+        list_leaves(first, NULL, names, sizeof names);
+        return pq_error_set(err, "%s: no string column to serve by default; choose one with "
+                            "-o column=NAME from: %s", first->name, names);
+    }
+    list_leaves(first, is_string_leaf, names, sizeof names);
+    return pq_error_set(err, "%s: several string columns (%s); choose one with -o column=NAME",
+                        first->name, names);
+}
+
+int ix_match_column(ix_source *s, const pq_leaf *column, pq_error *err)
+{
+    for (int i = 0; i < s->num_leaves; i++) {
+        const pq_leaf *l = &s->leaves[i];
+        if (strcmp(l->path, column->path) != 0)
+            continue;
+        if (l->type != column->type || l->max_def != column->max_def ||
+            l->max_rep != column->max_rep)
+            return pq_error_set(err, "%s: column %s has a different type or nesting than in "
+                                "the first file (type %d, def %d, rep %d vs type %d, def %d, "
+                                "rep %d)", s->name, l->path, l->type, l->max_def, l->max_rep,
+                                column->type, column->max_def, column->max_rep);
+        s->column = i;
+        return 0;
+    }
+    return pq_error_set(err, "%s: has no column %s (the first file has it)", s->name,
+                        column->path);
+}

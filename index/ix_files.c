@@ -1,0 +1,105 @@
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ix_internal.h"
+
+/* Directories nested deeper than this are refused (symlink loops). */
+#define MAX_DEPTH 64
+
+typedef struct file_list {
+    char **paths;
+    size_t count, cap;
+} file_list;
+
+static int push(file_list *l, const char *path, pq_error *err)
+{
+    if (l->count == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        char **grown = realloc(l->paths, cap * sizeof *grown);
+        if (!grown)
+            return pq_error_set(err, "out of memory listing files");
+        l->paths = grown;
+        l->cap = cap;
+    }
+    if (!(l->paths[l->count] = strdup(path)))
+        return pq_error_set(err, "out of memory listing files");
+    l->count++;
+    return 0;
+}
+
+static int has_parquet_suffix(const char *name)
+{
+    size_t n = strlen(name);
+    return n > 8 && strcmp(name + n - 8, ".parquet") == 0;
+}
+
+static int walk(const char *dir, int depth, file_list *l, pq_error *err)
+{
+    if (depth > MAX_DEPTH)
+        return pq_error_set(err, "%s: directories nested more than %d deep (a symlink loop?)",
+                            dir, MAX_DEPTH);
+    DIR *d = opendir(dir);
+    if (!d)
+        return pq_error_set(err, "%s: cannot open directory: %s", dir, strerror(errno));
+    int rc = 0;
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d)) != NULL) {
+        /* Hidden entries (., .., .git, checksum files) are never data. */
+        if (e->d_name[0] == '.')
+            continue;
+        char *path;
+        if (asprintf(&path, "%s/%s", dir, e->d_name) < 0) {
+            rc = pq_error_set(err, "out of memory listing files");
+            break;
+        }
+        struct stat st;
+        if (stat(path, &st) != 0)
+            rc = pq_error_set(err, "%s: cannot stat: %s", path, strerror(errno));
+        else if (S_ISDIR(st.st_mode))
+            rc = walk(path, depth + 1, l, err);
+        else if (S_ISREG(st.st_mode) && has_parquet_suffix(e->d_name))
+            rc = push(l, path, err);
+        free(path);
+    }
+    closedir(d);
+    return rc;
+}
+
+static int by_path(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int ix_list_files(const char *dataset, char ***paths, size_t *count, pq_error *err)
+{
+    file_list l = { 0 };
+    struct stat st;
+    int rc;
+    if (stat(dataset, &st) != 0)
+        rc = pq_error_set(err, "%s: %s", dataset, strerror(errno));
+    else if (S_ISREG(st.st_mode))
+        rc = push(&l, dataset, err);
+    else if (S_ISDIR(st.st_mode))
+        rc = walk(dataset, 0, &l, err);
+    else
+        rc = pq_error_set(err, "%s: neither a directory nor a regular file", dataset);
+
+    if (rc == 0 && l.count == 0)
+        rc = pq_error_set(err, "%s: no *.parquet files found", dataset);
+    if (rc < 0) {
+        for (size_t i = 0; i < l.count; i++)
+            free(l.paths[i]);
+        free(l.paths);
+        return -1;
+    }
+    /* Every path shares the dataset prefix, so sorting full paths sorts the
+     * relative ones. */
+    qsort(l.paths, l.count, sizeof *l.paths, by_path);
+    *paths = l.paths;
+    *count = l.count;
+    return 0;
+}

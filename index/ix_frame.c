@@ -1,0 +1,179 @@
+#include "ix_frame.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ",\"_row\":" written before the row number in jsonl records. */
+static const char ROWID_KEY[] = ",\"_row\":";
+
+int ix_format_parse(const char *name, ix_format *out)
+{
+    static const struct { const char *name; ix_format format; } formats[] = {
+        { "jsonl", IX_FORMAT_JSONL }, { "text", IX_FORMAT_TEXT }, { "len32", IX_FORMAT_LEN32 },
+    };
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
+        if (strcmp(name, formats[i].name) == 0) {
+            *out = formats[i].format;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+const char *ix_format_ext(ix_format format)
+{
+    switch (format) {
+    case IX_FORMAT_JSONL: return "jsonl";
+    case IX_FORMAT_TEXT: return "txt";
+    case IX_FORMAT_LEN32: return "len32";
+    }
+    return "bin";
+}
+
+/* Length of the JSON escape of byte b inside a string: 1 (copied), 2 (\n,
+ * \", ...) or 6 (\u00XX). Bytes >= 0x80 are escaped only in binary mode. */
+static inline size_t escaped_len(uint8_t b, int binary)
+{
+    if (b == '"' || b == '\\')
+        return 2;
+    if (b < 0x20)
+        return (b == '\n' || b == '\r' || b == '\t' || b == '\b' || b == '\f') ? 2 : 6;
+    if (b >= 0x80 && binary)
+        return 6;
+    return 1;
+}
+
+static size_t json_string_size(const uint8_t *v, uint32_t len, int binary)
+{
+    size_t n = 2; /* quotes */
+    for (uint32_t i = 0; i < len; i++)
+        n += escaped_len(v[i], binary);
+    return n;
+}
+
+static uint8_t *json_string_write(const uint8_t *v, uint32_t len, int binary, uint8_t *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    *out++ = '"';
+    uint32_t i = 0;
+    while (i < len) {
+        /* Copy the run of bytes that need no escape in one go. */
+        uint32_t run = i;
+        while (run < len && escaped_len(v[run], binary) == 1)
+            run++;
+        memcpy(out, v + i, run - i);
+        out += run - i;
+        if (run == len)
+            break;
+        uint8_t b = v[run];
+        *out++ = '\\';
+        switch (b) {
+        case '"': *out++ = '"'; break;
+        case '\\': *out++ = '\\'; break;
+        case '\n': *out++ = 'n'; break;
+        case '\r': *out++ = 'r'; break;
+        case '\t': *out++ = 't'; break;
+        case '\b': *out++ = 'b'; break;
+        case '\f': *out++ = 'f'; break;
+        default:
+            *out++ = 'u';
+            *out++ = '0';
+            *out++ = '0';
+            *out++ = (uint8_t)hex[b >> 4];
+            *out++ = (uint8_t)hex[b & 15];
+        }
+        i = run + 1;
+    }
+    *out++ = '"';
+    return out;
+}
+
+static size_t decimal_digits(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 10) {
+        v /= 10;
+        n++;
+    }
+    return n;
+}
+
+int ix_framing_init(ix_framing *f, ix_format format, int rowid, int binary, const char *column)
+{
+    memset(f, 0, sizeof *f);
+    f->format = format;
+    f->rowid = rowid && format == IX_FORMAT_JSONL;
+    f->binary = binary;
+    if (format != IX_FORMAT_JSONL)
+        return 0;
+    /* The key is a column name: escape it as text, never as binary. */
+    size_t name_len = strlen(column);
+    size_t key_size = json_string_size((const uint8_t *)column, (uint32_t)name_len, 0);
+    f->prefix = malloc(key_size + 3);
+    if (!f->prefix)
+        return -1;
+    uint8_t *p = (uint8_t *)f->prefix;
+    *p++ = '{';
+    p = json_string_write((const uint8_t *)column, (uint32_t)name_len, 0, p);
+    *p++ = ':';
+    *p = '\0';
+    f->prefix_len = (size_t)(p - (uint8_t *)f->prefix);
+    return 0;
+}
+
+void ix_framing_free(ix_framing *f)
+{
+    free(f->prefix);
+    memset(f, 0, sizeof *f);
+}
+
+size_t ix_frame_size(const ix_framing *f, const uint8_t *value, uint32_t len, uint64_t row)
+{
+    switch (f->format) {
+    case IX_FORMAT_TEXT:
+        return (size_t)len + 1;
+    case IX_FORMAT_LEN32:
+        return (size_t)len + 4;
+    case IX_FORMAT_JSONL:
+        break;
+    }
+    size_t n = f->prefix_len + json_string_size(value, len, f->binary) + 2; /* }\n */
+    if (f->rowid)
+        n += sizeof ROWID_KEY - 1 + decimal_digits(row);
+    return n;
+}
+
+uint8_t *ix_frame_write(const ix_framing *f, const uint8_t *value, uint32_t len, uint64_t row,
+                        uint8_t *out)
+{
+    switch (f->format) {
+    case IX_FORMAT_TEXT:
+        memcpy(out, value, len);
+        out[len] = '\n';
+        return out + len + 1;
+    case IX_FORMAT_LEN32:
+        out[0] = (uint8_t)len;
+        out[1] = (uint8_t)(len >> 8);
+        out[2] = (uint8_t)(len >> 16);
+        out[3] = (uint8_t)(len >> 24);
+        memcpy(out + 4, value, len);
+        return out + 4 + len;
+    case IX_FORMAT_JSONL:
+        break;
+    }
+    memcpy(out, f->prefix, f->prefix_len);
+    out = json_string_write(value, len, f->binary, out + f->prefix_len);
+    if (f->rowid) {
+        memcpy(out, ROWID_KEY, sizeof ROWID_KEY - 1);
+        out += sizeof ROWID_KEY - 1;
+        size_t digits = decimal_digits(row);
+        for (size_t i = digits; i > 0; i--) {
+            out[i - 1] = (uint8_t)('0' + row % 10);
+            row /= 10;
+        }
+        out += digits;
+    }
+    *out++ = '}';
+    *out++ = '\n';
+    return out;
+}

@@ -1,0 +1,25 @@
+/* ix_parallel.h — run n independent tasks on a few threads (mount-time work:
+ * footers, page passes).
+ *
+ * Tasks are claimed in index order by `threads` workers. After the first
+ * failure no new task starts; the error reported is the one of the lowest
+ * failed index, so the message does not depend on timing. When `label` is not
+ * NULL and the work takes more than a second, progress ("label: 12/40") is
+ * printed on stderr by the calling thread, which otherwise just waits.
+ */
+#ifndef IX_PARALLEL_H
+#define IX_PARALLEL_H
+
+#include <stddef.h>
+
+#include "pq_error.h"
+
+typedef int (*ix_task_fn)(void *ctx, size_t index, pq_error *err);
+
+int ix_parallel_for(size_t n, int threads, ix_task_fn fn, void *ctx, const char *label,
+                    pq_error *err);
+
+/* Seconds on a monotonic clock (for the timings in index.json). */
+double ix_now(void);
+
+#endif

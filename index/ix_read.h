@@ -1,0 +1,29 @@
+/* ix_read.h — reading and decoding one page of the index at run time.
+ *
+ * The read path's only way to the data: one pread per page (its exact byte
+ * range is in the index), then pq_ decoding. The file is checked against its
+ * mount-time size and mtime first, so a changed source gives an error, never
+ * wrong bytes. Errors name the file and the page. Thread-safe (pread on
+ * shared descriptors).
+ */
+#ifndef IX_READ_H
+#define IX_READ_H
+
+#include <stdint.h>
+
+#include "ix_index.h"
+
+/* Load and decode the dictionary page of a chunk (which must have one). */
+int ix_read_dictionary(const ix_index *ix, uint32_t chunk, pq_dictionary *out,
+                       uint64_t *bytes_read, pq_error *err);
+
+/* Load and decode global page `page`. dict: the chunk's dictionary, or NULL
+ * when the chunk has none. *bytes_read is increased by what was read. */
+int ix_read_page(const ix_index *ix, uint64_t page, const pq_dictionary *dict,
+                 pq_page_values *out, uint64_t *bytes_read, pq_error *err);
+
+/* For each record (non-null value) of a decoded page of a flat column, its
+ * row offset within the page: rows[k] for values[k]. */
+void ix_record_rows(const pq_page_values *v, int16_t max_def, uint32_t *rows);
+
+#endif

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs everything youmufs needs to build, mount and test on Debian 12:
+# the C libraries, FUSE, Criterion, and pyarrow/pytest for the test oracle.
+# Idempotent: skips what is already present.
+set -euo pipefail
+
+packages=(build-essential cmake pkg-config fuse3 libfuse3-dev libzstd-dev libsnappy-dev
+          liblz4-dev libjansson-dev libcriterion-dev zlib1g-dev libbrotli-dev python3-pip)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+fi
+
+python3 -c "import pyarrow, pytest" 2>/dev/null ||
+  python3 -m pip install --quiet pyarrow pytest

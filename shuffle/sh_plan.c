@@ -1,0 +1,131 @@
+#include "sh_plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "sh_random.h"
+
+static int build_segments(const sh_params *p, const sh_page *pages, sh_plan *plan)
+{
+    /* At most one segment per page; shrink once the count is known. */
+    uint64_t cap = plan->num_pages ? plan->num_pages : 1;
+    sh_segment *segs = malloc(cap * sizeof *segs);
+    if (!segs)
+        return -1;
+
+    uint64_t n = 0, total = 0;
+    sh_segment cur = { 0, 0, 0, 0 };
+    for (uint64_t i = 0; i < plan->num_pages; i++) {
+        const sh_page *pg = &pages[plan->order[i]];
+        if ((uint64_t)cur.records + pg->records > UINT32_MAX) {
+            free(segs);
+            return -1;
+        }
+        if (cur.pages == 0)
+            cur.first = i;
+        cur.pages++;
+        cur.records += pg->records;
+        cur.bytes += pg->bytes;
+        if (cur.records >= p->buffer_rows || cur.bytes >= p->max_segment_bytes) {
+            total += cur.bytes;
+            segs[n++] = cur;
+            cur.pages = cur.records = 0;
+            cur.bytes = 0;
+        }
+    }
+    if (cur.pages) {
+        total += cur.bytes;
+        segs[n++] = cur;
+    }
+
+    sh_segment *shrunk = realloc(segs, (n ? n : 1) * sizeof *segs);
+    plan->segments = shrunk ? shrunk : segs;
+    plan->num_segments = n;
+    plan->total_bytes = total;
+    return 0;
+}
+
+int sh_plan_build(const sh_params *p, const sh_page *pages, uint64_t num_pages, uint64_t epoch,
+                  sh_plan *out)
+{
+    memset(out, 0, sizeof *out);
+    if (num_pages > UINT32_MAX)
+        return -1;
+    out->epoch = epoch;
+    out->num_pages = num_pages;
+    out->order = malloc((num_pages ? num_pages : 1) * sizeof *out->order);
+    if (!out->order)
+        return -1;
+    for (uint64_t i = 0; i < num_pages; i++) {
+        out->order[i] = (uint32_t)i;
+        out->total_records += pages[i].records;
+    }
+    if (p->mode == SH_SHUFFLE_PAGE) {
+        sh_rng rng;
+        sh_rng_init(&rng, sh_derive_seed(p->seed, epoch, SH_PURPOSE_PAGES, 0));
+        sh_permute_u32(&rng, out->order, num_pages);
+    }
+    if (build_segments(p, pages, out) < 0) {
+        sh_plan_free(out);
+        return -1;
+    }
+    return 0;
+}
+
+void sh_plan_free(sh_plan *plan)
+{
+    free(plan->order);
+    free(plan->segments);
+    memset(plan, 0, sizeof *plan);
+}
+
+void sh_segment_order(const sh_params *p, const sh_plan *plan, uint64_t s, uint32_t *perm)
+{
+    uint32_t n = plan->segments[s].records;
+    for (uint32_t i = 0; i < n; i++)
+        perm[i] = i;
+    if (p->mode == SH_SHUFFLE_NONE)
+        return;
+    sh_rng rng;
+    sh_rng_init(&rng, sh_derive_seed(p->seed, plan->epoch, SH_PURPOSE_ROWS, s));
+    sh_permute_u32(&rng, perm, n);
+}
+
+int sh_part_build(const sh_plan *plan, uint64_t part, uint64_t parts, sh_part *out)
+{
+    memset(out, 0, sizeof *out);
+    out->part = part;
+    out->parts = parts;
+    out->count = part < plan->num_segments ? (plan->num_segments - part + parts - 1) / parts : 0;
+    out->offsets = malloc((out->count + 1) * sizeof *out->offsets);
+    if (!out->offsets)
+        return -1;
+    uint64_t offset = 0;
+    for (uint64_t k = 0; k < out->count; k++) {
+        out->offsets[k] = offset;
+        offset += plan->segments[sh_part_segment(out, k)].bytes;
+    }
+    out->offsets[out->count] = offset;
+    return 0;
+}
+
+void sh_part_free(sh_part *pt)
+{
+    free(pt->offsets);
+    memset(pt, 0, sizeof *pt);
+}
+
+uint64_t sh_part_find(const sh_part *pt, uint64_t offset)
+{
+    /* The last k with offsets[k] <= offset: skips empty segments, whose
+     * offset equals the next one's. */
+    uint64_t lo = 0, hi = pt->count;
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (pt->offsets[mid] <= offset)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}

@@ -1,0 +1,105 @@
+/* sh_plan.h — the epoch plan: which records an epoch file holds, in which
+ * order, and how its bytes split into segments.
+ *
+ * A plan is a pure function of the page summary (records and framed bytes
+ * per page, from the index), the parameters, and the epoch number. It does
+ * no I/O and reads no clock, so every mount on every machine computes the
+ * same plan (invariant 2, determinism) before any data is read.
+ *
+ * Construction (shuffle=page):
+ *   1. the pages are permuted with Fisher-Yates seeded by
+ *      sh_derive_seed(seed, epoch, SH_PURPOSE_PAGES, 0);
+ *   2. consecutive pages of that order form segments: a segment is closed
+ *      once it holds at least `buffer_rows` records or `max_segment_bytes`
+ *      framed bytes (a segment always holds at least one page);
+ *   3. the records of segment s are served in the order given by
+ *      sh_segment_order(), a permutation seeded by
+ *      sh_derive_seed(seed, epoch, SH_PURPOSE_ROWS, s) — Youmu's buffer
+ *      shuffle, made seekable because each segment is shuffled on its own.
+ * shuffle=none keeps the natural page order and the natural record order.
+ *
+ * Parts: part i of n holds segments i, i+n, i+2n, ... in that order, so the
+ * n parts together hold every segment exactly once.
+ *
+ * Thread-safety: building is reentrant; a built plan is immutable and may be
+ * read by any number of threads.
+ */
+#ifndef SH_PLAN_H
+#define SH_PLAN_H
+
+#include <stdint.h>
+
+typedef enum sh_mode { SH_SHUFFLE_PAGE = 0, SH_SHUFFLE_NONE = 1 } sh_mode;
+
+/* Per-page input, in global page order (index order). */
+typedef struct sh_page {
+    uint64_t bytes;   /* framed bytes of the page's records */
+    uint32_t records; /* records (non-null values) in the page */
+} sh_page;
+
+typedef struct sh_params {
+    uint64_t seed;
+    sh_mode mode;
+    uint64_t buffer_rows;       /* records per segment (>= 1) */
+    uint64_t max_segment_bytes; /* framed bytes per segment (>= 1) */
+} sh_params;
+
+typedef struct sh_segment {
+    uint64_t first;   /* position in sh_plan.order of the segment's first page */
+    uint32_t pages;   /* number of pages */
+    uint32_t records; /* records in the segment */
+    uint64_t bytes;   /* framed bytes */
+} sh_segment;
+
+typedef struct sh_plan {
+    uint64_t epoch;
+    uint64_t num_pages;
+    uint32_t *order;        /* num_pages global page numbers, the epoch's page order */
+    uint64_t num_segments;
+    sh_segment *segments;
+    uint64_t total_bytes;
+    uint64_t total_records;
+} sh_plan;
+
+/* Build the plan of `epoch`. Returns 0, or -1 on allocation failure (or a
+ * segment that would exceed 2^32-1 records). The caller frees with
+ * sh_plan_free. */
+int sh_plan_build(const sh_params *p, const sh_page *pages, uint64_t num_pages, uint64_t epoch,
+                  sh_plan *out);
+void sh_plan_free(sh_plan *plan);
+
+/* The order in which segment `s` serves its records: fills perm[0..records)
+ * with a permutation of 0..records-1 (identity for shuffle=none). Record r
+ * of a segment is the r-th record when its pages are read in plan order. */
+void sh_segment_order(const sh_params *p, const sh_plan *plan, uint64_t s, uint32_t *perm);
+
+/* A part file's layout: part `part` of `parts` holds segments part,
+ * part+parts, part+2*parts, ... back to back. The whole-epoch file is part 0
+ * of 1. */
+typedef struct sh_part {
+    uint64_t part, parts;
+    uint64_t count;    /* segments in the part */
+    uint64_t *offsets; /* count+1 entries: offsets[k] = byte offset of the part's k-th segment */
+} sh_part;
+
+/* Build the layout (parts >= 1, part < parts; a part may be empty when there
+ * are fewer segments than parts). Returns -1 on allocation failure. */
+int sh_part_build(const sh_plan *plan, uint64_t part, uint64_t parts, sh_part *out);
+void sh_part_free(sh_part *pt);
+
+static inline uint64_t sh_part_size(const sh_part *pt)
+{
+    return pt->offsets[pt->count];
+}
+
+/* Plan segment number of the part's k-th segment. */
+static inline uint64_t sh_part_segment(const sh_part *pt, uint64_t k)
+{
+    return pt->part + k * pt->parts;
+}
+
+/* k such that the part's k-th segment holds byte `offset`; offset < size.
+ * Empty segments are skipped: the result always has bytes at `offset`. */
+uint64_t sh_part_find(const sh_part *pt, uint64_t offset);
+
+#endif
