@@ -206,3 +206,83 @@ int tu_line_equals(const char *line, const uint8_t *p, size_t n)
     }
     return k == n;
 }
+
+void tw_init(tw *w)
+{
+    memset(w, 0, sizeof *w);
+    w->depth = 1;
+}
+
+void tw_byte(tw *w, uint8_t b)
+{
+    if (w->len < sizeof w->buf)
+        w->buf[w->len++] = b;
+}
+
+void tw_uleb(tw *w, uint64_t v)
+{
+    do {
+        uint8_t b = v & 0x7f;
+        v >>= 7;
+        tw_byte(w, b | (v ? 0x80 : 0));
+    } while (v);
+}
+
+void tw_zigzag(tw *w, int64_t v)
+{
+    tw_uleb(w, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+void tw_field(tw *w, int16_t id, uint8_t type)
+{
+    int16_t *last = &w->last[w->depth - 1];
+    int delta = id - *last;
+    if (delta > 0 && delta <= 15) {
+        tw_byte(w, (uint8_t)(delta << 4 | type));
+    } else {
+        tw_byte(w, type);
+        tw_zigzag(w, id);
+    }
+    *last = id;
+}
+
+void tw_begin(tw *w)
+{
+    w->last[w->depth++] = 0;
+}
+
+void tw_end(tw *w)
+{
+    tw_byte(w, 0);
+    w->depth--;
+}
+
+void tw_binary(tw *w, const char *s)
+{
+    size_t n = strlen(s);
+    tw_uleb(w, n);
+    for (size_t i = 0; i < n; i++)
+        tw_byte(w, (uint8_t)s[i]);
+}
+
+void tw_list(tw *w, uint8_t elem_type, uint32_t n)
+{
+    if (n < 15) {
+        tw_byte(w, (uint8_t)(n << 4 | elem_type));
+    } else {
+        tw_byte(w, (uint8_t)(0xf0 | elem_type));
+        tw_uleb(w, n);
+    }
+}
+
+void tw_i32f(tw *w, int16_t id, int64_t v)
+{
+    tw_field(w, id, 5);
+    tw_zigzag(w, v);
+}
+
+void tw_i64f(tw *w, int16_t id, int64_t v)
+{
+    tw_field(w, id, 6);
+    tw_zigzag(w, v);
+}
