@@ -1,0 +1,74 @@
+/* Framings: bytes written match the documented format exactly, and
+ * ix_frame_size always equals what ix_frame_write produces. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "ix_frame.h"
+
+static void check(const ix_framing *f, const char *value, size_t len, uint64_t row,
+                  const char *expect, size_t expect_len)
+{
+    uint8_t out[256];
+    size_t size = ix_frame_size(f, (const uint8_t *)value, (uint32_t)len, row);
+    uint8_t *end = ix_frame_write(f, (const uint8_t *)value, (uint32_t)len, row, out);
+    cr_assert_eq((size_t)(end - out), size, "size %zu, wrote %zu", size, (size_t)(end - out));
+    cr_assert_eq(size, expect_len, "got %.*s", (int)size, out);
+    cr_assert_eq(memcmp(out, expect, expect_len), 0, "got %.*s", (int)size, out);
+}
+#define CHECK(f, value, row, expect) \
+    check(f, value, sizeof(value) - 1, row, expect, sizeof(expect) - 1)
+
+Test(frame, jsonl_escapes_like_json_dumps)
+{
+    ix_framing f;
+    cr_assert_eq(ix_framing_init(&f, IX_FORMAT_JSONL, 0, 0, "text"), 0);
+    CHECK(&f, "plain", 0, "{\"text\":\"plain\"}\n");
+    CHECK(&f, "", 0, "{\"text\":\"\"}\n");
+    CHECK(&f, "a\"b\\c", 0, "{\"text\":\"a\\\"b\\\\c\"}\n");
+    CHECK(&f, "l1\nl2\r\t\b\f", 0, "{\"text\":\"l1\\nl2\\r\\t\\b\\f\"}\n");
+    CHECK(&f, "\x01\x1f\x7f", 0, "{\"text\":\"\\u0001\\u001f\x7f\"}\n");
+    CHECK(&f, "caf\xc3\xa9 \xe2\x9c\x93", 0, "{\"text\":\"caf\xc3\xa9 \xe2\x9c\x93\"}\n");
+    check(&f, "a\0b", 3, 0, "{\"text\":\"a\\u0000b\"}\n", 20);
+    ix_framing_free(&f);
+}
+
+Test(frame, jsonl_rowid_and_escaped_key)
+{
+    ix_framing f;
+    ix_framing_init(&f, IX_FORMAT_JSONL, 1, 0, "we\"ird");
+    CHECK(&f, "v", 0, "{\"we\\\"ird\":\"v\",\"_row\":0}\n");
+    CHECK(&f, "v", 9, "{\"we\\\"ird\":\"v\",\"_row\":9}\n");
+    CHECK(&f, "v", 10, "{\"we\\\"ird\":\"v\",\"_row\":10}\n");
+    CHECK(&f, "v", 18446744073709551615ull,
+          "{\"we\\\"ird\":\"v\",\"_row\":18446744073709551615}\n");
+    ix_framing_free(&f);
+}
+
+Test(frame, binary_columns_escape_high_bytes_as_latin1)
+{
+    ix_framing f;
+    ix_framing_init(&f, IX_FORMAT_JSONL, 0, 1, "b");
+    CHECK(&f, "\x80\xff" "A", 0, "{\"b\":\"\\u0080\\u00ffA\"}\n");
+    ix_framing_free(&f);
+}
+
+Test(frame, text_and_len32)
+{
+    ix_framing t, l;
+    ix_framing_init(&t, IX_FORMAT_TEXT, 1, 0, "x"); /* rowid is jsonl-only */
+    CHECK(&t, "hello", 5, "hello\n");
+    ix_framing_init(&l, IX_FORMAT_LEN32, 0, 0, "x");
+    check(&l, "hey", 3, 0, "\x03\0\0\0hey", 7);
+    check(&l, "", 0, 0, "\0\0\0\0", 4);
+    ix_framing_free(&t);
+    ix_framing_free(&l);
+}
+
+Test(frame, format_names)
+{
+    ix_format f;
+    cr_assert_eq(ix_format_parse("len32", &f), 0);
+    cr_assert_eq(f, IX_FORMAT_LEN32);
+    cr_assert_eq(ix_format_parse("csv", &f), -1);
+    cr_assert_str_eq(ix_format_ext(IX_FORMAT_TEXT), "txt");
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Every test of youmufs, from a fresh clone: installs what is missing, builds
+# the release and the sanitizer builds, runs the Criterion unit tests of both,
+# then the mounted integration tests (pyarrow as the oracle), then the
+# bad-input and concurrency integration tests again on the sanitizer binary.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+scripts/install-deps.sh
+scripts/build.sh --asan
+
+echo "== unit tests (release)"
+ctest --test-dir build --output-on-failure
+echo "== unit tests (AddressSanitizer + UBSan)"
+ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure
+
+echo "== integration tests (mounted, pyarrow oracle)"
+YOUMUFS_BIN="$root/build/youmufs" python3 -m pytest -q tests/integration
+echo "== integration tests on the sanitizer build (bad input, concurrency)"
+YOUMUFS_BIN="$root/build-asan/youmufs" python3 -m pytest -q tests/integration \
+  -k "bad or corrupt or concurren or erofs"
