@@ -8,9 +8,10 @@
 #include "yfs_dicts.h"
 #include "yfs_plans.h"
 
-/* A segment closes at `buffer` records or at this share (1/N) of the segment
- * budget, so that huge values cannot make one segment exceed the memory. */
-#define SEGMENT_BUDGET_SHARE 16
+/* A segment also closes at this many framed bytes, so that huge values
+ * cannot make one segment huge. A constant, not derived from mem=: the bytes
+ * of an epoch must not depend on the memory it is read with. */
+#define SEGMENT_MAX_BYTES (16u << 20)
 
 uint64_t yfs_mount_dict_budget(const yfs_mount *m)
 {
@@ -53,7 +54,7 @@ int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, y
         .seed = opts->seed,
         .mode = opts->shuffle,
         .buffer_rows = opts->buffer,
-        .max_segment_bytes = yfs_mount_segment_budget(m) / SEGMENT_BUDGET_SHARE,
+        .max_segment_bytes = SEGMENT_MAX_BYTES,
     };
     m->plans = yfs_plans_new(&m->params, m->page_summary, ix->num_pages);
     m->dicts = yfs_dicts_new(ix, yfs_mount_dict_budget(m), &m->stats);

@@ -42,9 +42,9 @@ int ix_source_open(ix_source *s, pq_error *err)
 
     uint8_t tail[8];
     uint64_t size = (uint64_t)s->st.st_size;
-    if (size < 8)
-        return pq_error_set(err, "%s: not a Parquet file (only %llu bytes)", s->name,
-                            (unsigned long long)size);
+    if (size < 12) /* "PAR1", the footer length, "PAR1" */
+        return pq_error_set(err, "%s: not a Parquet file: %llu bytes is too short (at least "
+                            "12 needed)", s->name, (unsigned long long)size);
     if (ix_pread_exact(s->fd, s->name, tail, sizeof tail, size - 8, err) < 0)
         return -1;
     uint64_t meta_offset;

@@ -7,6 +7,11 @@
 
 static int build_segments(const sh_params *p, const sh_page *pages, sh_plan *plan)
 {
+    uint64_t small_share = (plan->total_records + SH_MIN_SEGMENTS - 1) / SH_MIN_SEGMENTS;
+    uint64_t limit = p->buffer_rows < small_share ? p->buffer_rows : small_share;
+    if (limit == 0)
+        limit = 1;
+
     /* At most one segment per page; shrink once the count is known. */
     uint64_t cap = plan->num_pages ? plan->num_pages : 1;
     sh_segment *segs = malloc(cap * sizeof *segs);
@@ -26,7 +31,7 @@ static int build_segments(const sh_params *p, const sh_page *pages, sh_plan *pla
         cur.pages++;
         cur.records += pg->records;
         cur.bytes += pg->bytes;
-        if (cur.records >= p->buffer_rows || cur.bytes >= p->max_segment_bytes) {
+        if (cur.records >= limit || cur.bytes >= p->max_segment_bytes) {
             total += cur.bytes;
             segs[n++] = cur;
             cur.pages = cur.records = 0;

@@ -11,7 +11,9 @@
  *      sh_derive_seed(seed, epoch, SH_PURPOSE_PAGES, 0);
  *   2. consecutive pages of that order form segments: a segment is closed
  *      once it holds at least `buffer_rows` records or `max_segment_bytes`
- *      framed bytes (a segment always holds at least one page);
+ *      framed bytes (a segment always holds at least one page). On a small
+ *      dataset the record limit shrinks to total/SH_MIN_SEGMENTS (rounded
+ *      up), so that an epoch has enough segments to give every part some;
  *   3. the records of segment s are served in the order given by
  *      sh_segment_order(), a permutation seeded by
  *      sh_derive_seed(seed, epoch, SH_PURPOSE_ROWS, s) — Youmu's buffer
@@ -28,6 +30,9 @@
 #define SH_PLAN_H
 
 #include <stdint.h>
+
+/* A dataset with few records is still cut into about this many segments. */
+#define SH_MIN_SEGMENTS 64
 
 typedef enum sh_mode { SH_SHUFFLE_PAGE = 0, SH_SHUFFLE_NONE = 1 } sh_mode;
 

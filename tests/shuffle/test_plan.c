@@ -78,8 +78,15 @@ static void check_plan(const sh_plan *plan, const sh_page *pages, uint64_t n,
         }
         cr_assert_eq(sb, seg->bytes);
         cr_assert_eq(sr, seg->records);
+        uint64_t limit = p->buffer_rows;
+        if ((plan->total_records + SH_MIN_SEGMENTS - 1) / SH_MIN_SEGMENTS < limit)
+            limit = (plan->total_records + SH_MIN_SEGMENTS - 1) / SH_MIN_SEGMENTS;
         if (s + 1 < plan->num_segments)
-            cr_assert(sr >= p->buffer_rows || sb >= p->max_segment_bytes);
+            cr_assert(sr >= limit || sb >= p->max_segment_bytes);
+        /* closed as soon as full: without its last page it was not full */
+        uint32_t last = pages[plan->order[pos + seg->pages - 1]].records;
+        uint64_t last_bytes = pages[plan->order[pos + seg->pages - 1]].bytes;
+        cr_assert(sr - last < limit && sb - last_bytes < p->max_segment_bytes);
         pos += seg->pages;
         bytes += sb;
         records += sr;
@@ -212,6 +219,21 @@ Test(plan, parts_partition_the_segments_and_find_offsets)
     }
     sh_plan_free(&plan);
     free(pages);
+}
+
+Test(plan, small_datasets_still_get_many_segments)
+{
+    /* 200 pages of 10 records: far below one buffer of 1000 */
+    sh_page pages[200];
+    for (int i = 0; i < 200; i++)
+        pages[i] = (sh_page){ 100, 10 };
+    sh_params p = params(0, SH_SHUFFLE_PAGE);
+    sh_plan plan;
+    cr_assert_eq(sh_plan_build(&p, pages, 200, 0, &plan), 0);
+    check_plan(&plan, pages, 200, &p);
+    /* "about": segments close on page boundaries, so they overshoot a little */
+    cr_assert_geq(plan.num_segments, SH_MIN_SEGMENTS / 2);
+    sh_plan_free(&plan);
 }
 
 Test(plan, empty_and_single_page_inputs)
