@@ -120,7 +120,7 @@ def test_cat_equals_mount(ds, mount, cat):
     and formats."""
     path = ds.path(BASIC)
     cases = [
-        ("seed=5,epochs=2,rowid", ["epoch-0.jsonl", "epoch-1.jsonl", "epoch-9.jsonl",
+        ("seed=5,epochs=2,rowid,buffer=300", ["epoch-0.jsonl", "epoch-1.jsonl", "epoch-9.jsonl",
                                    "epoch-1.part-2-of-3.jsonl"]),
         ("seed=5,format=len32,buffer=200", ["epoch-0.len32", "epoch-3.part-0-of-8.len32"]),
     ]
