@@ -217,6 +217,18 @@ static int parse_column_chunk(pq_thrift *t, pq_column_meta *c, pq_error *err)
             break;
         int rc;
         switch (id) {
+        case 1: {
+            /* Chunk data in another file (summary "_metadata" files): the
+             * offsets would point into the wrong file. */
+            const uint8_t *p;
+            uint32_t n;
+            rc = pq_thrift_binary(t, ft, &p, &n, err);
+            if (rc == 0 && n > 0)
+                return pq_error_set(err, "column chunk data is in another file (file_path "
+                                         "\"%.*s\"); not supported",
+                                    (int)(n > 200 ? 200 : n), (const char *)p);
+            break;
+        }
         case 3:
             if (have_meta)
                 return duplicate(t, "ColumnChunk.meta_data", err);

@@ -12,27 +12,6 @@
 
 #ifndef YFS_SOURCE_DIR
 #define YFS_SOURCE_DIR "."
-/* A tiny thrift compact writer for hand-built metadata in tests. */
-typedef struct tw {
-    uint8_t buf[8192];
-    size_t len;
-    int depth;
-    int16_t last[128];
-} tw;
-
-void tw_init(tw *w);                              /* opens the top-level struct */
-void tw_byte(tw *w, uint8_t b);
-void tw_uleb(tw *w, uint64_t v);
-void tw_zigzag(tw *w, int64_t v);                 /* i16/i32/i64 values */
-void tw_field(tw *w, int16_t id, uint8_t type);   /* short or long form */
-void tw_begin(tw *w);                             /* a nested struct value */
-void tw_end(tw *w);                               /* STOP, close the struct */
-void tw_binary(tw *w, const char *s);
-void tw_list(tw *w, uint8_t elem_type, uint32_t n);
-/* Shorthands: field + value. */
-void tw_i32f(tw *w, int16_t id, int64_t v);
-void tw_i64f(tw *w, int16_t id, int64_t v);
-
 #endif
 #define TU_FIXTURES YFS_SOURCE_DIR "/tests/decode/fixtures/"
 
