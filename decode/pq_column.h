@@ -14,10 +14,11 @@
  * are freed.
  *
  * Value encodings: PLAIN, PLAIN_DICTIONARY / RLE_DICTIONARY (indices checked
- * against the dictionary size), DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY.
+ * against the dictionary size), DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY,
+ * DELTA_BINARY_PACKED (INT32/INT64), BYTE_STREAM_SPLIT, RLE (BOOLEAN).
  * Levels: RLE hybrid (v1: 4-byte length prefix; v2: lengths in the header,
- * never compressed). Unsupported encodings or types fail with a message that
- * names them.
+ * never compressed), and the deprecated BIT_PACKED for v1 pages.
+ * Unsupported encodings or types fail with a message that names them.
  *
  * Limits: a page may declare at most PQ_MAX_PAGE_VALUES level entries and
  * at most PQ_MAX_PAGE_BYTES uncompressed bytes, so a hostile header cannot
