@@ -30,25 +30,31 @@ const char *ix_format_ext(ix_format format)
     return "bin";
 }
 
-/* Length of the JSON escape of byte b inside a string: 1 (copied), 2 (\n,
- * \", ...) or 6 (\u00XX). Bytes >= 0x80 are escaped only in binary mode. */
-static inline size_t escaped_len(uint8_t b, int binary)
+/* Extra bytes the JSON escape of a byte adds inside a string: 0 (copied as
+ * is), 1 (\n, \", ...) or 5 (\u00XX for the other control bytes). In binary
+ * mode bytes >= 0x80 also take 5 (see escape_extra). */
+#define U 5 /* \u00XX */
+static const uint8_t JSON_EXTRA[256] = {
+    U, U, U, U, U, U, U, U, 1, 1, 1, U, 1, 1, U, U, /* \b \t \n \f \r */
+    U, U, U, U, U, U, U, U, U, U, U, U, U, U, U, U,
+    0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* '"' */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, /* '\\' */
+};
+#undef U
+
+static inline size_t escape_extra(uint8_t b, int binary)
 {
-    if (b == '"' || b == '\\')
-        return 2;
-    if (b < 0x20)
-        return (b == '\n' || b == '\r' || b == '\t' || b == '\b' || b == '\f') ? 2 : 6;
-    if (b >= 0x80 && binary)
-        return 6;
-    return 1;
+    return JSON_EXTRA[b] + (size_t)(binary & (b >> 7)) * 5;
 }
 
 static size_t json_string_size(const uint8_t *v, uint32_t len, int binary)
 {
-    size_t n = 2; /* quotes */
+    size_t extra = 0;
     for (uint32_t i = 0; i < len; i++)
-        n += escaped_len(v[i], binary);
-    return n;
+        extra += escape_extra(v[i], binary);
+    return (size_t)len + extra + 2; /* quotes */
 }
 
 static uint8_t *json_string_write(const uint8_t *v, uint32_t len, int binary, uint8_t *out)
@@ -59,7 +65,7 @@ static uint8_t *json_string_write(const uint8_t *v, uint32_t len, int binary, ui
     while (i < len) {
         /* Copy the run of bytes that need no escape in one go. */
         uint32_t run = i;
-        while (run < len && escaped_len(v[run], binary) == 1)
+        while (run < len && escape_extra(v[run], binary) == 0)
             run++;
         memcpy(out, v + i, run - i);
         out += run - i;
