@@ -70,7 +70,11 @@ static int frame(yfs_mount *m, const sh_plan *plan, uint64_t s, const record *re
     int rc = 0;
     for (uint32_t r = 0; r < seg->records; r++) {
         const record *rec = &recs[order[r]];
-        if (ix_frame_size(f, rec->ptr, rec->len, rec->row) > (size_t)(end - out)) {
+        /* The index promised the sizes; check them without rescanning values
+         * unless the record might not fit. */
+        size_t room = (size_t)(end - out);
+        if (ix_frame_size_bound(f, rec->len) > room &&
+            ix_frame_size(f, rec->ptr, rec->len, rec->row) > room) {
             rc = pq_error_set(err, "records outgrow the %llu bytes indexed at mount (a source "
                               "file changed?)", (unsigned long long)seg->bytes);
             break;

@@ -49,11 +49,42 @@ static inline size_t escape_extra(uint8_t b, int binary)
     return JSON_EXTRA[b] + (size_t)(binary & (b >> 7)) * 5;
 }
 
+/* Whether any of the 8 bytes in w needs an escape: a byte below 0x20, '"',
+ * '\\', or (binary) >= 0x80. The classic exact SWAR tests: (x - 0x01..) &
+ * ~x & 0x80.. is non-zero iff some byte of x is zero; with 0x20.. for
+ * "some byte below 0x20". */
+static inline int word_needs_escape(uint64_t w, int binary)
+{
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    uint64_t quote = w ^ (ones * '"'), backslash = w ^ (ones * '\\');
+    uint64_t hits = ((w - ones * 0x20) & ~w) | ((quote - ones) & ~quote) |
+                    ((backslash - ones) & ~backslash);
+    return ((hits & highs) | (binary ? w & highs : 0)) != 0;
+}
+
+/* Length of the leading run of v[0..len) that needs no escape. */
+static uint32_t plain_run(const uint8_t *v, uint32_t len, int binary)
+{
+    uint32_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, v + i, sizeof w);
+        if (word_needs_escape(w, binary))
+            break;
+    }
+    while (i < len && escape_extra(v[i], binary) == 0)
+        i++;
+    return i;
+}
+
 static size_t json_string_size(const uint8_t *v, uint32_t len, int binary)
 {
     size_t extra = 0;
-    for (uint32_t i = 0; i < len; i++)
-        extra += escape_extra(v[i], binary);
+    for (uint32_t i = 0; i < len; i++) {
+        i += plain_run(v + i, len - i, binary);
+        if (i < len)
+            extra += escape_extra(v[i], binary);
+    }
     return (size_t)len + extra + 2; /* quotes */
 }
 
@@ -64,9 +95,7 @@ static uint8_t *json_string_write(const uint8_t *v, uint32_t len, int binary, ui
     uint32_t i = 0;
     while (i < len) {
         /* Copy the run of bytes that need no escape in one go. */
-        uint32_t run = i;
-        while (run < len && escape_extra(v[run], binary) == 0)
-            run++;
+        uint32_t run = i + plain_run(v + i, len - i, binary);
         memcpy(out, v + i, run - i);
         out += run - i;
         if (run == len)
@@ -147,6 +176,14 @@ size_t ix_frame_size(const ix_framing *f, const uint8_t *value, uint32_t len, ui
     if (f->rowid)
         n += sizeof ROWID_KEY - 1 + decimal_digits(row);
     return n;
+}
+
+size_t ix_frame_size_bound(const ix_framing *f, uint32_t len)
+{
+    if (f->format != IX_FORMAT_JSONL)
+        return ix_frame_size(f, NULL, len, 0);
+    /* every byte escaped as \u00XX, the largest row number */
+    return f->prefix_len + 6 * (size_t)len + 4 + (f->rowid ? sizeof ROWID_KEY - 1 + 20 : 0);
 }
 
 uint8_t *ix_frame_write(const ix_framing *f, const uint8_t *value, uint32_t len, uint64_t row,

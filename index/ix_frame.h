@@ -43,6 +43,9 @@ void ix_framing_free(ix_framing *f);
 
 /* Exact number of bytes ix_frame_write produces for this record. */
 size_t ix_frame_size(const ix_framing *f, const uint8_t *value, uint32_t len, uint64_t row);
+/* An upper bound of ix_frame_size for any value of `len` bytes and any row:
+ * cheap, for bounds checks that should not rescan the value. */
+size_t ix_frame_size_bound(const ix_framing *f, uint32_t len);
 /* Write the record at out (which has ix_frame_size bytes of room); returns
  * the end of what was written. */
 uint8_t *ix_frame_write(const ix_framing *f, const uint8_t *value, uint32_t len, uint64_t row,

@@ -1,6 +1,8 @@
 /* Framings: bytes written match the documented format exactly, and
  * ix_frame_size always equals what ix_frame_write produces. */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ix_frame.h"
@@ -71,4 +73,47 @@ Test(frame, format_names)
     cr_assert_eq(f, IX_FORMAT_LEN32);
     cr_assert_eq(ix_format_parse("csv", &f), -1);
     cr_assert_str_eq(ix_format_ext(IX_FORMAT_TEXT), "txt");
+}
+
+/* Reference escaper, one byte at a time, written independently of ix_frame. */
+static size_t reference_escape(const uint8_t *v, size_t len, int binary, char *out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        uint8_t b = v[i];
+        const char *named = b == '"' ? "\\\"" : b == '\\' ? "\\\\" : b == '\n' ? "\\n"
+                          : b == '\r' ? "\\r" : b == '\t' ? "\\t" : b == '\b' ? "\\b"
+                          : b == '\f' ? "\\f" : NULL;
+        if (named)
+            n += (size_t)sprintf(out + n, "%s", named);
+        else if (b < 0x20 || (binary && b >= 0x80))
+            n += (size_t)sprintf(out + n, "\\u%04x", b);
+        else
+            out[n++] = (char)b;
+    }
+    return n;
+}
+
+Test(frame, word_at_a_time_scan_matches_a_bytewise_reference)
+{
+    srand(1);
+    uint8_t value[64];
+    char expect[64 * 6 + 64], got[64 * 6 + 64];
+    for (int binary = 0; binary <= 1; binary++) {
+        ix_framing f;
+        ix_framing_init(&f, IX_FORMAT_JSONL, 0, binary, "k");
+        for (int trial = 0; trial < 20000; trial++) {
+            size_t len = (size_t)(rand() % 40);
+            for (size_t i = 0; i < len; i++) /* mostly plain text, some of everything */
+                value[i] = (uint8_t)(rand() % 4 ? 'a' + rand() % 26 : rand() % 256);
+            size_t n = reference_escape(value, len, binary, expect);
+            size_t size = ix_frame_size(&f, value, (uint32_t)len, 0);
+            cr_assert_eq(size, f.prefix_len + n + 4, "length %zu, trial %d", len, trial);
+            cr_assert_leq(size, ix_frame_size_bound(&f, (uint32_t)len));
+            uint8_t *end = ix_frame_write(&f, value, (uint32_t)len, 0, (uint8_t *)got);
+            cr_assert_eq((size_t)(end - (uint8_t *)got), size);
+            cr_assert_eq(memcmp(got + f.prefix_len + 1, expect, n), 0, "trial %d", trial);
+        }
+        ix_framing_free(&f);
+    }
 }
