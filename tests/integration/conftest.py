@@ -260,6 +260,7 @@ def mounted(dataset, options=None, extra_args=(), timeout=MOUNT_TIMEOUT):
 
     body_error = None
     problems = []
+    ready = False       # a daemon that exits before the mount is ready is reported by the body
     try:
         deadline = time.monotonic() + timeout
         while not os.path.ismount(mnt):
@@ -271,6 +272,7 @@ def mounted(dataset, options=None, extra_args=(), timeout=MOUNT_TIMEOUT):
                 pytest.fail(f"`{' '.join(args)}`: not mounted after {timeout} s; "
                             f"stderr:\n{m.stderr()[-3000:]}", pytrace=False)
             time.sleep(0.02)
+        ready = True
         yield m
     except BaseException as e:  # noqa: B902 - re-raised below, after teardown
         body_error = e
@@ -290,7 +292,7 @@ def mounted(dataset, options=None, extra_args=(), timeout=MOUNT_TIMEOUT):
         if fired:
             problems.append(f"watchdog: the mount was still in use after {WATCHDOG} s (hang?); "
                             f"daemon killed")
-        if rc != 0 and not killed:
+        if rc != 0 and not killed and ready:
             problems.append(f"daemon {_describe_rc(rc)} (crashed or failed)")
         with open(stderr_path, "rb") as f:
             err = f.read()

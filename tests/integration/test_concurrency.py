@@ -96,3 +96,26 @@ def test_eight_processes(ds, mount, cat):
             out, _ = p.communicate(timeout=120)
             assert p.returncode == 0, f"reader of {name} failed"
             assert out == refs[name], f"{name}: concurrent process read differs from lone read"
+
+
+def test_concurrent_cold_start_cats(ds, tmp_path):
+    """8 `youmufs cat` processes start at once on a dataset never seen before (cold index cache,
+    so they may all build and write a persistent cache at the same time): all identical and
+    exact; then once more with the cache warm."""
+    import shutil
+    import conftest
+    conftest.require_binary()
+    d = tmp_path / "cold"
+    shutil.copytree(ds.path(BASIC), d)
+    args = [conftest.BIN, "cat", "-o", "rowid,seed=11", str(d), "epoch-0.jsonl"]
+    for _round in range(2):
+        procs = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  env=conftest._env()) for _ in range(8)]
+        outs = []
+        for p in procs:
+            out, err = p.communicate(timeout=120)
+            assert p.returncode == 0, f"concurrent cat failed: {err.decode(errors='replace')}"
+            outs.append(out)
+        assert all(o == outs[0] for o in outs), "concurrent cold-start cats disagree"
+        problem = check_rowid_jsonl(outs[0], ds.oracle(BASIC), "text")
+        assert not problem, problem

@@ -160,3 +160,13 @@ def test_repeated_options_equal_combined(ds, cat):
     repeated = cat(path, "epoch-0.len32", None,
                    extra=["-o", "format=len32", "-o", "seed=9"]).stdout
     assert combined and combined == repeated
+
+
+def test_thread_count_does_not_change_bytes(ds, mount, cat):
+    """threads=1 and threads=8 (and the mount's multi-threaded FUSE loop) give the same bytes."""
+    path = ds.path(BASIC)
+    one = cat(path, "epoch-2.jsonl", "rowid,buffer=300,threads=1").stdout
+    eight = cat(path, "epoch-2.jsonl", "rowid,buffer=300,threads=8").stdout
+    assert one == eight, "threads=1 and threads=8 give different bytes"
+    with mount(path, "rowid,buffer=300,threads=3") as m:
+        assert m.read("epoch-2.jsonl", chunk=5000) == one

@@ -205,3 +205,46 @@ def test_bundled_sample_dataset(cat):
     assert 2000 <= len(orc) < yds.total_rows(sample), "sample should have a few nulls"
     problem = check_rowid_jsonl(cat(sample, "epoch-0.jsonl", "rowid").stdout, orc, "text")
     assert not problem, problem
+
+
+def test_file_order_is_byte_sorted_path_order(ds, tmp_path, cat):
+    """Global row numbers follow the files in sorted path order (byte order, not locale or
+    numeric order): B < a, part-10 < part-9, and a non-ASCII name last."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    d = tmp_path / "order"
+    d.mkdir()
+    names = ["part-9.parquet", "a.parquet", "part-10.parquet", "B.parquet", "\u00e9t\u00e9.parquet",
+             "zz dir/x.parquet"]
+    for i, n in enumerate(names):
+        (d / n).parent.mkdir(exist_ok=True)
+        vals = [f"{n}#{j}" for j in range(50 + 10 * i)]
+        pq.write_table(pa.table({"text": pa.array(vals)}), d / n, data_page_size=256,
+                       write_batch_size=16)
+    orc = yds.oracle(str(d))
+    assert [os.path.relpath(p, d) for p in yds.parquet_files(str(d))] == \
+        ["B.parquet", "a.parquet", "part-10.parquet", "part-9.parquet", "zz dir/x.parquet",
+         "\u00e9t\u00e9.parquet"]
+    data = cat(d, "epoch-0.jsonl", "rowid,shuffle=none").stdout
+    assert data == b"".join(expected_records(orc, "jsonl", "text", rowid=True))
+
+
+def test_empty_files_in_dataset(ds, tmp_path, cat):
+    """Files with zero rows (or zero row groups), as Spark writes for empty partitions, add
+    nothing and do not shift the row numbers."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    src = ds.path(BASIC)
+    d = tmp_path / "withempty"
+    d.mkdir()
+    shutil.copy(os.path.join(src, "part-000.parquet"), d / "part-000.parquet")
+    shutil.copy(os.path.join(src, "part-001.parquet"), d / "part-002.parquet")
+    empty = pa.table({"id": pa.array([], pa.int64()), "text": pa.array([], pa.string()),
+                      "score": pa.array([], pa.float64())})
+    pq.write_table(empty, d / "part-001.parquet")
+    pq.write_table(empty, d / "part-003.parquet")
+    orc = yds.oracle(str(d))
+    data = cat(d, "epoch-0.jsonl", "rowid,shuffle=none").stdout
+    assert data == b"".join(expected_records(orc, "jsonl", "text", rowid=True))
+    problem = check_rowid_jsonl(cat(d, "epoch-1.jsonl", "rowid").stdout, orc, "text")
+    assert not problem, problem
