@@ -4,6 +4,8 @@
 
 #include <errno.h>
 #include <fuse_lowlevel.h>
+#include <malloc.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,11 +64,15 @@ typedef struct command {
     struct fuse_args fuse_args; /* flags passed through to FUSE */
 } command;
 
-static int usage_error(const char *fmt, const char *arg)
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
     fputs("youmufs: ", stderr);
-    fprintf(stderr, fmt, arg);
+    vfprintf(stderr, fmt, ap);
     fputs("\nTry 'youmufs --help'.\n", stderr);
+    va_end(ap);
     return 2;
 }
 
@@ -89,7 +95,7 @@ static int parse(int argc, char **argv, command *c)
         } else if (strncmp(a, "-o", 2) == 0) {
             const char *list = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
             if (!list)
-                return usage_error("-o needs a list of options%s", "");
+                return usage_error("-o needs a list of options");
             if (yfs_options_apply_list(&c->opts, list, &c->fuse_opts, &err) < 0)
                 return usage_error("%s", err.msg);
         } else if (a[0] == '-' && a[1]) {
@@ -107,8 +113,7 @@ static int parse(int argc, char **argv, command *c)
     if (c->cat && c->fuse_opts)
         return usage_error("unknown option(s) for cat: %s", c->fuse_opts);
     if (c->num_positional < 2)
-        return usage_error(c->cat ? "cat needs DATASET and NAME%s" : "needs DATASET and MOUNTPOINT%s",
-                           "");
+        return usage_error("%s", c->cat ? "cat needs DATASET and NAME" : "needs DATASET and MOUNTPOINT");
     return 0;
 }
 
@@ -207,6 +212,12 @@ static int run_mount(yfs_mount *m, command *c)
 
 int main(int argc, char **argv)
 {
+    /* Page, segment and window buffers are MiBs each and come and go all the
+     * time. A fixed mmap threshold keeps them out of the heap arenas, so
+     * freeing one returns its memory at once; glibc's default threshold
+     * grows after the first large free and lets freed buffers linger as
+     * resident memory beyond mem=. */
+    mallopt(M_MMAP_THRESHOLD, 256 << 10);
     command c;
     memset(&c, 0, sizeof c);
     yfs_options_init(&c.opts);

@@ -33,7 +33,7 @@ static int decode_page(yfs_mount *m, uint64_t page, decoded *d, record *recs, ui
     const ix_index *ix = m->ix;
     const ix_chunk *chunk = &ix->chunks[ix_locate(ix, page)];
     const pq_dictionary *dict = NULL;
-    if (chunk->dict_offset >= 0 &&
+    if ((ix->pages[page].flags & IX_PAGE_USES_DICTIONARY) && chunk->dict_offset >= 0 &&
         yfs_dicts_get(m->dicts, (uint32_t)(chunk - ix->chunks), &dict, &d->dict, err) < 0)
         return -1;
     uint64_t bytes_read = 0;

@@ -178,6 +178,9 @@ static int visit_page(scan_state *st, uint64_t off, uint32_t expect_len, uint64_
         .length = (uint32_t)total,
         .rows = v.num_levels,
         .records = v.num_values,
+        .flags = (h.encoding == PQ_ENC_PLAIN_DICTIONARY || h.encoding == PQ_ENC_RLE_DICTIONARY)
+                     ? IX_PAGE_USES_DICTIONARY
+                     : 0,
     };
     int rc = measure_records(st, &v, pg.first_row, &pg.framed, err);
     pq_page_values_free(&v);

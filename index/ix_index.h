@@ -65,7 +65,13 @@ typedef struct ix_page {
     uint32_t length;    /* header + compressed body */
     uint32_t rows;
     uint32_t records;   /* non-null values */
+    uint32_t flags;     /* IX_PAGE_* */
 } ix_page;
+
+/* The page's values are dictionary indices: reading it needs the chunk's
+ * dictionary page. Writers fall back to PLAIN once a dictionary grows too
+ * large, so later pages of a chunk often do not need it. */
+#define IX_PAGE_USES_DICTIONARY 1u
 
 typedef struct ix_options {
     const char *dataset;
