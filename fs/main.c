@@ -110,6 +110,9 @@ static int parse(int argc, char **argv, command *c)
     }
     if (c->help || c->version)
         return 0;
+    pq_error err;
+    if (yfs_options_check(&c->opts, &err) < 0)
+        return usage_error("%s", err.msg);
     if (c->cat && c->fuse_opts)
         return usage_error("unknown option(s) for cat: %s", c->fuse_opts);
     if (c->num_positional < 2)

@@ -124,6 +124,14 @@ int yfs_options_apply(yfs_options *o, const char *item, pq_error *err)
     return 0;
 }
 
+int yfs_options_check(const yfs_options *o, pq_error *err)
+{
+    if (o->rowid && o->format != IX_FORMAT_JSONL)
+        return pq_error_set(err, "rowid: only format=jsonl can carry the row number "
+                            "(format=%s chosen)", ix_format_ext(o->format));
+    return 0;
+}
+
 static int append_item(char **rest, const char *item, size_t len)
 {
     size_t old = *rest ? strlen(*rest) : 0;

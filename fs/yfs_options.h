@@ -35,6 +35,10 @@ void yfs_options_free(yfs_options *o);
  * option, -1 (with a message) if it is but the value is bad. */
 int yfs_options_apply(yfs_options *o, const char *item, pq_error *err);
 
+/* Checks that need all options at once (rowid needs format=jsonl). Call
+ * after the last apply. */
+int yfs_options_check(const yfs_options *o, pq_error *err);
+
 /* Apply a comma-separated list; items that are not ours are appended to
  * *rest (comma-separated, malloc'ed, may stay NULL). */
 int yfs_options_apply_list(yfs_options *o, const char *list, char **rest, pq_error *err);

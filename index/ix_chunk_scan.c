@@ -253,16 +253,24 @@ int ix_scan_chunk(ix_scan *scan, pq_error *err)
     scan->dict_length = 0;
     scan->has_offset_index = m->offset_index_offset >= 0;
 
+    /* An empty row group (writers emit one for an empty table) has no pages;
+     * its offsets are often placeholders such as 0. */
+    if (m->num_values == 0)
+        return 0;
+
     /* The chunk starts at its dictionary page when there is one. Some writers
      * store dictionary_page_offset 0 for "none", so only a plausible offset
      * before the first data page counts. */
     int64_t begin = m->data_page_offset;
     if (m->dictionary_page_offset >= 4 && m->dictionary_page_offset < begin)
         begin = m->dictionary_page_offset;
-    if (begin < 4 || m->total_compressed_size <= 0 ||
+    if (begin < 4)
+        return pq_error_set(err, "column chunk starts at offset %lld, inside the 4-byte "
+                            "magic at the start of the file", (long long)begin);
+    if (m->total_compressed_size <= 0 ||
         (uint64_t)begin + (uint64_t)m->total_compressed_size > file_size)
-        return pq_error_set(err, "column chunk at offset %lld with %lld bytes lies outside the "
-                            "%llu-byte file", (long long)begin,
+        return pq_error_set(err, "column chunk at offset %lld with %lld bytes does not fit in "
+                            "the %llu-byte file", (long long)begin,
                             (long long)m->total_compressed_size,
                             (unsigned long long)file_size);
 

@@ -16,6 +16,7 @@ echo "== unit tests (AddressSanitizer + UBSan)"
 ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure
 
 echo "== integration tests (mounted, pyarrow oracle)"
+export YOUMUFS_REQUIRE=1  # a missing FUSE fails the run, never skips it
 YOUMUFS_BIN="$root/build/youmufs" python3 -m pytest -q tests/integration
 echo "== integration tests on the sanitizer build (bad input, concurrency)"
 YOUMUFS_BIN="$root/build-asan/youmufs" python3 -m pytest -q tests/integration \

@@ -75,3 +75,17 @@ Test(options, lists_split_ours_from_fuse_options)
     free(rest);
     yfs_options_free(&o);
 }
+
+Test(options, rowid_needs_jsonl)
+{
+    yfs_options o;
+    yfs_options_init(&o);
+    pq_error err;
+    char *rest = NULL;
+    cr_assert_eq(yfs_options_apply_list(&o, "rowid", &rest, &err), 0);
+    cr_assert_eq(yfs_options_check(&o, &err), 0);
+    cr_assert_eq(yfs_options_apply_list(&o, "format=len32", &rest, &err), 0);
+    cr_assert_eq(yfs_options_check(&o, &err), -1);
+    cr_assert(strstr(err.msg, "rowid") && strstr(err.msg, "jsonl"), "%s", err.msg);
+    yfs_options_free(&o);
+}
