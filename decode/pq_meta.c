@@ -76,9 +76,15 @@ static int duplicate(pq_thrift *t, const char *what, pq_error *err)
     return pq_error_set(err, "%s appears twice (byte %zu)", what, pq_thrift_offset(t));
 }
 
-/* LogicalType is a union: the id of its single field says which one. */
-static int parse_logical_type(pq_thrift *t, int *logical, pq_error *err)
+/* Reads a struct, handing each field to `field`; used for the small
+ * structs inside LogicalType. */
+typedef int (*field_fn)(pq_thrift *t, int16_t id, uint8_t ft, pq_logical *l, pq_error *err);
+
+static int read_struct(pq_thrift *t, uint8_t ft, field_fn field, pq_logical *l, pq_error *err)
 {
+    if (ft != PQ_TT_STRUCT)
+        return pq_error_set(err, "logical type at byte %zu: expected a struct, found type %u",
+                            pq_thrift_offset(t), ft);
     if (pq_thrift_struct_begin(t, err) < 0)
         return -1;
     for (;;) {
@@ -88,18 +94,115 @@ static int parse_logical_type(pq_thrift *t, int *logical, pq_error *err)
             return -1;
         if (ft == PQ_TT_STOP)
             break;
-        /* 1 STRING, 4 ENUM, 12 JSON: UTF-8 text. */
-        *logical = (id == 1 || id == 4 || id == 12) ? PQ_LOGICAL_STRING : PQ_LOGICAL_OTHER;
-        if (pq_thrift_skip(t, ft, err) < 0)
+        if (field(t, id, ft, l, err) < 0)
             return -1;
     }
     pq_thrift_struct_end(t);
     return 0;
 }
 
+static int skip_field(pq_thrift *t, int16_t id, uint8_t ft, pq_logical *l, pq_error *err)
+{
+    (void)id;
+    (void)l;
+    return pq_thrift_skip(t, ft, err);
+}
+
+/* TimeUnit is a union of empty structs: 1 MILLIS, 2 MICROS, 3 NANOS. */
+static int time_unit_field(pq_thrift *t, int16_t id, uint8_t ft, pq_logical *l, pq_error *err)
+{
+    if (id >= 1 && id <= 3)
+        l->unit = id; /* PQ_UNIT_* follow the union's field ids */
+    return read_struct(t, ft, skip_field, l, err);
+}
+
+/* TimeType / TimestampType: 1 isAdjustedToUTC, 2 unit. */
+static int time_field(pq_thrift *t, int16_t id, uint8_t ft, pq_logical *l, pq_error *err)
+{
+    if (id == 1)
+        return pq_thrift_bool(t, ft, &l->utc, err);
+    if (id == 2)
+        return read_struct(t, ft, time_unit_field, l, err);
+    return pq_thrift_skip(t, ft, err);
+}
+
+/* DecimalType: 1 scale, 2 precision. */
+static int decimal_field(pq_thrift *t, int16_t id, uint8_t ft, pq_logical *l, pq_error *err)
+{
+    if (id == 1)
+        return pq_thrift_i32(t, ft, &l->scale, err);
+    if (id == 2)
+        return pq_thrift_i32(t, ft, &l->precision, err);
+    return pq_thrift_skip(t, ft, err);
+}
+
+/* IntType: 1 bitWidth (i8), 2 isSigned. */
+static int int_field(pq_thrift *t, int16_t id, uint8_t ft, pq_logical *l, pq_error *err)
+{
+    if (id == 1) {
+        int32_t width;
+        if (pq_thrift_i32(t, ft, &width, err) < 0)
+            return -1;
+        l->bit_width = width;
+        return 0;
+    }
+    if (id == 2)
+        return pq_thrift_bool(t, ft, &l->is_signed, err);
+    return pq_thrift_skip(t, ft, err);
+}
+
+/* LogicalType is a union: the id of its single field says which one. */
+static int logical_field(pq_thrift *t, int16_t id, uint8_t ft, pq_logical *l, pq_error *err)
+{
+    switch (id) {
+    case 1: case 4: case 12: l->kind = PQ_LOGICAL_STRING; break; /* STRING, ENUM, JSON */
+    case 2: l->kind = PQ_LOGICAL_MAP; break;
+    case 3: l->kind = PQ_LOGICAL_LIST; break;
+    case 5: l->kind = PQ_LOGICAL_DECIMAL; return read_struct(t, ft, decimal_field, l, err);
+    case 6: l->kind = PQ_LOGICAL_DATE; break;
+    case 7: l->kind = PQ_LOGICAL_TIME; return read_struct(t, ft, time_field, l, err);
+    case 8: l->kind = PQ_LOGICAL_TIMESTAMP; return read_struct(t, ft, time_field, l, err);
+    case 10: l->kind = PQ_LOGICAL_INTEGER; return read_struct(t, ft, int_field, l, err);
+    case 14: l->kind = PQ_LOGICAL_UUID; break;
+    case 15: l->kind = PQ_LOGICAL_FLOAT16; break;
+    default: l->kind = PQ_LOGICAL_OTHER; break;
+    }
+    return pq_thrift_skip(t, ft, err);
+}
+
+/* ConvertedType (the pre-LogicalType annotation) as a LogicalType. */
+static pq_logical from_converted(int converted, int32_t scale, int32_t precision)
+{
+    pq_logical l = { 0 };
+    switch (converted) {
+    case 0: case 4: case 19: l.kind = PQ_LOGICAL_STRING; break; /* UTF8, ENUM, JSON */
+    case 1: case 2: l.kind = PQ_LOGICAL_MAP; break;
+    case 3: l.kind = PQ_LOGICAL_LIST; break;
+    case 5: l = (pq_logical){ .kind = PQ_LOGICAL_DECIMAL, .scale = scale, .precision = precision }; break;
+    case 6: l.kind = PQ_LOGICAL_DATE; break;
+    /* legacy TIME/TIMESTAMP annotations are UTC-adjusted by definition */
+    case 7: l = (pq_logical){ .kind = PQ_LOGICAL_TIME, .unit = PQ_UNIT_MILLIS, .utc = 1 }; break;
+    case 8: l = (pq_logical){ .kind = PQ_LOGICAL_TIME, .unit = PQ_UNIT_MICROS, .utc = 1 }; break;
+    case 9: l = (pq_logical){ .kind = PQ_LOGICAL_TIMESTAMP, .unit = PQ_UNIT_MILLIS, .utc = 1 }; break;
+    case 10: l = (pq_logical){ .kind = PQ_LOGICAL_TIMESTAMP, .unit = PQ_UNIT_MICROS, .utc = 1 }; break;
+    case 11: case 12: case 13: case 14: /* UINT_8 .. UINT_64 */
+        l = (pq_logical){ .kind = PQ_LOGICAL_INTEGER, .bit_width = 8 << (converted - 11) };
+        break;
+    case 15: case 16: case 17: case 18: /* INT_8 .. INT_64 */
+        l = (pq_logical){ .kind = PQ_LOGICAL_INTEGER, .bit_width = 8 << (converted - 15),
+                          .is_signed = 1 };
+        break;
+    case -1: break;
+    default: l.kind = PQ_LOGICAL_OTHER; break;
+    }
+    return l;
+}
+
 static int parse_schema_element(pq_thrift *t, pq_schema_element *e, pq_error *err)
 {
-    int converted = -1, logical = -1, have_name = 0;
+    int converted = -1, have_logical = 0, have_name = 0;
+    int32_t scale = 0, precision = 0;
+    pq_logical logical = { 0 };
     e->type = -1;
     e->repetition = PQ_REQUIRED;
     if (pq_thrift_struct_begin(t, err) < 0)
@@ -119,7 +222,12 @@ static int parse_schema_element(pq_thrift *t, pq_schema_element *e, pq_error *er
         case 4: rc = read_string(t, ft, &e->name, err); have_name = 1; break;
         case 5: rc = pq_thrift_i32(t, ft, &e->num_children, err); break;
         case 6: rc = read_int(t, ft, &converted, err); break;
-        case 10: rc = parse_logical_type(t, &logical, err); break;
+        case 7: rc = pq_thrift_i32(t, ft, &scale, err); break;
+        case 8: rc = pq_thrift_i32(t, ft, &precision, err); break;
+        case 10:
+            rc = read_struct(t, ft, logical_field, &logical, err);
+            have_logical = 1;
+            break;
         default: rc = pq_thrift_skip(t, ft, err); break;
         }
         if (rc < 0)
@@ -140,12 +248,11 @@ static int parse_schema_element(pq_thrift *t, pq_schema_element *e, pq_error *er
                             e->type_length);
     if (e->type != PQ_FIXED_LEN_BYTE_ARRAY)
         e->type_length = 0;
-    if (logical >= 0)
-        e->logical = logical;
-    else if (converted == 0 || converted == 4 || converted == 19) /* UTF8, ENUM, JSON */
-        e->logical = PQ_LOGICAL_STRING;
-    else
-        e->logical = converted >= 0 ? PQ_LOGICAL_OTHER : PQ_LOGICAL_NONE;
+    /* A writer that knows LogicalType may leave it empty for types that have
+     * none; then the ConvertedType still says what the values mean. */
+    e->logical = have_logical && logical.kind != PQ_LOGICAL_NONE
+                     ? logical
+                     : from_converted(converted, scale, precision);
     return 0;
 }
 

@@ -45,13 +45,34 @@ enum {
 /* Field repetition (parquet.thrift FieldRepetitionType). */
 enum { PQ_REQUIRED = 0, PQ_OPTIONAL = 1, PQ_REPEATED = 2 };
 
-/* What a leaf's values mean, from ConvertedType or LogicalType. Only the
- * distinctions that change how a value is written out are kept. */
+/* What a leaf's values mean, from LogicalType or, for older writers, from
+ * ConvertedType (mapped to the equivalent LogicalType). */
 enum {
     PQ_LOGICAL_NONE = 0, /* plain physical type (BYTE_ARRAY = binary) */
-    PQ_LOGICAL_STRING,   /* UTF8 / STRING / ENUM / JSON */
-    PQ_LOGICAL_OTHER,    /* any other annotation (decimal, date, ...) */
+    PQ_LOGICAL_STRING,   /* STRING / UTF8, ENUM, JSON: UTF-8 text */
+    PQ_LOGICAL_INTEGER,  /* INT(bit_width, is_signed) / INT_n, UINT_n */
+    PQ_LOGICAL_DECIMAL,  /* DECIMAL(precision, scale) */
+    PQ_LOGICAL_DATE,     /* days since 1970-01-01 */
+    PQ_LOGICAL_TIME,     /* since midnight, in `unit` */
+    PQ_LOGICAL_TIMESTAMP,/* since 1970-01-01T00:00:00, in `unit` */
+    PQ_LOGICAL_UUID,
+    PQ_LOGICAL_FLOAT16,
+    PQ_LOGICAL_LIST,     /* group annotations */
+    PQ_LOGICAL_MAP,
+    PQ_LOGICAL_OTHER,    /* anything else (BSON, INTERVAL, ...) */
 };
+
+enum { PQ_UNIT_MILLIS = 1, PQ_UNIT_MICROS = 2, PQ_UNIT_NANOS = 3 };
+
+typedef struct pq_logical {
+    int kind;           /* PQ_LOGICAL_* */
+    int32_t scale;      /* DECIMAL */
+    int32_t precision;  /* DECIMAL */
+    int bit_width;      /* INTEGER: 8, 16, 32 or 64 */
+    int is_signed;      /* INTEGER */
+    int unit;           /* TIME, TIMESTAMP: PQ_UNIT_* */
+    int utc;            /* TIME, TIMESTAMP: isAdjustedToUTC */
+} pq_logical;
 
 typedef struct pq_schema_element {
     char *name;          /* NUL-terminated copy */
@@ -59,7 +80,7 @@ typedef struct pq_schema_element {
     int32_t type_length; /* FIXED_LEN_BYTE_ARRAY width, else 0 */
     int repetition;      /* PQ_REQUIRED/OPTIONAL/REPEATED; root: PQ_REQUIRED */
     int32_t num_children;
-    int logical;         /* PQ_LOGICAL_* */
+    pq_logical logical;
 } pq_schema_element;
 
 typedef struct pq_column_meta {
@@ -97,9 +118,14 @@ typedef struct pq_leaf {
     int schema_index;  /* index of the leaf in pq_file_meta.schema */
     int type;          /* physical type */
     int32_t type_length;
-    int logical;       /* PQ_LOGICAL_* */
+    pq_logical logical;
     int16_t max_def;   /* maximum definition level */
     int16_t max_rep;   /* maximum repetition level */
+    /* max_rep > 0: definition level of the innermost repeated ancestor (or
+     * the leaf itself). An entry with def >= rep_def is an element of the
+     * list (a value if def == max_def, else a null element); def ==
+     * rep_def - 1 is an empty list; lower is a null list. */
+    int16_t rep_def;
 } pq_leaf;
 
 /* The file tail: the last 8 bytes are a 4-byte little-endian footer length

@@ -11,6 +11,7 @@
 typedef struct frame {
     int32_t remaining; /* children of this group not yet visited */
     int16_t def, rep;  /* levels of this group */
+    int16_t rep_def;   /* definition level of the innermost repeated node so far */
     size_t path_len;   /* bytes of the dotted path up to this group */
 } frame;
 
@@ -45,7 +46,7 @@ int pq_file_leaves(const pq_file_meta *m, pq_leaf **out, int *count, pq_error *e
     }
 
     size_t sp = 0, i = 1;
-    stack[sp++] = (frame){ m->schema[0].num_children, 0, 0, 0 };
+    stack[sp++] = (frame){ m->schema[0].num_children, 0, 0, 0, 0 };
     while (sp > 0) {
         frame *top = &stack[sp - 1];
         if (top->remaining == 0) {
@@ -62,6 +63,7 @@ int pq_file_leaves(const pq_file_meta *m, pq_leaf **out, int *count, pq_error *e
         const pq_schema_element *e = &m->schema[i];
         int def = top->def + (e->repetition != PQ_REQUIRED);
         int rep = top->rep + (e->repetition == PQ_REPEATED);
+        int16_t rep_def = e->repetition == PQ_REPEATED ? (int16_t)def : top->rep_def;
         if (def > INT16_MAX || rep > INT16_MAX) {
             pq_error_set(err, "schema element %zu (\"%s\") is nested too deeply", i, e->name);
             goto fail;
@@ -102,9 +104,10 @@ int pq_file_leaves(const pq_file_meta *m, pq_leaf **out, int *count, pq_error *e
             l->logical = e->logical;
             l->max_def = (int16_t)def;
             l->max_rep = (int16_t)rep;
+            l->rep_def = rep_def;
         } else {
             /* top may move when pushing, but the stack never grows past n. */
-            stack[sp++] = (frame){ e->num_children, (int16_t)def, (int16_t)rep, len };
+            stack[sp++] = (frame){ e->num_children, (int16_t)def, (int16_t)rep, rep_def, len };
         }
         i++;
     }

@@ -196,7 +196,7 @@ static int resolve_column(build *b, pq_error *err)
             return -1;
     if (copy_leaf(&ix->column, leaf) < 0 ||
         ix_framing_init(&ix->framing, b->opts->format, b->opts->rowid,
-                        leaf->logical != PQ_LOGICAL_STRING, leaf->path) < 0)
+                        leaf->logical.kind != PQ_LOGICAL_STRING, leaf->path) < 0)
         return pq_error_set(err, "out of memory");
     return 0;
 }

@@ -5,7 +5,7 @@
 
 static int is_string_leaf(const pq_leaf *l)
 {
-    return l->type == PQ_BYTE_ARRAY && l->logical == PQ_LOGICAL_STRING && l->max_rep == 0;
+    return l->type == PQ_BYTE_ARRAY && l->logical.kind == PQ_LOGICAL_STRING && l->max_rep == 0;
 }
 
 /* Appends ", name" entries of the leaves accepted by `keep` to buf. */

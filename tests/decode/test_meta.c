@@ -39,10 +39,10 @@ Test(meta, generated_file_schema_and_leaves)
     cr_assert(f.meta.created_by && strstr(f.meta.created_by, "parquet-cpp-arrow"));
     cr_assert_eq(f.nleaves, 10);
     const pq_leaf *s = &f.leaves[tu_find_leaf(&f, "s")];
-    cr_assert(s->type == PQ_BYTE_ARRAY && s->logical == PQ_LOGICAL_STRING);
+    cr_assert(s->type == PQ_BYTE_ARRAY && s->logical.kind == PQ_LOGICAL_STRING);
     cr_assert(s->max_def == 1 && s->max_rep == 0);
     const pq_leaf *bin = &f.leaves[tu_find_leaf(&f, "bin")];
-    cr_assert_eq(bin->logical, PQ_LOGICAL_NONE);
+    cr_assert_eq(bin->logical.kind, PQ_LOGICAL_NONE);
     const pq_leaf *fx = &f.leaves[tu_find_leaf(&f, "fixed")];
     cr_assert(fx->type == PQ_FIXED_LEN_BYTE_ARRAY && fx->type_length == 3);
     int li = tu_find_leaf(&f, "lst.list.element");
@@ -166,7 +166,7 @@ Test(meta, hand_built_nested_schema)
     cr_assert_eq(pq_file_leaves(&m, &l, &n, &err), 0);
     cr_assert_eq(n, 2);
     cr_assert_str_eq(l[0].path, "a.list.item");
-    cr_assert(l[0].max_def == 3 && l[0].max_rep == 1 && l[0].logical == PQ_LOGICAL_STRING);
+    cr_assert(l[0].max_def == 3 && l[0].max_rep == 1 && l[0].logical.kind == PQ_LOGICAL_STRING);
     cr_assert_str_eq(l[1].path, "b");
     cr_assert(l[1].max_def == 0 && l[1].max_rep == 0);
     pq_leaves_free(l, n);
