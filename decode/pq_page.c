@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include <zlib.h>
+
 #include "pq_thrift.h"
 
 /* Field ids from parquet.thrift: PageHeader {1 type, 2 uncompressed_page_size,
@@ -174,4 +176,23 @@ int pq_page_header_parse(const uint8_t *buf, size_t len, pq_page_header *out, pq
 
 fail:
     return pq_error_prefix(err, "page header: ");
+}
+
+int pq_page_check_crc(const pq_page_header *h, const uint8_t *body, size_t body_len,
+                      pq_error *err)
+{
+    if (!h->has_crc)
+        return 0;
+    if (h->compressed_size < 0 || body_len < (size_t)h->compressed_size)
+        return pq_error_set(err, "%s: cannot check the CRC: body is %zu bytes, header says %d",
+                            page_type_name(h->type), body_len, h->compressed_size);
+    /* The header stores the CRC as a thrift i32; the parser kept its bit
+     * pattern in h->crc, which is what zlib's unsigned CRC-32 is compared to. */
+    size_t n = (size_t)h->compressed_size;
+    uint32_t got = (uint32_t)crc32_z(0L, body, n); /* 0 is zlib's initial value */
+    if (got != h->crc)
+        return pq_error_set(err, "%s: CRC mismatch: header says 0x%08x, the %zu-byte body has "
+                                 "0x%08x",
+                            page_type_name(h->type), (unsigned)h->crc, n, (unsigned)got);
+    return 0;
 }

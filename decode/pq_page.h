@@ -57,4 +57,25 @@ typedef struct pq_page_header {
  * negative size, or lacks the sub-header its type requires. */
 int pq_page_header_parse(const uint8_t *buf, size_t len, pq_page_header *out, pq_error *err);
 
+/* Verify the page's checksum (PageHeader field 4, `crc`), when it has one.
+ *
+ * Per parquet.thrift, the checksum is the standard CRC-32 (zlib's crc32(),
+ * polynomial 0x04C11DB7 as in gzip) of the page exactly as stored after its
+ * header: the h->compressed_size bytes of the body, i.e. after compression
+ * (and encryption). Every page type may carry one: dictionary pages, data
+ * pages v1 and v2 (for v2 the uncompressed level bytes are covered too).
+ *
+ * body points at the first byte after the header; body_len is how many bytes
+ * are available there and must be at least h->compressed_size (only those
+ * are checksummed, extra bytes are ignored).
+ *
+ * Returns 0 when h has no CRC or the CRC matches. Returns -1 when it does not
+ * match (message: "data page: CRC mismatch: header says 0x1234abcd, the
+ * 20480-byte body has 0x9f00e1c2") or when body_len is shorter than
+ * h->compressed_size. Whether a mismatch is fatal, and which file and offset
+ * to name, is the caller's decision (prepend them with pq_error_prefix).
+ * Pure and thread-safe; one pass over the body (zlib's crc32, GB/s). */
+int pq_page_check_crc(const pq_page_header *h, const uint8_t *body, size_t body_len,
+                      pq_error *err);
+
 #endif
