@@ -154,10 +154,10 @@ static int run_cat(yfs_mount *m, const char *name)
     if (rc >= 0)
         return rc;
     yfs_name n;
-    if (yfs_name_parse(name, ix_format_ext(m->opts.format), &n) < 0) {
+    if (yfs_name_parse(name, ix_format_ext(m->opts.frame.format), &n) < 0) {
         fprintf(stderr, "youmufs: %s: no such file at the mount root (expected epoch-<k>.%s, "
                 "epoch-<k>.part-<i>-of-<n>.%s or .youmufs/index.json)\n", name,
-                ix_format_ext(m->opts.format), ix_format_ext(m->opts.format));
+                ix_format_ext(m->opts.frame.format), ix_format_ext(m->opts.frame.format));
         return 1;
     }
     pq_error err;

@@ -26,7 +26,7 @@ static yfs_mount *mount_of(fuse_req_t req)
 
 static const char *ext_of(const yfs_mount *m)
 {
-    return ix_format_ext(m->opts.format);
+    return ix_format_ext(m->opts.frame.format);
 }
 
 /* Attributes of an inode; -errno if it does not exist. */

@@ -36,8 +36,7 @@ int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, y
     ix_options io = {
         .dataset = dataset,
         .column = opts->column,
-        .format = opts->format,
-        .rowid = opts->rowid,
+        .frame = opts->frame,
         .threads = opts->threads,
         .progress = progress,
     };

@@ -6,13 +6,14 @@
 #include <unistd.h>
 
 const char *const yfs_option_names[] = {
-    "column", "format", "seed", "epochs", "shuffle", "mem", "buffer", "threads", "rowid", NULL,
+    "column", "format", "seed", "epochs", "shuffle", "mem", "buffer", "threads", "rowid",
+    "dtype", "sep", NULL,
 };
 
 void yfs_options_init(yfs_options *o)
 {
     memset(o, 0, sizeof *o);
-    o->format = IX_FORMAT_JSONL;
+    o->frame.format = IX_FORMAT_JSONL;
     o->epochs = 1;
     o->shuffle = SH_SHUFFLE_PAGE;
     o->mem = 256u << 20;
@@ -76,11 +77,12 @@ int yfs_options_apply(yfs_options *o, const char *item, pq_error *err)
     if (KEY("rowid")) {
         if (v)
             return pq_error_set(err, "option rowid takes no value");
-        o->rowid = 1;
+        o->frame.rowid = 1;
         return 0;
     }
     int ours = KEY("column") || KEY("format") || KEY("seed") || KEY("epochs") ||
-               KEY("shuffle") || KEY("mem") || KEY("buffer") || KEY("threads");
+               KEY("shuffle") || KEY("mem") || KEY("buffer") || KEY("threads") ||
+               KEY("dtype") || KEY("sep");
     if (!ours)
         return 1;
     if (!v || !*v)
@@ -92,8 +94,20 @@ int yfs_options_apply(yfs_options *o, const char *item, pq_error *err)
         if (!(o->column = strdup(v)))
             return pq_error_set(err, "out of memory");
     } else if (KEY("format")) {
-        if (ix_format_parse(v, &o->format) < 0)
-            return pq_error_set(err, "format=%s: expected jsonl, text or len32", v);
+        if (ix_format_parse(v, &o->frame.format) < 0)
+            return pq_error_set(err, "format=%s: expected jsonl, text, len32 or raw", v);
+    } else if (KEY("dtype")) {
+        if (ix_dtype_parse(v, &o->frame.dtype) < 0)
+            return pq_error_set(err, "dtype=%s: expected one of i8 u8 i16 u16 i32 u32 i64 u64 "
+                                "f32 f64", v);
+    } else if (KEY("sep")) {
+        char *end;
+        errno = 0;
+        long long sep = strtoll(v, &end, 10);
+        if (errno || *end || end == v)
+            return pq_error_set(err, "sep=%s: expected an integer token (e.g. sep=50256)", v);
+        o->frame.sep = sep;
+        o->frame.has_sep = 1;
     } else if (KEY("shuffle")) {
         if (strcmp(v, "page") == 0)
             o->shuffle = SH_SHUFFLE_PAGE;
@@ -126,9 +140,13 @@ int yfs_options_apply(yfs_options *o, const char *item, pq_error *err)
 
 int yfs_options_check(const yfs_options *o, pq_error *err)
 {
-    if (o->rowid && o->format != IX_FORMAT_JSONL)
+    const ix_frame_options *f = &o->frame;
+    if (f->rowid && f->format != IX_FORMAT_JSONL)
         return pq_error_set(err, "rowid: only format=jsonl can carry the row number "
-                            "(format=%s chosen)", ix_format_ext(o->format));
+                            "(format=%s chosen)", ix_format_name(f->format));
+    if ((f->dtype != IX_DT_NONE || f->has_sep) && f->format != IX_FORMAT_RAW)
+        return pq_error_set(err, "dtype= and sep= apply to format=raw only (format=%s chosen)",
+                            ix_format_name(f->format));
     return 0;
 }
 

@@ -15,13 +15,12 @@
 
 typedef struct yfs_options {
     char *column;      /* NULL: the dataset's only string column */
-    ix_format format;
+    ix_frame_options frame; /* format, rowid, dtype, sep */
     uint64_t seed;
     uint64_t epochs;   /* epoch files listed at the root */
     sh_mode shuffle;
     uint64_t mem;      /* bytes of decoded data held in memory */
     uint64_t buffer;   /* records per shuffle segment */
-    int rowid;
     int threads;       /* I/O and decode workers */
 } yfs_options;
 
@@ -35,8 +34,8 @@ void yfs_options_free(yfs_options *o);
  * option, -1 (with a message) if it is but the value is bad. */
 int yfs_options_apply(yfs_options *o, const char *item, pq_error *err);
 
-/* Checks that need all options at once (rowid needs format=jsonl). Call
- * after the last apply. */
+/* Checks that need all options at once (rowid needs format=jsonl; dtype=
+ * and sep= need format=raw). Call after the last apply. */
 int yfs_options_check(const yfs_options *o, pq_error *err);
 
 /* Apply a comma-separated list; items that are not ours are appended to

@@ -5,16 +5,6 @@
 #include <stdio.h>
 #include <syslog.h>
 
-static const char *format_name(ix_format f)
-{
-    switch (f) {
-    case IX_FORMAT_JSONL: return "jsonl";
-    case IX_FORMAT_TEXT: return "text";
-    case IX_FORMAT_LEN32: return "len32";
-    }
-    return "?";
-}
-
 static char *render(json_t *obj)
 {
     if (!obj)
@@ -36,10 +26,10 @@ char *yfs_index_json(yfs_mount *m)
                                                "row_groups",
                                                (json_int_t)ix->files[i].num_chunks));
     json_t *options = json_pack(
-        "{s:s, s:I, s:I, s:s, s:I, s:I, s:b, s:i}", "format", format_name(o->format), "seed",
+        "{s:s, s:I, s:I, s:s, s:I, s:I, s:b, s:i}", "format", ix_format_name(o->frame.format), "seed",
         (json_int_t)o->seed, "epochs", (json_int_t)o->epochs, "shuffle",
         o->shuffle == SH_SHUFFLE_NONE ? "none" : "page", "mem", (json_int_t)o->mem, "buffer",
-        (json_int_t)o->buffer, "rowid", o->rowid, "threads", o->threads);
+        (json_int_t)o->buffer, "rowid", o->frame.rowid, "threads", o->threads);
     return render(json_pack(
         "{s:i, s:s, s:s, s:s, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:f, s:f, s:f, s:I}",
         "version", 1, "youmufs", YFS_VERSION, "dataset", ix->dataset, "column",

@@ -5,14 +5,8 @@
 #include <time.h>
 
 #include "ix_read.h"
+#include "ix_record.h"
 #include "yfs_dicts.h"
-
-/* A record of the segment before ordering: where its value is and its row. */
-typedef struct record {
-    const uint8_t *ptr;
-    uint32_t len;
-    uint64_t row;
-} record;
 
 typedef struct decoded {
     pq_page_values values;
@@ -26,9 +20,10 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Decode global page `page` into d and append its records at *next. */
-static int decode_page(yfs_mount *m, uint64_t page, decoded *d, record *recs, uint32_t *next,
-                       uint32_t *rows, pq_error *err)
+/* Decode global page `page` into d and append its records at recs[*next],
+ * where room for the page's records (as indexed) is left. */
+static int decode_page(yfs_mount *m, uint64_t page, decoded *d, ix_record *recs, uint32_t *next,
+                       pq_error *err)
 {
     const ix_index *ix = m->ix;
     const ix_chunk *chunk = &ix->chunks[ix_locate(ix, page)];
@@ -43,16 +38,21 @@ static int decode_page(yfs_mount *m, uint64_t page, decoded *d, record *recs, ui
         return -1;
     yfs_count(&m->stats.pages_decoded, 1);
 
-    const pq_page_values *v = &d->values;
-    uint64_t first_row = ix->pages[page].first_row;
-    ix_record_rows(v, ix->column.max_def, rows);
-    for (uint32_t k = 0; k < v->num_values; k++)
-        recs[*next + k] = (record){ v->values[k].ptr, v->values[k].len, first_row + rows[k] };
-    *next += v->num_values;
+    const ix_page *p = &ix->pages[page];
+    uint32_t count, rows;
+    if (ix_page_records(&ix->framing.shape, &d->values, p->first_row, recs + *next, p->records,
+                        &count, &rows, err) < 0 ||
+        (count != p->records || rows != p->rows))
+        return pq_error_prefix(err, "%s: data page at offset %llu: %s",
+                               ix->files[chunk->file].name, (unsigned long long)p->offset,
+                               count != p->records || rows != p->rows
+                                   ? "holds other records than indexed (file changed?)"
+                                   : "");
+    *next += count;
     return 0;
 }
 
-static int frame(yfs_mount *m, const sh_plan *plan, uint64_t s, const record *recs,
+static int frame(yfs_mount *m, const sh_plan *plan, uint64_t s, const ix_record *recs,
                  uint8_t **data, pq_error *err)
 {
     const sh_segment *seg = &plan->segments[s];
@@ -69,17 +69,20 @@ static int frame(yfs_mount *m, const sh_plan *plan, uint64_t s, const record *re
     uint8_t *out = buf, *end = buf + seg->bytes;
     int rc = 0;
     for (uint32_t r = 0; r < seg->records; r++) {
-        const record *rec = &recs[order[r]];
+        const ix_record *rec = &recs[order[r]];
         /* The index promised the sizes; check them without rescanning values
          * unless the record might not fit. */
-        size_t room = (size_t)(end - out);
-        if (ix_frame_size_bound(f, rec->len) > room &&
-            ix_frame_size(f, rec->ptr, rec->len, rec->row) > room) {
+        size_t room = (size_t)(end - out), size;
+        if (ix_frame_size_bound(f, rec) > room &&
+            (ix_frame_measure(f, rec, &size, err) < 0 || size > room)) {
             rc = pq_error_set(err, "records outgrow the %llu bytes indexed at mount (a source "
                               "file changed?)", (unsigned long long)seg->bytes);
             break;
         }
-        out = ix_frame_write(f, rec->ptr, rec->len, rec->row, out);
+        if (!(out = ix_frame_write(f, rec, out, err))) {
+            rc = -1;
+            break;
+        }
     }
     if (rc == 0 && out != end)
         rc = pq_error_set(err, "records fill %llu of the %llu bytes indexed at mount (a source "
@@ -99,26 +102,18 @@ int yfs_segment_build(yfs_mount *m, const sh_plan *plan, uint64_t s, uint8_t **d
 {
     uint64_t start = now_ns();
     const sh_segment *seg = &plan->segments[s];
-    const ix_index *ix = m->ix;
 
-    /* The index knows every page's record count (ix_read_page enforces it),
+    /* The index knows every page's record count (decode_page enforces it),
      * so all buffers are sized before any byte is read. */
-    uint32_t max_page_records = 1;
-    for (uint32_t i = 0; i < seg->pages; i++) {
-        uint32_t n = ix->pages[plan->order[seg->first + i]].records;
-        if (n > max_page_records)
-            max_page_records = n;
-    }
     decoded *pages = calloc(seg->pages ? seg->pages : 1, sizeof *pages);
-    record *recs = malloc((seg->records ? seg->records : 1) * sizeof *recs);
-    uint32_t *rows = malloc(max_page_records * sizeof *rows);
+    ix_record *recs = malloc((seg->records ? seg->records : 1) * sizeof *recs);
     int rc = 0;
     uint32_t decoded_pages = 0, next = 0;
-    if (!pages || !recs || !rows)
+    if (!pages || !recs)
         rc = pq_error_set(err, "out of memory for a segment of %u records", seg->records);
     for (; rc == 0 && decoded_pages < seg->pages; decoded_pages++) {
         uint64_t page = plan->order[seg->first + decoded_pages];
-        rc = decode_page(m, page, &pages[decoded_pages], recs, &next, rows, err);
+        rc = decode_page(m, page, &pages[decoded_pages], recs, &next, err);
     }
     if (rc == 0)
         rc = frame(m, plan, s, recs, data, err);
@@ -130,7 +125,6 @@ int yfs_segment_build(yfs_mount *m, const sh_plan *plan, uint64_t s, uint8_t **d
     }
     free(pages);
     free(recs);
-    free(rows);
     if (rc == 0)
         yfs_count(&m->stats.segments_built, 1);
     yfs_count(&m->stats.build_nanoseconds, now_ns() - start);

@@ -194,10 +194,10 @@ static int resolve_column(build *b, pq_error *err)
     for (size_t i = 1; i < b->num_sources; i++)
         if (ix_match_column(&b->sources[i], leaf, err) < 0)
             return -1;
-    if (copy_leaf(&ix->column, leaf) < 0 ||
-        ix_framing_init(&ix->framing, b->opts->format, b->opts->rowid,
-                        leaf->logical.kind != PQ_LOGICAL_STRING, leaf->path) < 0)
+    if (copy_leaf(&ix->column, leaf) < 0)
         return pq_error_set(err, "out of memory");
+    if (ix_framing_init(&ix->framing, &b->opts->frame, leaf, err) < 0)
+        return pq_error_prefix(err, "%s: ", b->sources[0].name);
     return 0;
 }
 

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "ix_internal.h"
-#include "ix_read.h"
 #include "pq_page.h"
 
 #define WINDOW_BYTES (8u << 20)
@@ -93,30 +92,27 @@ static int add_page(scan_state *st, const ix_page *pg, pq_error *err)
     return 0;
 }
 
-/* Sum the framed sizes of a decoded page's records; refuse values that the
- * framing cannot carry (a newline in text format). */
-static int measure_records(scan_state *st, const pq_page_values *v, uint64_t first_row,
-                           uint64_t *framed, pq_error *err)
+/* The page's records: count them and their rows, and sum their framed
+ * sizes, refusing values the framing cannot carry (a newline in text, a
+ * number outside the raw dtype). */
+static int measure_records(scan_state *st, const pq_page_values *v, ix_page *pg, pq_error *err)
 {
     const ix_framing *f = st->scan->framing;
-    uint32_t *rows = malloc((v->num_values ? v->num_values : 1) * sizeof *rows);
-    if (!rows)
+    /* a page has at most one record per level entry */
+    ix_record *recs = malloc((v->num_levels ? v->num_levels : 1) * sizeof *recs);
+    if (!recs)
         return pq_error_set(err, "out of memory measuring a page");
-    ix_record_rows(v, st->scan->desc.max_def, rows);
-    uint64_t total = 0;
-    int rc = 0;
-    for (uint32_t k = 0; k < v->num_values; k++) {
-        const pq_bytes *b = &v->values[k];
-        if (f->format == IX_FORMAT_TEXT && memchr(b->ptr, '\n', b->len)) {
-            rc = pq_error_set(err, "row %llu: the value contains a newline, which format=text "
-                              "cannot carry unambiguously; use format=jsonl or format=len32",
-                              (unsigned long long)(first_row + rows[k]));
-            break;
-        }
-        total += ix_frame_size(f, b->ptr, b->len, first_row + rows[k]);
+    uint32_t count;
+    int rc = ix_page_records(&f->shape, v, pg->first_row, recs, v->num_levels, &count,
+                             &pg->rows, err);
+    pg->framed = 0;
+    for (uint32_t k = 0; rc == 0 && k < count; k++) {
+        size_t size;
+        rc = ix_frame_measure(f, &recs[k], &size, err);
+        pg->framed += size;
     }
-    free(rows);
-    *framed = total;
+    pg->records = count;
+    free(recs);
     return rc;
 }
 
@@ -176,13 +172,11 @@ static int visit_page(scan_state *st, uint64_t off, uint32_t expect_len, uint64_
         .offset = off,
         .first_row = st->scan->first_row + st->rows_seen,
         .length = (uint32_t)total,
-        .rows = v.num_levels,
-        .records = v.num_values,
         .flags = (h.encoding == PQ_ENC_PLAIN_DICTIONARY || h.encoding == PQ_ENC_RLE_DICTIONARY)
                      ? IX_PAGE_USES_DICTIONARY
                      : 0,
     };
-    int rc = measure_records(st, &v, pg.first_row, &pg.framed, err);
+    int rc = measure_records(st, &v, &pg, err);
     pq_page_values_free(&v);
     if (rc < 0)
         return pq_error_prefix(err, "data page at offset %llu: ", (unsigned long long)off);

@@ -22,16 +22,13 @@ static void list_leaves(const ix_source *s, int (*keep)(const pq_leaf *), char *
     }
 }
 
-/* What this version serves: flat BYTE_ARRAY columns. */
+/* What youmufs serves: flat columns and lists of primitives (one level of
+ * repetition; a list of lists or a map's entries would need nested records). */
 static int check_supported(const ix_source *s, const pq_leaf *l, pq_error *err)
 {
-    if (l->max_rep > 0)
-        return pq_error_set(err, "%s: column %s is a repeated (list) column; youmufs serves "
-                            "flat columns only so far", s->name, l->path);
-    if (l->type != PQ_BYTE_ARRAY)
-        return pq_error_set(err, "%s: column %s is not a string or binary column (physical "
-                            "type %d); youmufs serves BYTE_ARRAY columns only so far",
-                            s->name, l->path, l->type);
+    if (l->max_rep > 1)
+        return pq_error_set(err, "%s: column %s is nested %d lists deep; youmufs serves flat "
+                            "columns and lists of values", s->name, l->path, l->max_rep);
     return 0;
 }
 

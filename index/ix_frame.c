@@ -8,11 +8,14 @@
 
 /* ",\"_row\":" written before the row number in jsonl records. */
 static const char ROWID_KEY[] = ",\"_row\":";
+/* Digits of the largest row number. */
+#define ROW_DIGITS_MAX 20
 
 int ix_format_parse(const char *name, ix_format *out)
 {
     static const struct { const char *name; ix_format format; } formats[] = {
         { "jsonl", IX_FORMAT_JSONL }, { "text", IX_FORMAT_TEXT }, { "len32", IX_FORMAT_LEN32 },
+        { "raw", IX_FORMAT_RAW },
     };
     for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
         if (strcmp(name, formats[i].name) == 0) {
@@ -23,12 +26,24 @@ int ix_format_parse(const char *name, ix_format *out)
     return -1;
 }
 
+const char *ix_format_name(ix_format format)
+{
+    switch (format) {
+    case IX_FORMAT_JSONL: return "jsonl";
+    case IX_FORMAT_TEXT: return "text";
+    case IX_FORMAT_LEN32: return "len32";
+    case IX_FORMAT_RAW: return "raw";
+    }
+    return "?";
+}
+
 const char *ix_format_ext(ix_format format)
 {
     switch (format) {
     case IX_FORMAT_JSONL: return "jsonl";
     case IX_FORMAT_TEXT: return "txt";
     case IX_FORMAT_LEN32: return "len32";
+    case IX_FORMAT_RAW: return "bin";
     }
     return "bin";
 }
@@ -153,27 +168,77 @@ static size_t decimal_digits(uint64_t v)
     return n;
 }
 
-int ix_framing_init(ix_framing *f, ix_format format, int rowid, int binary, const char *column)
+/* The jsonl key: a list column is known by the field that holds the list
+ * ("input_ids" for input_ids.list.element), any other by its dotted path. */
+static int jsonl_prefix(ix_framing *f, const pq_leaf *leaf)
 {
-    memset(f, 0, sizeof *f);
-    f->format = format;
-    f->rowid = rowid && format == IX_FORMAT_JSONL;
-    f->binary = binary;
-    if (format != IX_FORMAT_JSONL)
-        return 0;
+    size_t name_len = strlen(leaf->path);
+    if (leaf->max_rep > 0) {
+        const char *dot = strchr(leaf->path, '.');
+        if (dot)
+            name_len = (size_t)(dot - leaf->path);
+    }
     /* The key is a column name: escape it as text, never as binary. */
-    size_t name_len = strlen(column);
-    size_t key_size = json_string_size((const uint8_t *)column, (uint32_t)name_len, 0);
+    size_t key_size = json_string_size((const uint8_t *)leaf->path, (uint32_t)name_len, 0);
     f->prefix = malloc(key_size + 3);
     if (!f->prefix)
         return -1;
     uint8_t *p = (uint8_t *)f->prefix;
     *p++ = '{';
-    p = json_string_write((const uint8_t *)column, (uint32_t)name_len, 0, p);
+    p = json_string_write((const uint8_t *)leaf->path, (uint32_t)name_len, 0, p);
     *p++ = ':';
     *p = '\0';
     f->prefix_len = (size_t)(p - (uint8_t *)f->prefix);
     return 0;
+}
+
+static int raw_init(ix_framing *f, const ix_frame_options *o, pq_error *err)
+{
+    if (o->dtype == IX_DT_NONE) {
+        if (ix_dtype_default(&f->type, &f->dtype, err) < 0)
+            return -1;
+    } else {
+        if (ix_dtype_accepts(&f->type, o->dtype, err) < 0)
+            return -1;
+        f->dtype = o->dtype;
+    }
+    f->has_sep = o->has_sep;
+    if (o->has_sep) {
+        ix_number sep = { .i = o->sep };
+        if (ix_number_write(&sep, f->dtype, f->sep, err) < 0)
+            return pq_error_prefix(err, "sep=%lld: ", (long long)o->sep);
+    }
+    return 0;
+}
+
+int ix_framing_init(ix_framing *f, const ix_frame_options *o, const pq_leaf *leaf,
+                    pq_error *err)
+{
+    memset(f, 0, sizeof *f);
+    f->format = o->format;
+    f->rowid = o->rowid;
+    f->type = ix_value_type_of(leaf);
+    f->shape = (ix_shape){ leaf->max_def, leaf->max_rep, leaf->rep_def };
+    if (o->rowid && o->format != IX_FORMAT_JSONL)
+        return pq_error_set(err, "rowid: only format=jsonl can carry the row number");
+    if (o->format != IX_FORMAT_RAW && (o->dtype != IX_DT_NONE || o->has_sep))
+        return pq_error_set(err, "dtype= and sep= apply to format=raw only");
+    switch (o->format) {
+    case IX_FORMAT_JSONL:
+        if (jsonl_prefix(f, leaf) < 0)
+            return pq_error_set(err, "out of memory");
+        return 0;
+    case IX_FORMAT_TEXT:
+    case IX_FORMAT_LEN32:
+        if (!ix_value_is_text(&f->type) || leaf->max_rep > 0)
+            return pq_error_set(err, "column %s: format=%s writes string and binary values; "
+                                "use format=jsonl%s", leaf->path, ix_format_name(o->format),
+                                ix_value_is_text(&f->type) ? "" : " or format=raw");
+        return 0;
+    case IX_FORMAT_RAW:
+        return raw_init(f, o, err) < 0 ? pq_error_prefix(err, "column %s: ", leaf->path) : 0;
+    }
+    return pq_error_set(err, "unknown format");
 }
 
 void ix_framing_free(ix_framing *f)
@@ -182,61 +247,198 @@ void ix_framing_free(ix_framing *f)
     memset(f, 0, sizeof *f);
 }
 
-size_t ix_frame_size(const ix_framing *f, const uint8_t *value, uint32_t len, uint64_t row)
+/* The elements of a record in order: each present element's value, or NULL
+ * for a null list element. A flat record has exactly one element. */
+typedef struct elements {
+    const ix_framing *f;
+    const ix_record *r;
+    uint32_t k;           /* next level entry */
+    const pq_bytes *next; /* next value */
+} elements;
+
+static elements elements_of(const ix_framing *f, const ix_record *r)
 {
-    switch (f->format) {
-    case IX_FORMAT_TEXT:
-        return (size_t)len + 1;
-    case IX_FORMAT_LEN32:
-        return (size_t)len + 4;
-    case IX_FORMAT_JSONL:
-        break;
+    return (elements){ f, r, 0, r->values };
+}
+
+/* 1 and the element in *elem, or 0 at the end. */
+static int next_element(elements *it, const pq_bytes **elem)
+{
+    const ix_record *r = it->r;
+    while (it->k < r->levels) {
+        uint32_t k = it->k++;
+        if (!r->defs || r->defs[k] == it->f->shape.max_def) {
+            *elem = it->next++;
+            return 1;
+        }
+        if (r->defs[k] >= it->f->shape.rep_def) {
+            *elem = NULL;
+            return 1;
+        }
+        /* otherwise the one entry of an empty list */
     }
-    size_t n = f->prefix_len + json_string_size(value, len, f->binary) + 2; /* }\n */
-    if (f->rowid)
-        n += sizeof ROWID_KEY - 1 + decimal_digits(row);
+    return 0;
+}
+
+static int is_list(const ix_framing *f)
+{
+    return f->shape.max_rep > 0;
+}
+
+/* JSON of one element (NULL: null) appended at out, or only measured when
+ * out is NULL. Returns the length, -1 on a value that cannot be written. */
+static long json_element(const ix_framing *f, const pq_bytes *v, uint8_t *out, pq_error *err)
+{
+    if (!v) {
+        if (out)
+            memcpy(out, "null", 4);
+        return 4;
+    }
+    if (ix_value_is_text(&f->type)) {
+        int binary = f->type.kind == IX_KIND_BINARY;
+        if (!out)
+            return (long)json_string_size(v->ptr, v->len, binary);
+        return json_string_write(v->ptr, v->len, binary, out) - out;
+    }
+    char buf[IX_JSON_SCALAR_MAX];
+    int n = ix_json_scalar(&f->type, *v, buf, err);
+    if (n > 0 && out)
+        memcpy(out, buf, (size_t)n);
     return n;
 }
 
-size_t ix_frame_size_bound(const ix_framing *f, uint32_t len)
+/* jsonl: the record written at out, or only measured (out NULL). */
+static long jsonl_record(const ix_framing *f, const ix_record *r, uint8_t *out, pq_error *err)
 {
-    if (f->format != IX_FORMAT_JSONL)
-        return ix_frame_size(f, NULL, len, 0);
-    /* every byte escaped as \u00XX, the largest row number */
-    return f->prefix_len + 6 * (size_t)len + 4 + (f->rowid ? sizeof ROWID_KEY - 1 + 20 : 0);
+    long n = (long)f->prefix_len;
+    if (out)
+        memcpy(out, f->prefix, f->prefix_len);
+    if (is_list(f)) {
+        if (out)
+            out[n] = '[';
+        n++;
+    }
+    elements it = elements_of(f, r);
+    const pq_bytes *elem;
+    for (int first = 1; next_element(&it, &elem); first = 0) {
+        if (!first) {
+            if (out)
+                out[n] = ',';
+            n++;
+        }
+        long m = json_element(f, elem, out ? out + n : NULL, err);
+        if (m < 0)
+            return pq_error_prefix(err, "row %llu: ", (unsigned long long)r->row);
+        n += m;
+    }
+    if (is_list(f)) {
+        if (out)
+            out[n] = ']';
+        n++;
+    }
+    if (f->rowid) {
+        size_t digits = decimal_digits(r->row);
+        if (out) {
+            memcpy(out + n, ROWID_KEY, sizeof ROWID_KEY - 1);
+            uint64_t row = r->row;
+            for (size_t i = digits; i > 0; i--) {
+                out[n + (long)(sizeof ROWID_KEY - 1 + i - 1)] = (uint8_t)('0' + row % 10);
+                row /= 10;
+            }
+        }
+        n += (long)(sizeof ROWID_KEY - 1 + digits);
+    }
+    if (out) {
+        out[n] = '}';
+        out[n + 1] = '\n';
+    }
+    return n + 2;
 }
 
-uint8_t *ix_frame_write(const ix_framing *f, const uint8_t *value, uint32_t len, uint64_t row,
-                        uint8_t *out)
+/* raw: the record's present elements as numbers, then sep; written at out
+ * or only measured (out NULL; still checks every value fits the dtype). */
+static long raw_record(const ix_framing *f, const ix_record *r, uint8_t *out, pq_error *err)
 {
+    size_t size = ix_dtype_size(f->dtype);
+    long n = 0;
+    uint8_t scratch[8];
+    elements it = elements_of(f, r);
+    const pq_bytes *elem;
+    while (next_element(&it, &elem)) {
+        if (!elem)
+            continue; /* null elements are skipped */
+        ix_number num;
+        if (ix_number_of(&f->type, *elem, &num, err) < 0 ||
+            ix_number_write(&num, f->dtype, out ? out + n : scratch, err) < 0)
+            return pq_error_prefix(err, "row %llu: ", (unsigned long long)r->row);
+        n += (long)size;
+    }
+    if (f->has_sep) {
+        if (out)
+            memcpy(out + n, f->sep, size);
+        n += (long)size;
+    }
+    return n;
+}
+
+static long frame(const ix_framing *f, const ix_record *r, uint8_t *out, pq_error *err)
+{
+    const pq_bytes *v = r->values;
     switch (f->format) {
     case IX_FORMAT_TEXT:
-        memcpy(out, value, len);
-        out[len] = '\n';
-        return out + len + 1;
+        if (!out && memchr(v->ptr, '\n', v->len))
+            return pq_error_set(err, "row %llu: the value contains a newline, which format=text "
+                                "cannot carry unambiguously; use format=jsonl or format=len32",
+                                (unsigned long long)r->row);
+        if (out) {
+            memcpy(out, v->ptr, v->len);
+            out[v->len] = '\n';
+        }
+        return (long)v->len + 1;
     case IX_FORMAT_LEN32:
-        out[0] = (uint8_t)len;
-        out[1] = (uint8_t)(len >> 8);
-        out[2] = (uint8_t)(len >> 16);
-        out[3] = (uint8_t)(len >> 24);
-        memcpy(out + 4, value, len);
-        return out + 4 + len;
+        if (out) {
+            for (int i = 0; i < 4; i++)
+                out[i] = (uint8_t)(v->len >> (8 * i));
+            memcpy(out + 4, v->ptr, v->len);
+        }
+        return (long)v->len + 4;
+    case IX_FORMAT_RAW:
+        return raw_record(f, r, out, err);
     case IX_FORMAT_JSONL:
         break;
     }
-    memcpy(out, f->prefix, f->prefix_len);
-    out = json_string_write(value, len, f->binary, out + f->prefix_len);
-    if (f->rowid) {
-        memcpy(out, ROWID_KEY, sizeof ROWID_KEY - 1);
-        out += sizeof ROWID_KEY - 1;
-        size_t digits = decimal_digits(row);
-        for (size_t i = digits; i > 0; i--) {
-            out[i - 1] = (uint8_t)('0' + row % 10);
-            row /= 10;
-        }
-        out += digits;
+    return jsonl_record(f, r, out, err);
+}
+
+int ix_frame_measure(const ix_framing *f, const ix_record *r, size_t *size, pq_error *err)
+{
+    long n = frame(f, r, NULL, err);
+    if (n < 0)
+        return -1;
+    *size = (size_t)n;
+    return 0;
+}
+
+size_t ix_frame_size_bound(const ix_framing *f, const ix_record *r)
+{
+    if (f->format != IX_FORMAT_JSONL) {
+        if (f->format == IX_FORMAT_RAW) /* every entry a value, and sep */
+            return (r->levels + 1) * ix_dtype_size(f->dtype);
+        return (size_t)r->values->len + 4;
     }
-    *out++ = '}';
-    *out++ = '\n';
-    return out;
+    size_t n = f->prefix_len + 4 + (f->rowid ? sizeof ROWID_KEY - 1 + ROW_DIGITS_MAX : 0);
+    if (!ix_value_is_text(&f->type))
+        return n + (size_t)r->levels * (IX_JSON_SCALAR_MAX + 1);
+    /* every byte escaped as \u00XX, quotes and a comma; or "null," */
+    elements it = elements_of(f, r);
+    const pq_bytes *elem;
+    while (next_element(&it, &elem))
+        n += elem ? 6 * (size_t)elem->len + 3 : 5;
+    return n;
+}
+
+uint8_t *ix_frame_write(const ix_framing *f, const ix_record *r, uint8_t *out, pq_error *err)
+{
+    long n = frame(f, r, out, err);
+    return n < 0 ? NULL : out + n;
 }

@@ -1,20 +1,21 @@
 /* ix_frame.h — how one record is written into an epoch file (the framings of
- * DESIGN.md). The index uses it at mount to compute every page's exact framed
- * size (so st_size is exact before any read); the read path uses it to write
- * the records. Both go through the same two functions, so size and bytes
- * cannot disagree: ix_frame_write writes exactly ix_frame_size bytes.
+ * DESIGN.md; value rules in tests/CONTRACT-TYPES.md). The index measures
+ * every record at mount (so st_size is exact before any read, and values a
+ * framing cannot carry are refused then); the read path writes them. Both
+ * go through one function, so sizes and bytes cannot disagree.
  *
- *   jsonl  {"<column>":"<value>"}\n, or {"<column>":"<value>","_row":<row>}\n
- *          with rowid. The value is a JSON string: `"` and `\` are escaped,
- *          control bytes below 0x20 become \n \r \t \b \f or \u00XX, all
- *          other bytes are copied (UTF-8 stays UTF-8). For a binary column
- *          (BYTE_ARRAY without a string annotation) bytes >= 0x80 are written
- *          as \u0080..\u00ff, so a reader recovers the bytes with
- *          value.encode("latin-1").
- *   text   value bytes, then \n (the caller must refuse values containing \n).
+ *   jsonl  {"<key>":<value>}\n, with ,"_row":<row> before the } under rowid.
+ *          Strings as JSON strings (`"` `\` and bytes < 0x20 escaped, the
+ *          rest copied; binary columns escape bytes >= 0x80 as \u0080..
+ *          \u00ff, so value.encode("latin-1") recovers them); numbers, dates
+ *          and times per ix_value.h; lists as arrays with null elements.
+ *   text   value bytes, then \n (a value containing \n is refused).
  *   len32  4-byte little-endian length, then the value bytes.
- *
- * A framing is immutable after ix_framing_init and may be shared by threads.
+ *   raw    the record's numbers little-endian in one dtype, null elements
+ *          skipped, then the sep= value if given.
+ * text and len32 serve flat string/binary columns, raw numeric columns and
+ * lists of numbers, jsonl everything. A framing is immutable after init and
+ * may be shared by threads.
  */
 #ifndef IX_FRAME_H
 #define IX_FRAME_H
@@ -22,33 +23,58 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum ix_format { IX_FORMAT_JSONL = 0, IX_FORMAT_TEXT, IX_FORMAT_LEN32 } ix_format;
+#include "ix_record.h"
+#include "ix_value.h"
+
+typedef enum ix_format {
+    IX_FORMAT_JSONL = 0,
+    IX_FORMAT_TEXT,
+    IX_FORMAT_LEN32,
+    IX_FORMAT_RAW,
+} ix_format;
+
+typedef struct ix_frame_options {
+    ix_format format;
+    int rowid;       /* jsonl: append "_row" */
+    ix_dtype dtype;  /* raw: IX_DT_NONE for the column's own */
+    int has_sep;     /* raw: append sep after each record */
+    int64_t sep;
+} ix_frame_options;
 
 typedef struct ix_framing {
     ix_format format;
-    int rowid;       /* jsonl: append "_row" */
-    int binary;      /* jsonl: escape bytes >= 0x80 (binary column) */
-    char *prefix;    /* jsonl: {"<escaped column>": */
+    int rowid;
+    ix_value_type type;
+    ix_shape shape;
+    char *prefix;    /* jsonl: {"<escaped key>": */
     size_t prefix_len;
+    ix_dtype dtype;  /* raw */
+    int has_sep;
+    uint8_t sep[8];  /* raw: the separator's bytes in dtype */
 } ix_framing;
 
-/* Parse "jsonl" | "text" | "len32". Returns -1 for anything else. */
+/* Parse "jsonl" | "text" | "len32" | "raw". Returns -1 for anything else. */
 int ix_format_parse(const char *name, ix_format *out);
-/* File extension of a format: "jsonl", "txt", "len32". */
+const char *ix_format_name(ix_format format);
+/* File extension of a format: "jsonl", "txt", "len32", "bin". */
 const char *ix_format_ext(ix_format format);
 
-/* column: the key written in jsonl records. Returns -1 on allocation failure. */
-int ix_framing_init(ix_framing *f, ix_format format, int rowid, int binary, const char *column);
+/* Set up the framing of `leaf`'s values; fails with a message when the
+ * format cannot carry the column (text of numbers, raw of strings, a dtype
+ * that floats cannot take, a sep that does not fit the dtype). */
+int ix_framing_init(ix_framing *f, const ix_frame_options *o, const pq_leaf *leaf,
+                    pq_error *err);
 void ix_framing_free(ix_framing *f);
 
-/* Exact number of bytes ix_frame_write produces for this record. */
-size_t ix_frame_size(const ix_framing *f, const uint8_t *value, uint32_t len, uint64_t row);
-/* An upper bound of ix_frame_size for any value of `len` bytes and any row:
- * cheap, for bounds checks that should not rescan the value. */
-size_t ix_frame_size_bound(const ix_framing *f, uint32_t len);
-/* Write the record at out (which has ix_frame_size bytes of room); returns
- * the end of what was written. */
-uint8_t *ix_frame_write(const ix_framing *f, const uint8_t *value, uint32_t len, uint64_t row,
-                        uint8_t *out);
+/* Exact size of the record's framing; fails (naming the row) for values the
+ * framing cannot carry: a newline in text, a number outside the dtype. */
+int ix_frame_measure(const ix_framing *f, const ix_record *r, size_t *size, pq_error *err);
+/* A cheap upper bound of the size, for bounds checks that should not rescan
+ * the values. */
+size_t ix_frame_size_bound(const ix_framing *f, const ix_record *r);
+/* Write the record at out (room for its size); returns the end, or NULL
+ * with a message if a value cannot be written (only for values that would
+ * have failed ix_frame_measure). */
+uint8_t *ix_frame_write(const ix_framing *f, const ix_record *r, uint8_t *out, pq_error *err);
 
 #endif

@@ -76,8 +76,7 @@ typedef struct ix_page {
 typedef struct ix_options {
     const char *dataset;
     const char *column;  /* NULL: the dataset's only string column */
-    ix_format format;
-    int rowid;
+    ix_frame_options frame;
     int threads;         /* >= 1 */
     int progress;        /* report progress on stderr after a second */
 } ix_options;

@@ -79,27 +79,8 @@ int ix_read_page(const ix_index *ix, uint64_t page, const pq_dictionary *dict,
     int rc = pq_page_decode(&c->desc, &h, raw + h.header_len, (size_t)h.compressed_size, dict,
                             out, err);
     free(raw);
-    if (rc == 0 && (out->num_levels != p->rows || out->num_values != p->records)) {
-        rc = pq_error_set(err, "decodes to %u rows and %u values, the index says %u and %u "
-                          "(file changed?)", out->num_levels, out->num_values, p->rows,
-                          p->records);
-        pq_page_values_free(out);
-    }
     if (rc < 0)
         return pq_error_prefix(err, "%s: data page at offset %llu: ", ix->files[c->file].name,
                                (unsigned long long)p->offset);
     return 0;
-}
-
-void ix_record_rows(const pq_page_values *v, int16_t max_def, uint32_t *rows)
-{
-    if (!v->def_levels) {
-        for (uint32_t k = 0; k < v->num_values; k++)
-            rows[k] = k;
-        return;
-    }
-    uint32_t k = 0;
-    for (uint32_t i = 0; i < v->num_levels && k < v->num_values; i++)
-        if (v->def_levels[i] == max_def)
-            rows[k++] = i;
 }

@@ -22,8 +22,4 @@ int ix_read_dictionary(const ix_index *ix, uint32_t chunk, pq_dictionary *out,
 int ix_read_page(const ix_index *ix, uint64_t page, const pq_dictionary *dict,
                  pq_page_values *out, uint64_t *bytes_read, pq_error *err);
 
-/* For each record (non-null value) of a decoded page of a flat column, its
- * row offset within the page: rows[k] for values[k]. */
-void ix_record_rows(const pq_page_values *v, int16_t max_def, uint32_t *rows);
-
 #endif

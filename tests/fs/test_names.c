@@ -49,13 +49,13 @@ Test(options, values_are_parsed_strictly)
     cr_assert_eq(o.mem, 2ull << 30);
     cr_assert_eq(yfs_options_apply(&o, "mem=12Q", &err), -1);
     cr_assert_eq(yfs_options_apply(&o, "format=len32", &err), 0);
-    cr_assert_eq(o.format, IX_FORMAT_LEN32);
+    cr_assert_eq(o.frame.format, IX_FORMAT_LEN32);
     cr_assert_eq(yfs_options_apply(&o, "format=csv", &err), -1);
     cr_assert_eq(yfs_options_apply(&o, "shuffle=none", &err), 0);
     cr_assert_eq(o.shuffle, SH_SHUFFLE_NONE);
     cr_assert_eq(yfs_options_apply(&o, "buffer=0", &err), -1);
     cr_assert_eq(yfs_options_apply(&o, "rowid", &err), 0);
-    cr_assert_eq(o.rowid, 1);
+    cr_assert_eq(o.frame.rowid, 1);
     cr_assert_eq(yfs_options_apply(&o, "column", &err), -1, "column needs a value");
     cr_assert_eq(yfs_options_apply(&o, "allow_other", &err), 1, "not ours: for FUSE");
     yfs_options_free(&o);
@@ -87,5 +87,22 @@ Test(options, rowid_needs_jsonl)
     cr_assert_eq(yfs_options_apply_list(&o, "format=len32", &rest, &err), 0);
     cr_assert_eq(yfs_options_check(&o, &err), -1);
     cr_assert(strstr(err.msg, "rowid") && strstr(err.msg, "jsonl"), "%s", err.msg);
+    yfs_options_free(&o);
+}
+
+Test(options, raw_options)
+{
+    yfs_options o;
+    yfs_options_init(&o);
+    pq_error err;
+    char *rest = NULL;
+    cr_assert_eq(yfs_options_apply_list(&o, "dtype=u16,sep=-1", &rest, &err), 0, "%s", err.msg);
+    cr_assert_eq(o.frame.dtype, IX_DT_U16);
+    cr_assert(o.frame.has_sep && o.frame.sep == -1);
+    cr_assert_eq(yfs_options_check(&o, &err), -1, "dtype needs format=raw");
+    cr_assert_eq(yfs_options_apply(&o, "format=raw", &err), 0);
+    cr_assert_eq(yfs_options_check(&o, &err), 0, "%s", err.msg);
+    cr_assert_eq(yfs_options_apply(&o, "dtype=u128", &err), -1);
+    cr_assert_eq(yfs_options_apply(&o, "sep=eos", &err), -1);
     yfs_options_free(&o);
 }

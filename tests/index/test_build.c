@@ -12,7 +12,7 @@
 
 static ix_options opts(const char *dataset, const char *column)
 {
-    return (ix_options){ .dataset = dataset, .column = column, .format = IX_FORMAT_JSONL,
+    return (ix_options){ .dataset = dataset, .column = column, .frame = { IX_FORMAT_JSONL },
                          .threads = 2 };
 }
 
@@ -68,13 +68,15 @@ Test(build, missing_column_lists_the_columns)
               "%s", err.msg);
 }
 
-Test(build, non_string_column_is_refused_clearly)
+Test(build, text_of_a_numeric_column_is_refused_clearly)
 {
     ix_options o = opts(SAMPLE, "id");
+    o.frame.format = IX_FORMAT_TEXT;
     ix_index *ix;
     pq_error err;
     cr_assert_eq(ix_build(&o, &ix, &err), -1);
-    cr_assert(strstr(err.msg, "id") && strstr(err.msg, ".parquet"), "%s", err.msg);
+    cr_assert(strstr(err.msg, "id") && strstr(err.msg, ".parquet") && strstr(err.msg, "jsonl"),
+              "%s", err.msg);
 }
 
 Test(build, empty_directory_and_missing_path)

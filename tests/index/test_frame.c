@@ -7,12 +7,41 @@
 
 #include "ix_frame.h"
 
+/* A flat leaf of the given physical type and annotation. */
+static pq_leaf leaf_of(char *path, int type, int kind)
+{
+    pq_leaf l = { .path = path, .type = type, .max_def = 1 };
+    l.logical.kind = kind;
+    return l;
+}
+
+static void init(ix_framing *f, ix_format format, int rowid, int binary, const char *column)
+{
+    pq_leaf l = leaf_of((char *)column, PQ_BYTE_ARRAY,
+                        binary ? PQ_LOGICAL_NONE : PQ_LOGICAL_STRING);
+    ix_frame_options o = { .format = format, .rowid = rowid };
+    pq_error err;
+    cr_assert_eq(ix_framing_init(f, &o, &l, &err), 0, "%s", err.msg);
+}
+
+static size_t frame_size(const ix_framing *f, const ix_record *r)
+{
+    size_t size;
+    pq_error err;
+    cr_assert_eq(ix_frame_measure(f, r, &size, &err), 0, "%s", err.msg);
+    return size;
+}
+
 static void check(const ix_framing *f, const char *value, size_t len, uint64_t row,
                   const char *expect, size_t expect_len)
 {
     uint8_t out[256];
-    size_t size = ix_frame_size(f, (const uint8_t *)value, (uint32_t)len, row);
-    uint8_t *end = ix_frame_write(f, (const uint8_t *)value, (uint32_t)len, row, out);
+    pq_bytes v = { (const uint8_t *)value, (uint32_t)len };
+    ix_record r = { &v, NULL, 1, row };
+    pq_error err;
+    size_t size = frame_size(f, &r);
+    uint8_t *end = ix_frame_write(f, &r, out, &err);
+    cr_assert_not_null(end, "%s", err.msg);
     cr_assert_eq((size_t)(end - out), size, "size %zu, wrote %zu", size, (size_t)(end - out));
     cr_assert_eq(size, expect_len, "got %.*s", (int)size, out);
     cr_assert_eq(memcmp(out, expect, expect_len), 0, "got %.*s", (int)size, out);
@@ -23,7 +52,7 @@ static void check(const ix_framing *f, const char *value, size_t len, uint64_t r
 Test(frame, jsonl_escapes_like_json_dumps)
 {
     ix_framing f;
-    cr_assert_eq(ix_framing_init(&f, IX_FORMAT_JSONL, 0, 0, "text"), 0);
+    init(&f, IX_FORMAT_JSONL, 0, 0, "text");
     CHECK(&f, "plain", 0, "{\"text\":\"plain\"}\n");
     CHECK(&f, "", 0, "{\"text\":\"\"}\n");
     CHECK(&f, "a\"b\\c", 0, "{\"text\":\"a\\\"b\\\\c\"}\n");
@@ -37,7 +66,7 @@ Test(frame, jsonl_escapes_like_json_dumps)
 Test(frame, jsonl_rowid_and_escaped_key)
 {
     ix_framing f;
-    ix_framing_init(&f, IX_FORMAT_JSONL, 1, 0, "we\"ird");
+    init(&f, IX_FORMAT_JSONL, 1, 0, "we\"ird");
     CHECK(&f, "v", 0, "{\"we\\\"ird\":\"v\",\"_row\":0}\n");
     CHECK(&f, "v", 9, "{\"we\\\"ird\":\"v\",\"_row\":9}\n");
     CHECK(&f, "v", 10, "{\"we\\\"ird\":\"v\",\"_row\":10}\n");
@@ -49,17 +78,34 @@ Test(frame, jsonl_rowid_and_escaped_key)
 Test(frame, binary_columns_escape_high_bytes_as_latin1)
 {
     ix_framing f;
-    ix_framing_init(&f, IX_FORMAT_JSONL, 0, 1, "b");
+    init(&f, IX_FORMAT_JSONL, 0, 1, "b");
     CHECK(&f, "\x80\xff" "A", 0, "{\"b\":\"\\u0080\\u00ffA\"}\n");
     ix_framing_free(&f);
+}
+
+Test(frame, text_refuses_newlines_and_numbers)
+{
+    ix_framing f;
+    init(&f, IX_FORMAT_TEXT, 0, 0, "x");
+    pq_bytes v = { (const uint8_t *)"a\nb", 3 };
+    ix_record r = { &v, NULL, 1, 7 };
+    size_t size;
+    pq_error err;
+    cr_assert_eq(ix_frame_measure(&f, &r, &size, &err), -1);
+    cr_assert(strstr(err.msg, "newline") && strstr(err.msg, "row 7"), "%s", err.msg);
+    ix_framing_free(&f);
+    pq_leaf num = leaf_of("n", PQ_INT64, PQ_LOGICAL_NONE);
+    ix_frame_options o = { .format = IX_FORMAT_TEXT };
+    cr_assert_eq(ix_framing_init(&f, &o, &num, &err), -1);
+    cr_assert(strstr(err.msg, "jsonl"), "%s", err.msg);
 }
 
 Test(frame, text_and_len32)
 {
     ix_framing t, l;
-    ix_framing_init(&t, IX_FORMAT_TEXT, 1, 0, "x"); /* rowid is jsonl-only */
+    init(&t, IX_FORMAT_TEXT, 0, 0, "x");
     CHECK(&t, "hello", 5, "hello\n");
-    ix_framing_init(&l, IX_FORMAT_LEN32, 0, 0, "x");
+    init(&l, IX_FORMAT_LEN32, 0, 0, "x");
     check(&l, "hey", 3, 0, "\x03\0\0\0hey", 7);
     check(&l, "", 0, 0, "\0\0\0\0", 4);
     ix_framing_free(&t);
@@ -73,6 +119,7 @@ Test(frame, format_names)
     cr_assert_eq(f, IX_FORMAT_LEN32);
     cr_assert_eq(ix_format_parse("csv", &f), -1);
     cr_assert_str_eq(ix_format_ext(IX_FORMAT_TEXT), "txt");
+    cr_assert_str_eq(ix_format_ext(IX_FORMAT_RAW), "bin");
 }
 
 /* Reference escaper, one byte at a time, written independently of ix_frame. */
@@ -101,16 +148,19 @@ Test(frame, word_at_a_time_scan_matches_a_bytewise_reference)
     char expect[64 * 6 + 64], got[64 * 6 + 64];
     for (int binary = 0; binary <= 1; binary++) {
         ix_framing f;
-        ix_framing_init(&f, IX_FORMAT_JSONL, 0, binary, "k");
+        init(&f, IX_FORMAT_JSONL, 0, binary, "k");
         for (int trial = 0; trial < 20000; trial++) {
             size_t len = (size_t)(rand() % 40);
             for (size_t i = 0; i < len; i++) /* mostly plain text, some of everything */
                 value[i] = (uint8_t)(rand() % 4 ? 'a' + rand() % 26 : rand() % 256);
             size_t n = reference_escape(value, len, binary, expect);
-            size_t size = ix_frame_size(&f, value, (uint32_t)len, 0);
+            pq_bytes v = { value, (uint32_t)len };
+            ix_record r = { &v, NULL, 1, 0 };
+            size_t size = frame_size(&f, &r);
             cr_assert_eq(size, f.prefix_len + n + 4, "length %zu, trial %d", len, trial);
-            cr_assert_leq(size, ix_frame_size_bound(&f, (uint32_t)len));
-            uint8_t *end = ix_frame_write(&f, value, (uint32_t)len, 0, (uint8_t *)got);
+            cr_assert_leq(size, ix_frame_size_bound(&f, &r));
+            pq_error err;
+            uint8_t *end = ix_frame_write(&f, &r, (uint8_t *)got, &err);
             cr_assert_eq((size_t)(end - (uint8_t *)got), size);
             cr_assert_eq(memcmp(got + f.prefix_len + 1, expect, n), 0, "trial %d", trial);
         }

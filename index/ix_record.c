@@ -1,0 +1,65 @@
+#include "ix_record.h"
+
+static int too_many(uint32_t cap, pq_error *err)
+{
+    return pq_error_set(err, "page has more records than the %u its index entry says (file "
+                        "changed?)", cap);
+}
+
+static int flat_records(const ix_shape *shape, const pq_page_values *v, uint64_t first_row,
+                        ix_record *out, uint32_t cap, uint32_t *count, pq_error *err)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < v->num_levels && k < v->num_values; i++) {
+        if (v->def_levels && v->def_levels[i] != shape->max_def)
+            continue;
+        if (k == cap)
+            return too_many(cap, err);
+        out[k] = (ix_record){ &v->values[k], NULL, 1, first_row + i };
+        k++;
+    }
+    *count = k;
+    return 0;
+}
+
+static int list_records(const ix_shape *shape, const pq_page_values *v, uint64_t first_row,
+                        ix_record *out, uint32_t cap, uint32_t *count, uint32_t *rows,
+                        pq_error *err)
+{
+    const uint16_t *rep = v->rep_levels, *def = v->def_levels;
+    if (v->num_levels > 0 && rep[0] != 0)
+        return pq_error_set(err, "page starts in the middle of a row (repetition level %u); "
+                            "rows that span pages are not supported", rep[0]);
+    uint32_t k = 0, row = 0, value = 0;
+    for (uint32_t i = 0; i < v->num_levels; row++) {
+        uint32_t start = i, first_value = value;
+        do {
+            value += !def || def[i] == shape->max_def;
+            i++;
+        } while (i < v->num_levels && rep[i] != 0);
+        /* a null list: one entry defined below the list itself */
+        if (def && def[start] < shape->rep_def - 1)
+            continue;
+        if (k == cap)
+            return too_many(cap, err);
+        out[k++] = (ix_record){ &v->values[first_value], def ? def + start : NULL, i - start,
+                                first_row + row };
+    }
+    if (value != v->num_values)
+        return pq_error_set(err, "levels define %u values, the page holds %u", value,
+                            v->num_values);
+    *count = k;
+    *rows = row;
+    return 0;
+}
+
+int ix_page_records(const ix_shape *shape, const pq_page_values *v, uint64_t first_row,
+                    ix_record *out, uint32_t cap, uint32_t *count, uint32_t *rows,
+                    pq_error *err)
+{
+    if (shape->max_rep == 0) {
+        *rows = v->num_levels;
+        return flat_records(shape, v, first_row, out, cap, count, err);
+    }
+    return list_records(shape, v, first_row, out, cap, count, rows, err);
+}

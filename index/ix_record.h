@@ -1,0 +1,41 @@
+/* ix_record.h — the records of a decoded page.
+ *
+ * A record is one row of the column that is not null: for a flat column one
+ * value, for a list column the row's list (possibly empty, possibly with
+ * null elements). Records point into the page's decoded values and levels,
+ * so they live as long as the pq_page_values they came from.
+ */
+#ifndef IX_RECORD_H
+#define IX_RECORD_H
+
+#include <stdint.h>
+
+#include "pq_column.h"
+#include "pq_error.h"
+
+/* The column's level structure (from its pq_leaf). */
+typedef struct ix_shape {
+    int16_t max_def;
+    int16_t max_rep; /* 0 (flat) or 1 (list) */
+    int16_t rep_def; /* lists: definition level at which an element exists */
+} ix_shape;
+
+typedef struct ix_record {
+    const pq_bytes *values; /* the record's non-null leaf values, in order */
+    const uint16_t *defs;   /* lists: definition levels of its entries; NULL when flat */
+    uint32_t levels;        /* lists: level entries (an empty list has one) */
+    uint64_t row;           /* global row number */
+} ix_record;
+
+/* Lists: element k of the record is a value when defs[k] == max_def, a null
+ * element when defs[k] >= rep_def, and absent (the list is empty) otherwise. */
+
+/* The records of a decoded page whose first row is `first_row`, in page
+ * order, into out[0..cap). *count is the number of records, *rows the
+ * number of rows (null rows included). Fails if there are more than cap
+ * records, or if the page starts in the middle of a row. */
+int ix_page_records(const ix_shape *shape, const pq_page_values *v, uint64_t first_row,
+                    ix_record *out, uint32_t cap, uint32_t *count, uint32_t *rows,
+                    pq_error *err);
+
+#endif
