@@ -39,6 +39,7 @@ int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, y
         .frame = opts->frame,
         .threads = opts->threads,
         .progress = progress,
+        .skip_crc = opts->skip_crc,
     };
     if (ix_build(&io, &m->ix, err) < 0)
         goto fail;

@@ -7,7 +7,7 @@
 
 const char *const yfs_option_names[] = {
     "column", "format", "seed", "epochs", "shuffle", "mem", "buffer", "threads", "rowid",
-    "dtype", "sep", NULL,
+    "dtype", "sep", "crc", NULL,
 };
 
 void yfs_options_init(yfs_options *o)
@@ -82,7 +82,7 @@ int yfs_options_apply(yfs_options *o, const char *item, pq_error *err)
     }
     int ours = KEY("column") || KEY("format") || KEY("seed") || KEY("epochs") ||
                KEY("shuffle") || KEY("mem") || KEY("buffer") || KEY("threads") ||
-               KEY("dtype") || KEY("sep");
+               KEY("dtype") || KEY("sep") || KEY("crc");
     if (!ours)
         return 1;
     if (!v || !*v)
@@ -96,6 +96,10 @@ int yfs_options_apply(yfs_options *o, const char *item, pq_error *err)
     } else if (KEY("format")) {
         if (ix_format_parse(v, &o->frame.format) < 0)
             return pq_error_set(err, "format=%s: expected jsonl, text, len32 or raw", v);
+    } else if (KEY("crc")) {
+        if (strcmp(v, "check") != 0 && strcmp(v, "skip") != 0)
+            return pq_error_set(err, "crc=%s: expected check or skip", v);
+        o->skip_crc = strcmp(v, "skip") == 0;
     } else if (KEY("dtype")) {
         if (ix_dtype_parse(v, &o->frame.dtype) < 0)
             return pq_error_set(err, "dtype=%s: expected one of i8 u8 i16 u16 i32 u32 i64 u64 "

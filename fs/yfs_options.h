@@ -22,6 +22,7 @@ typedef struct yfs_options {
     uint64_t mem;      /* bytes of decoded data held in memory */
     uint64_t buffer;   /* records per shuffle segment */
     int threads;       /* I/O and decode workers */
+    int skip_crc;      /* crc=skip: do not verify page checksums */
 } yfs_options;
 
 /* The option names, for --help and for tests that compare it with the docs. */

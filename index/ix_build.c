@@ -122,6 +122,7 @@ static int plan_scans(build *b, pq_error *err)
             scan->meta = m;
             scan->desc = ch->desc;
             scan->framing = &ix->framing;
+            scan->verify_crc = ix->verify_crc;
             scan->first_row = row;
             row += (uint64_t)rg->num_rows;
         }
@@ -210,6 +211,7 @@ int ix_build(const ix_options *opts, ix_index **out, pq_error *err)
     b.ix = ix;
     int rc = -1;
     double t0 = ix_now();
+    ix->verify_crc = !opts->skip_crc;
     if (!(ix->dataset = strdup(opts->dataset))) {
         pq_error_set(err, "out of memory");
         goto done;

@@ -161,6 +161,8 @@ static int visit_page(scan_state *st, uint64_t off, uint32_t expect_len, uint64_
     if (!page)
         return -1;
     const uint8_t *body = page + h.header_len;
+    if (st->scan->verify_crc && pq_page_check_crc(&h, body, (size_t)h.compressed_size, err) < 0)
+        return pq_error_prefix(err, "page at offset %llu: ", (unsigned long long)off);
     if (h.type == PQ_PAGE_DICTIONARY)
         return take_dictionary(st, off, &h, body, err);
 

@@ -79,12 +79,14 @@ typedef struct ix_options {
     ix_frame_options frame;
     int threads;         /* >= 1 */
     int progress;        /* report progress on stderr after a second */
+    int skip_crc;        /* do not verify page CRCs (they are verified where present) */
 } ix_options;
 
 typedef struct ix_index {
     char *dataset;
     pq_leaf column;      /* the resolved leaf (path, type, levels) */
     ix_framing framing;
+    int verify_crc;      /* check page CRCs when reading */
 
     uint32_t num_files;
     ix_file *files;

@@ -43,6 +43,7 @@ typedef struct ix_scan {
     const pq_column_meta *meta;
     pq_column_desc desc;
     const ix_framing *framing;
+    int verify_crc;
     uint64_t first_row;  /* global row of the chunk's first row (for rowid sizes) */
     /* out */
     ix_page *pages;      /* page first_row values are global */

@@ -41,6 +41,9 @@ static int load(const ix_index *ix, uint32_t chunk, uint64_t offset, uint32_t le
                      (unsigned long long)(h->header_len + (uint64_t)h->compressed_size), length);
         goto fail;
     }
+    if (ix->verify_crc &&
+        pq_page_check_crc(h, *raw + h->header_len, (size_t)h->compressed_size, err) < 0)
+        goto fail;
     return 0;
 fail:
     free(*raw);
