@@ -8,6 +8,10 @@
 
 #include "pq_meta.h"
 
+/* Bound on the bytes of all leaf paths together (see below). Real schemas,
+ * even with 100k columns, stay far below it. */
+#define PQ_MAX_PATHS_BYTES ((size_t)64 << 20)
+
 typedef struct frame {
     int32_t remaining; /* children of this group not yet visited */
     int16_t def, rep;  /* levels of this group */
@@ -45,7 +49,7 @@ int pq_file_leaves(const pq_file_meta *m, pq_leaf **out, int *count, pq_error *e
         goto fail;
     }
 
-    size_t sp = 0, i = 1;
+    size_t sp = 0, i = 1, paths_bytes = 0;
     stack[sp++] = (frame){ m->schema[0].num_children, 0, 0, 0, 0 };
     while (sp > 0) {
         frame *top = &stack[sp - 1];
@@ -90,6 +94,16 @@ int pq_file_leaves(const pq_file_meta *m, pq_leaf **out, int *count, pq_error *e
             if (e->num_children > 0) {
                 pq_error_set(err, "schema element %zu (\"%s\") has a type and %d children", i,
                              e->name, e->num_children);
+                goto fail;
+            }
+            /* Every leaf copies the names of all its ancestors, so a footer
+             * of a few hundred KB (one long group name, many leaves below
+             * it) could otherwise ask for gigabytes. */
+            paths_bytes += len + 1;
+            if (paths_bytes > PQ_MAX_PATHS_BYTES) {
+                pq_error_set(err, "column paths take more than %zu MiB in total (at schema "
+                                  "element %zu, a %zu-byte path); refusing this schema",
+                             PQ_MAX_PATHS_BYTES >> 20, i, len);
                 goto fail;
             }
             pq_leaf *l = &leaves[nleaves];
