@@ -15,7 +15,12 @@
  *
  * To keep memory per input bounded, a header declaring more than
  * MAX_UNCOMPRESSED bytes or MAX_VALUES values ends the input (return 0)
- * before anything is allocated for it. */
+ * before anything is allocated for it. DELTA_BYTE_ARRAY is bounded
+ * separately: its values are materialised, and a value may repeat up to the
+ * whole section as the prefix of the next, so a page can expand to
+ * num_values * uncompressed_size bytes (the decoder only stops at
+ * PQ_MAX_PAGE_BYTES, 2 GiB: a 165 KB page with 2M values reaches it). Such
+ * pages are skipped when that product exceeds MAX_MATERIALISED. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -30,6 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define MAX_PAGES 16
 #define MAX_UNCOMPRESSED (64u << 20)
 #define MAX_VALUES (1u << 22)
+#define MAX_MATERIALISED ((uint64_t)256 << 20)
 
 static int64_t fixed_width(const pq_column_desc *col)
 {
@@ -104,6 +110,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break; /* the caller's check: the body must lie in the chunk */
         if ((uint32_t)h.uncompressed_size > MAX_UNCOMPRESSED ||
             (uint32_t)h.num_values > MAX_VALUES)
+            break;
+        if (h.encoding == PQ_ENC_DELTA_BYTE_ARRAY &&
+            (uint64_t)h.num_values * (uint64_t)h.uncompressed_size > MAX_MATERIALISED)
             break;
         /* A copy of exactly compressed_size bytes, so that ASan reports any
          * read past the body instead of silently reading the next page. */
