@@ -13,6 +13,11 @@
  * try a small read first, then a large one. */
 #define HEADER_PROBE_BYTES (64u << 10)
 #define HEADER_MAX_BYTES (16u << 20)
+/* A compressed page may claim at most this many times its size (plus the
+ * slack below) once decompressed; real data stays far below (runs of one
+ * value reach a few hundred), a decompression bomb does not. */
+#define MAX_COMPRESSION_RATIO 1024
+#define RATIO_SLACK_BYTES (16u << 20)
 
 typedef struct window {
     const ix_source *src;
@@ -135,6 +140,27 @@ static int take_dictionary(scan_state *st, uint64_t off, const pq_page_header *h
     return 0;
 }
 
+/* Checks what a header claims against what the chunk's metadata and the
+ * page's own size allow, before anything is allocated for it. */
+static int check_claims(const scan_state *st, const pq_page_header *h, pq_error *err)
+{
+    const pq_column_meta *m = st->scan->meta;
+    if ((int64_t)h->uncompressed_size > m->total_uncompressed_size)
+        return pq_error_set(err, "claims %d bytes uncompressed, more than the %lld of its whole "
+                            "column chunk", h->uncompressed_size,
+                            (long long)m->total_uncompressed_size);
+    if (m->codec != PQ_UNCOMPRESSED &&
+        (uint64_t)h->uncompressed_size >
+            (uint64_t)h->compressed_size * MAX_COMPRESSION_RATIO + RATIO_SLACK_BYTES)
+        return pq_error_set(err, "claims %d bytes from %d compressed (over %dx): refused as a "
+                            "decompression bomb", h->uncompressed_size, h->compressed_size,
+                            MAX_COMPRESSION_RATIO);
+    if (h->type != PQ_PAGE_DICTIONARY && (int64_t)h->num_values > m->num_values)
+        return pq_error_set(err, "claims %d values, more than the %lld of its whole column "
+                            "chunk", h->num_values, (long long)m->num_values);
+    return 0;
+}
+
 /* Handle the page whose header starts at `off`; *next is where the following
  * page starts. expect_len: the page's total length from the OffsetIndex, or 0. */
 static int visit_page(scan_state *st, uint64_t off, uint32_t expect_len, uint64_t *next,
@@ -149,6 +175,8 @@ static int visit_page(scan_state *st, uint64_t off, uint32_t expect_len, uint64_
                             "the end of the column chunk (%llu bytes left)",
                             (unsigned long long)off, (unsigned long long)total,
                             (unsigned long long)(st->w.end - off));
+    if (check_claims(st, &h, err) < 0)
+        return pq_error_prefix(err, "page at offset %llu: ", (unsigned long long)off);
     if (expect_len && total != expect_len)
         return pq_error_set(err, "page at offset %llu: header and body take %llu bytes, the "
                             "offset index says %u", (unsigned long long)off,

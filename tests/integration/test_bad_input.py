@@ -464,3 +464,18 @@ def test_fuzzed_files_never_crash(codec, tmp_path, cat):
             outcomes["error"] += 1
             assert p.stderr.strip(), f"trial {trial}: non-zero exit without a message"
     assert outcomes["error"] > 0, f"no damaged file was refused: {outcomes}"
+
+
+def test_decompression_bomb_refused(tmp_path, cat):
+    """A page whose declared size is far beyond what its compressed bytes can honestly
+    hold (here 48 MiB of one byte in one zstd page, ~5 KB on disk) is refused at mount
+    before anything is allocated for it, naming the file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    d = tmp_path / "bomb"
+    d.mkdir()
+    pq.write_table(pa.table({"text": ["a" * (48 << 20)]}), d / "bomb.parquet",
+                   compression="zstd", use_dictionary=False, data_page_size=64 << 20)
+    p = cat(d, "epoch-0.jsonl", check=False)
+    err = p.stderr.decode()
+    assert p.returncode != 0 and "bomb.parquet" in err and "decompression bomb" in err, err
