@@ -52,7 +52,9 @@ for t in $targets; do
   "$build/$t" "$work" "$seeds" -max_total_time="$secs" -max_len=1048576 \
     -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
     -artifact_prefix="$build/artifacts/$t-" >"$log" 2>&1 || rc=$?
-  grep -E '^#[0-9]+ *DONE' "$log" || true  # executions, coverage, corpus, RSS
+  # executions, then the last status line: coverage, corpus size, RSS
+  grep -E '^Done [0-9]+ runs' "$log" || true
+  grep -E '^#[0-9]+' "$log" | tail -n 1 || true
   if [ "$rc" -ne 0 ]; then
     failed+=("$t")
     echo "!! $t failed (exit $rc):"
