@@ -18,3 +18,13 @@ fi
 
 python3 -c "import pyarrow, pytest" 2>/dev/null ||
   python3 -m pip install --quiet pyarrow pytest
+
+# Parquet writers other than pyarrow for tests/integration/test_writers.py: polars and
+# fastparquet from PyPI, DuckDB and arrow-rs (parquet-wasm) from npm (tests/integration/writers).
+python3 -c "import polars, fastparquet" 2>/dev/null ||
+  python3 -m pip install --quiet polars fastparquet
+writers="$(cd "$(dirname "$0")/.." && pwd)/tests/integration/writers"
+if command -v npm >/dev/null &&
+   ! [ -d "$writers/node_modules/parquet-wasm" -a -d "$writers/node_modules/@duckdb/node-api" ]; then
+  (cd "$writers" && npm install --no-audit --no-fund --silent)
+fi
