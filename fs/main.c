@@ -50,6 +50,9 @@ static const char USAGE[] =
     "    threads=N       I/O and decode workers (default: max(4, cores))\n"
     "    rowid           jsonl: add the source row's global index as \"_row\"\n"
     "    crc=MODE        check (default): verify page checksums where stored; skip\n"
+    "    cache=DIR       persistent index: a re-mount of unchanged files skips the\n"
+    "                    page pass; share DIR between nodes (default\n"
+    "                    $XDG_CACHE_HOME/youmufs or ~/.cache/youmufs; none: off)\n"
     "\n"
     "Mount options: -f (foreground), -d (debug), -s (single-threaded), and the\n"
     "FUSE options (-o allow_other, -o max_threads=N, ...; see below).\n"
@@ -252,6 +255,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "youmufs: %s\n", err.msg);
             rc = 1;
         } else {
+            if (m->ix->cache_note[0])
+                fprintf(stderr, "youmufs: warning: %s\n", m->ix->cache_note);
             rc = c.cat ? run_cat(m, c.positional[1]) : run_mount(m, &c);
             yfs_mount_close(m);
         }

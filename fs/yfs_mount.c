@@ -31,6 +31,7 @@ int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, y
         return pq_error_set(err, "out of memory");
     m->opts = *opts;
     m->opts.column = opts->column ? strdup(opts->column) : NULL;
+    m->opts.cache_dir = opts->cache_dir ? strdup(opts->cache_dir) : NULL;
 
     double start = ix_now();
     ix_options io = {
@@ -40,6 +41,7 @@ int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, y
         .threads = opts->threads,
         .progress = progress,
         .skip_crc = opts->skip_crc,
+        .cache_dir = opts->cache_dir,
     };
     if (ix_build(&io, &m->ix, err) < 0)
         goto fail;

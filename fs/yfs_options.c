@@ -1,13 +1,14 @@
 #include "yfs_options.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 const char *const yfs_option_names[] = {
     "column", "format", "seed", "epochs", "shuffle", "mem", "buffer", "threads", "rowid",
-    "dtype", "sep", "crc", NULL,
+    "dtype", "sep", "crc", "cache", NULL,
 };
 
 void yfs_options_init(yfs_options *o)
@@ -18,6 +19,15 @@ void yfs_options_init(yfs_options *o)
     o->shuffle = SH_SHUFFLE_PAGE;
     o->mem = 256u << 20;
     o->buffer = 10000;
+    /* The persistent index lives in the user's cache directory by default. */
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (xdg && *xdg) {
+        if (asprintf(&o->cache_dir, "%s/youmufs", xdg) < 0)
+            o->cache_dir = NULL;
+    } else if (home && *home) {
+        if (asprintf(&o->cache_dir, "%s/.cache/youmufs", home) < 0)
+            o->cache_dir = NULL;
+    }
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     /* Workers wait on storage as much as they decode: a few more than cores. */
     o->threads = cpus > 0 ? (int)(cpus < 4 ? 4 : cpus) : 4;
@@ -26,7 +36,9 @@ void yfs_options_init(yfs_options *o)
 void yfs_options_free(yfs_options *o)
 {
     free(o->column);
+    free(o->cache_dir);
     o->column = NULL;
+    o->cache_dir = NULL;
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -82,7 +94,7 @@ int yfs_options_apply(yfs_options *o, const char *item, pq_error *err)
     }
     int ours = KEY("column") || KEY("format") || KEY("seed") || KEY("epochs") ||
                KEY("shuffle") || KEY("mem") || KEY("buffer") || KEY("threads") ||
-               KEY("dtype") || KEY("sep") || KEY("crc");
+               KEY("dtype") || KEY("sep") || KEY("crc") || KEY("cache");
     if (!ours)
         return 1;
     if (!v || !*v)
@@ -96,6 +108,11 @@ int yfs_options_apply(yfs_options *o, const char *item, pq_error *err)
     } else if (KEY("format")) {
         if (ix_format_parse(v, &o->frame.format) < 0)
             return pq_error_set(err, "format=%s: expected jsonl, text, len32 or raw", v);
+    } else if (KEY("cache")) {
+        free(o->cache_dir);
+        o->cache_dir = strcmp(v, "none") == 0 ? NULL : strdup(v);
+        if (strcmp(v, "none") != 0 && !o->cache_dir)
+            return pq_error_set(err, "out of memory");
     } else if (KEY("crc")) {
         if (strcmp(v, "check") != 0 && strcmp(v, "skip") != 0)
             return pq_error_set(err, "crc=%s: expected check or skip", v);

@@ -23,6 +23,7 @@ typedef struct yfs_options {
     uint64_t buffer;   /* records per shuffle segment */
     int threads;       /* I/O and decode workers */
     int skip_crc;      /* crc=skip: do not verify page checksums */
+    char *cache_dir;   /* persistent index directory; NULL: cache=none */
 } yfs_options;
 
 /* The option names, for --help and for tests that compare it with the docs. */

@@ -1,5 +1,6 @@
 /* ix_build: from a dataset path to the global page index. */
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -13,6 +14,8 @@ typedef struct build {
     size_t num_sources;
     ix_index *ix;
     ix_scan *scans; /* one per chunk */
+    ix_cache *cache;
+    ix_cache_key *keys; /* one per file */
 } build;
 
 static int open_source(void *ctx, size_t i, pq_error *err)
@@ -21,10 +24,40 @@ static int open_source(void *ctx, size_t i, pq_error *err)
     return ix_source_open(&b->sources[i], err);
 }
 
+/* The page pass's result from the persistent index: the cached pages with
+ * global row numbers, provided they lie inside the file. */
+static int reuse_chunk(ix_scan *scan, pq_error *err)
+{
+    const ix_cache_chunk *cc = scan->cached;
+    uint64_t file_size = (uint64_t)scan->src->st.st_size;
+    scan->pages = malloc((cc->num_pages ? cc->num_pages : 1) * sizeof *scan->pages);
+    if (!scan->pages)
+        return pq_error_set(err, "out of memory");
+    for (uint32_t k = 0; k < cc->num_pages; k++) {
+        ix_page pg = cc->pages[k];
+        if (pg.offset > file_size || pg.length > file_size - pg.offset)
+            return pq_error_set(err, "the persistent index places a page outside the file");
+        pg.first_row += scan->first_row;
+        scan->pages[k] = pg;
+    }
+    scan->num_pages = cc->num_pages;
+    scan->dict_offset = cc->dict_offset;
+    scan->dict_length = cc->dict_length;
+    scan->has_offset_index = cc->has_offset_index;
+    return 0;
+}
+
 static int scan_chunk(void *ctx, size_t i, pq_error *err)
 {
     build *b = ctx;
     ix_scan *scan = &b->scans[i];
+    if (scan->cached && reuse_chunk(scan, err) == 0)
+        return 0;
+    if (scan->cached) { /* the cache is untrusted: scan instead of failing */
+        free(scan->pages);
+        scan->pages = NULL;
+        scan->cached = NULL;
+    }
     if (ix_scan_chunk(scan, err) < 0)
         return pq_error_prefix(err, "%s: row group %u, column %s: ", scan->src->name,
                                scan->row_group, b->ix->column.path);
@@ -80,7 +113,8 @@ static int plan_scans(build *b, pq_error *err)
     ix->files = calloc(b->num_sources, sizeof *ix->files);
     ix->chunks = calloc(chunks ? chunks : 1, sizeof *ix->chunks);
     b->scans = calloc(chunks ? chunks : 1, sizeof *b->scans);
-    if (!ix->files || !ix->chunks || !b->scans)
+    b->keys = calloc(b->num_sources, sizeof *b->keys);
+    if (!ix->files || !ix->chunks || !b->scans || !b->keys)
         return pq_error_set(err, "out of memory for %zu column chunks", chunks);
 
     uint64_t row = 0;
@@ -98,6 +132,10 @@ static int plan_scans(build *b, pq_error *err)
         f->first_row = row;
         f->first_chunk = c;
         const pq_leaf *leaf = &s->leaves[s->column];
+        b->keys[i] = (ix_cache_key){ f->name, f->size, (int64_t)f->mtime.tv_sec,
+                                     (int64_t)f->mtime.tv_nsec, s->footer_crc, row };
+        const ix_cache_chunk *cached = ix_cache_lookup(
+            b->cache, &b->keys[i], ix->framing.rowid, (uint32_t)s->meta.num_row_groups);
         for (int32_t g = 0; g < s->meta.num_row_groups; g++, c++) {
             const pq_row_group *rg = &s->meta.row_groups[g];
             const pq_column_meta *m = &rg->columns[s->column];
@@ -123,6 +161,7 @@ static int plan_scans(build *b, pq_error *err)
             scan->desc = ch->desc;
             scan->framing = &ix->framing;
             scan->verify_crc = ix->verify_crc;
+            scan->cached = cached ? &cached[g] : NULL;
             scan->first_row = row;
             row += (uint64_t)rg->num_rows;
         }
@@ -186,6 +225,51 @@ static int assemble(build *b, pq_error *err)
     return 0;
 }
 
+/* What a cache file is for: the dataset, the column and everything that
+ * changes a record's framed size. */
+static char *cache_key(const build *b)
+{
+    const ix_options *o = b->opts;
+    char *real = realpath(o->dataset, NULL);
+    char *key;
+    if (asprintf(&key, "dataset=%s\ncolumn=%s\nformat=%s rowid=%d dtype=%s sep=%d:%lld\n",
+                 real ? real : o->dataset, b->ix->column.path, ix_format_name(o->frame.format),
+                 o->frame.rowid, ix_dtype_name(o->frame.dtype), o->frame.has_sep,
+                 (long long)o->frame.sep) < 0)
+        key = NULL;
+    free(real);
+    return key;
+}
+
+static void open_cache(build *b)
+{
+    char *key = b->opts->cache_dir ? cache_key(b) : NULL;
+    b->cache = ix_cache_open(key ? b->opts->cache_dir : NULL, key ? key : "",
+                             b->ix->cache_note, sizeof b->ix->cache_note);
+    free(key);
+}
+
+/* Rewrite the persistent index when any chunk was scanned, or files are
+ * gone from the dataset. */
+static void save_cache(build *b)
+{
+    ix_index *ix = b->ix;
+    int stale = ix_cache_entries(b->cache) != ix->num_files;
+    ix->files_cached = 0;
+    for (uint32_t f = 0; f < ix->num_files; f++) {
+        int reused = 1;
+        for (uint32_t c = 0; c < ix->files[f].num_chunks; c++)
+            reused &= b->scans[ix->files[f].first_chunk + c].cached != NULL;
+        ix->files_cached += (uint32_t)reused;
+        stale |= !reused;
+    }
+    if (!stale)
+        return;
+    pq_error err;
+    if (ix_cache_save(b->cache, ix, b->keys, &err) < 0)
+        snprintf(ix->cache_note, sizeof ix->cache_note, "%s", err.msg);
+}
+
 static int resolve_column(build *b, pq_error *err)
 {
     ix_index *ix = b->ix;
@@ -216,7 +300,14 @@ int ix_build(const ix_options *opts, ix_index **out, pq_error *err)
         pq_error_set(err, "out of memory");
         goto done;
     }
-    if (open_sources(&b, err) < 0 || resolve_column(&b, err) < 0 || plan_scans(&b, err) < 0)
+    if (open_sources(&b, err) < 0 || resolve_column(&b, err) < 0)
+        goto done;
+    open_cache(&b);
+    if (!b.cache) {
+        pq_error_set(err, "out of memory");
+        goto done;
+    }
+    if (plan_scans(&b, err) < 0)
         goto done;
     double t1 = ix_now();
     ix->seconds_footers = t1 - t0;
@@ -229,6 +320,7 @@ int ix_build(const ix_options *opts, ix_index **out, pq_error *err)
         ix->files[i].fd = b.sources[i].fd;
         b.sources[i].fd = -1;
     }
+    save_cache(&b);
     rc = 0;
 done:
     for (size_t i = 0; i < b.num_sources; i++) {
@@ -239,6 +331,8 @@ done:
     for (uint32_t c = 0; b.scans && c < ix->num_chunks; c++)
         free(b.scans[c].pages);
     free(b.scans);
+    free(b.keys);
+    ix_cache_free(b.cache);
     if (rc < 0)
         ix_free(ix);
     else

@@ -80,6 +80,7 @@ typedef struct ix_options {
     int threads;         /* >= 1 */
     int progress;        /* report progress on stderr after a second */
     int skip_crc;        /* do not verify page CRCs (they are verified where present) */
+    const char *cache_dir; /* persistent index directory (ix_cache.h), NULL for none */
 } ix_options;
 
 typedef struct ix_index {
@@ -102,6 +103,8 @@ typedef struct ix_index {
     int offset_index_chunks; /* chunks whose pages came from an OffsetIndex */
     double seconds_footers;  /* wall time to list files and read footers */
     double seconds_pages;    /* wall time of the page pass */
+    uint32_t files_cached;   /* files whose pages came from the persistent index */
+    char cache_note[PQ_ERROR_MAX]; /* why the persistent index was not used or saved, or "" */
 } ix_index;
 
 int ix_build(const ix_options *opts, ix_index **out, pq_error *err);

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "ix_cache.h"
 #include "ix_index.h"
 
 /* ix_files.c: the dataset's Parquet files, sorted by path relative to the
@@ -23,6 +24,7 @@ typedef struct ix_source {
     pq_leaf *leaves;
     int num_leaves;
     int column;         /* chosen leaf, once resolved */
+    uint32_t footer_crc;/* CRC-32 of the footer bytes: part of the file's cache key */
 } ix_source;
 
 /* Open the file and parse its footer. Errors are prefixed with the name. */
@@ -45,6 +47,7 @@ typedef struct ix_scan {
     const ix_framing *framing;
     int verify_crc;
     uint64_t first_row;  /* global row of the chunk's first row (for rowid sizes) */
+    const ix_cache_chunk *cached; /* the pass's result from the persistent index, or NULL */
     /* out */
     ix_page *pages;      /* page first_row values are global */
     uint32_t num_pages;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "ix_internal.h"
 
@@ -59,6 +60,7 @@ int ix_source_open(ix_source *s, pq_error *err)
     if (!buf)
         return pq_error_set(err, "%s: out of memory for a %u-byte footer", s->name, meta_len);
     int rc = ix_pread_exact(s->fd, s->name, buf, meta_len, meta_offset, err);
+    s->footer_crc = (uint32_t)crc32(0, buf, meta_len);
     if (rc == 0 && pq_file_meta_parse(buf, meta_len, &s->meta, err) < 0)
         rc = pq_error_prefix(err, "%s: footer: ", s->name);
     free(buf);

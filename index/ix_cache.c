@@ -1,0 +1,383 @@
+#include "ix_cache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "pq_cursor.h"
+
+static const uint8_t MAGIC[8] = { 'Y', 'F', 'S', 'I', 'D', 'X', 0, 0 };
+/* A cache file larger than this is not read (a million-page dataset needs ~40 MB). */
+#define MAX_CACHE_BYTES (4ull << 30)
+
+typedef struct entry {
+    char *name;
+    uint64_t size;
+    int64_t mtime_sec, mtime_nsec;
+    uint32_t footer_crc;
+    uint64_t first_row;
+    uint32_t num_chunks;
+    ix_cache_chunk *chunks;
+} entry;
+
+struct ix_cache {
+    char *path;      /* the cache file; NULL: caching is off */
+    char *key;       /* what the cache file is for */
+    entry *entries;  /* sorted by name */
+    uint32_t num_entries;
+};
+
+/* FNV-1a: a stable name for the cache file of a key. */
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+    return h;
+}
+
+static void entries_free(entry *e, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        for (uint32_t c = 0; c < e[i].num_chunks; c++)
+            free(e[i].chunks[c].pages);
+        free(e[i].chunks);
+        free(e[i].name);
+    }
+    free(e);
+}
+
+void ix_cache_free(ix_cache *c)
+{
+    if (!c)
+        return;
+    entries_free(c->entries, c->num_entries);
+    free(c->path);
+    free(c->key);
+    free(c);
+}
+
+/* Checked little-endian reads: any shortfall makes the whole file invalid. */
+static int u32(pq_cursor *cur, uint32_t *v)
+{
+    return pq_cursor_le32(cur, v) ? 0 : -1;
+}
+
+static int u64(pq_cursor *cur, uint64_t *v)
+{
+    return pq_cursor_le64(cur, v) ? 0 : -1;
+}
+
+static int i64(pq_cursor *cur, int64_t *v)
+{
+    uint64_t u;
+    if (u64(cur, &u) < 0)
+        return -1;
+    *v = (int64_t)u;
+    return 0;
+}
+
+static int bytes(pq_cursor *cur, const uint8_t **p, uint32_t *len)
+{
+    return u32(cur, len) == 0 && pq_cursor_slice(cur, *len, p) ? 0 : -1;
+}
+
+/* Each page takes 32 bytes in the file, each chunk at least 20: counts are
+ * checked against the bytes left before anything is allocated. */
+#define PAGE_BYTES 32
+#define CHUNK_BYTES 20
+#define ENTRY_BYTES 48
+
+static int parse_chunk(pq_cursor *cur, ix_cache_chunk *ch)
+{
+    uint32_t has_oi;
+    if (i64(cur, &ch->dict_offset) < 0 || u32(cur, &ch->dict_length) < 0 ||
+        u32(cur, &has_oi) < 0 || u32(cur, &ch->num_pages) < 0 ||
+        ch->num_pages > cur->left / PAGE_BYTES)
+        return -1;
+    ch->has_offset_index = has_oi != 0;
+    ch->pages = malloc((ch->num_pages ? ch->num_pages : 1) * sizeof *ch->pages);
+    if (!ch->pages)
+        return -1;
+    uint64_t row = 0;
+    for (uint32_t k = 0; k < ch->num_pages; k++) {
+        ix_page *p = &ch->pages[k];
+        if (u64(cur, &p->offset) < 0 || u64(cur, &p->framed) < 0 || u32(cur, &p->length) < 0 ||
+            u32(cur, &p->rows) < 0 || u32(cur, &p->records) < 0 || u32(cur, &p->flags) < 0 ||
+            p->records > p->rows)
+            return -1;
+        p->first_row = row;
+        row += p->rows;
+    }
+    return 0;
+}
+
+static int parse_entry(pq_cursor *cur, entry *e)
+{
+    const uint8_t *name;
+    uint32_t len;
+    if (bytes(cur, &name, &len) < 0 || !(e->name = strndup((const char *)name, len)) ||
+        strlen(e->name) != len || u64(cur, &e->size) < 0 || i64(cur, &e->mtime_sec) < 0 ||
+        i64(cur, &e->mtime_nsec) < 0 || u32(cur, &e->footer_crc) < 0 ||
+        u64(cur, &e->first_row) < 0 || u32(cur, &e->num_chunks) < 0 ||
+        e->num_chunks > cur->left / CHUNK_BYTES)
+        return -1;
+    e->chunks = calloc(e->num_chunks ? e->num_chunks : 1, sizeof *e->chunks);
+    if (!e->chunks)
+        return -1;
+    for (uint32_t c = 0; c < e->num_chunks; c++)
+        if (parse_chunk(cur, &e->chunks[c]) < 0)
+            return -1;
+    return 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const entry *)a)->name, ((const entry *)b)->name);
+}
+
+/* Parse a whole cache file; 0 and entries in c, or -1 (c unchanged). */
+static int parse(ix_cache *c, const uint8_t *buf, size_t len)
+{
+    if (len < sizeof MAGIC + 8 || memcmp(buf, MAGIC, sizeof MAGIC) != 0)
+        return -1;
+    uint32_t stored_crc = (uint32_t)buf[len - 4] | (uint32_t)buf[len - 3] << 8 |
+                          (uint32_t)buf[len - 2] << 16 | (uint32_t)buf[len - 1] << 24;
+    if ((uint32_t)crc32(0, buf, (uInt)(len - 4)) != stored_crc)
+        return -1;
+    pq_cursor cur = pq_cursor_make(buf + sizeof MAGIC, len - sizeof MAGIC - 4);
+    uint32_t version, key_len, n;
+    const uint8_t *key;
+    if (u32(&cur, &version) < 0 || version != IX_CACHE_VERSION ||
+        bytes(&cur, &key, &key_len) < 0 || key_len != strlen(c->key) ||
+        memcmp(key, c->key, key_len) != 0 || u32(&cur, &n) < 0 || n > cur.left / ENTRY_BYTES)
+        return -1;
+    entry *entries = calloc(n ? n : 1, sizeof *entries);
+    if (!entries)
+        return -1;
+    for (uint32_t i = 0; i < n; i++) {
+        if (parse_entry(&cur, &entries[i]) < 0) {
+            entries_free(entries, i + 1);
+            return -1;
+        }
+    }
+    qsort(entries, n, sizeof *entries, by_name);
+    c->entries = entries;
+    c->num_entries = n;
+    return 0;
+}
+
+static void load(ix_cache *c)
+{
+    int fd = open(c->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    struct stat st;
+    uint8_t *buf = NULL;
+    if (fstat(fd, &st) == 0 && st.st_size > 0 && (uint64_t)st.st_size <= MAX_CACHE_BYTES &&
+        (buf = malloc((size_t)st.st_size))) {
+        size_t done = 0;
+        while (done < (size_t)st.st_size) {
+            ssize_t r = read(fd, buf + done, (size_t)st.st_size - done);
+            if (r <= 0)
+                break;
+            done += (size_t)r;
+        }
+        if (done == (size_t)st.st_size)
+            parse(c, buf, done);
+    }
+    free(buf);
+    close(fd);
+}
+
+/* mkdir -p */
+static int make_dirs(const char *dir)
+{
+    char *path = strdup(dir);
+    if (!path)
+        return -1;
+    int rc = 0;
+    for (char *p = path + 1; rc == 0; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char saved = *p;
+        *p = '\0';
+        if (mkdir(path, 0755) != 0 && errno != EEXIST)
+            rc = -1;
+        *p = saved;
+        if (!saved)
+            break;
+    }
+    free(path);
+    return rc;
+}
+
+ix_cache *ix_cache_open(const char *dir, const char *dataset_key, char *warning,
+                        size_t warning_cap)
+{
+    warning[0] = '\0';
+    ix_cache *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    if (!dir)
+        return c;
+    if (make_dirs(dir) != 0) {
+        snprintf(warning, warning_cap, "cache directory %s: %s; the index is not saved", dir,
+                 strerror(errno));
+        return c;
+    }
+    if (asprintf(&c->path, "%s/%016llx.yfsidx", dir, (unsigned long long)fnv1a(dataset_key)) < 0)
+        c->path = NULL;
+    if (!c->path || !(c->key = strdup(dataset_key))) {
+        free(c->path);
+        c->path = NULL;
+        return c;
+    }
+    load(c);
+    return c;
+}
+
+uint32_t ix_cache_entries(const ix_cache *c)
+{
+    return c->num_entries;
+}
+
+const ix_cache_chunk *ix_cache_lookup(const ix_cache *c, const ix_cache_key *key,
+                                      int use_first_row, uint32_t chunks)
+{
+    entry probe = { .name = (char *)key->name };
+    const entry *e = c->num_entries
+                         ? bsearch(&probe, c->entries, c->num_entries, sizeof *e, by_name)
+                         : NULL;
+    if (!e || e->size != key->size || e->mtime_sec != key->mtime_sec ||
+        e->mtime_nsec != key->mtime_nsec || e->footer_crc != key->footer_crc ||
+        e->num_chunks != chunks || (use_first_row && e->first_row != key->first_row))
+        return NULL;
+    return e->chunks;
+}
+
+/* A growable output buffer. */
+typedef struct out {
+    uint8_t *p;
+    size_t len, cap;
+    int failed;
+} out;
+
+static void put(out *o, const void *src, size_t n)
+{
+    if (o->failed)
+        return;
+    if (o->len + n > o->cap) {
+        size_t cap = o->cap ? o->cap * 2 : 1 << 16;
+        while (cap < o->len + n)
+            cap *= 2;
+        uint8_t *grown = realloc(o->p, cap);
+        if (!grown) {
+            o->failed = 1;
+            return;
+        }
+        o->p = grown;
+        o->cap = cap;
+    }
+    memcpy(o->p + o->len, src, n);
+    o->len += n;
+}
+
+static void put_u32(out *o, uint32_t v)
+{
+    uint8_t b[4] = { (uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24) };
+    put(o, b, 4);
+}
+
+static void put_u64(out *o, uint64_t v)
+{
+    put_u32(o, (uint32_t)v);
+    put_u32(o, (uint32_t)(v >> 32));
+}
+
+static void put_bytes(out *o, const char *s)
+{
+    put_u32(o, (uint32_t)strlen(s));
+    put(o, s, strlen(s));
+}
+
+static void put_index(out *o, const ix_cache *c, const ix_index *ix, const ix_cache_key *keys)
+{
+    put(o, MAGIC, sizeof MAGIC);
+    put_u32(o, IX_CACHE_VERSION);
+    put_bytes(o, c->key);
+    put_u32(o, ix->num_files);
+    for (uint32_t i = 0; i < ix->num_files; i++) {
+        const ix_file *f = &ix->files[i];
+        const ix_cache_key *k = &keys[i];
+        put_bytes(o, k->name);
+        put_u64(o, k->size);
+        put_u64(o, (uint64_t)k->mtime_sec);
+        put_u64(o, (uint64_t)k->mtime_nsec);
+        put_u32(o, k->footer_crc);
+        put_u64(o, k->first_row);
+        put_u32(o, f->num_chunks);
+        for (uint32_t ci = f->first_chunk; ci < f->first_chunk + f->num_chunks; ci++) {
+            const ix_chunk *ch = &ix->chunks[ci];
+            put_u64(o, (uint64_t)ch->dict_offset);
+            put_u32(o, ch->dict_length);
+            put_u32(o, (uint32_t)ch->has_offset_index);
+            put_u32(o, ch->num_pages);
+            for (uint64_t p = ch->first_page; p < ch->first_page + ch->num_pages; p++) {
+                const ix_page *pg = &ix->pages[p];
+                put_u64(o, pg->offset);
+                put_u64(o, pg->framed);
+                put_u32(o, pg->length);
+                put_u32(o, pg->rows);
+                put_u32(o, pg->records);
+                put_u32(o, pg->flags);
+            }
+        }
+    }
+    put_u32(o, o->failed ? 0 : (uint32_t)crc32(0, o->p, (uInt)o->len));
+}
+
+int ix_cache_save(ix_cache *c, const ix_index *ix, const ix_cache_key *keys, pq_error *err)
+{
+    if (!c->path)
+        return 0;
+    out o = { 0 };
+    put_index(&o, c, ix, keys);
+    if (o.failed) {
+        free(o.p);
+        return pq_error_set(err, "out of memory writing the index cache");
+    }
+    char *tmp;
+    if (asprintf(&tmp, "%s.XXXXXX", c->path) < 0) {
+        free(o.p);
+        return pq_error_set(err, "out of memory");
+    }
+    int fd = mkstemp(tmp);
+    int rc = fd < 0 ? -1 : 0;
+    for (size_t done = 0; rc == 0 && done < o.len;) {
+        ssize_t n = write(fd, o.p + done, o.len - done);
+        if (n < 0 && errno != EINTR)
+            rc = -1;
+        else if (n > 0)
+            done += (size_t)n;
+    }
+    if (rc == 0 && (fchmod(fd, 0644) != 0 || fsync(fd) != 0))
+        rc = -1;
+    if (fd >= 0 && close(fd) != 0)
+        rc = -1;
+    if (rc == 0 && rename(tmp, c->path) != 0)
+        rc = -1;
+    if (rc < 0) {
+        pq_error_set(err, "cannot write the index cache %s: %s", c->path, strerror(errno));
+        if (fd >= 0)
+            unlink(tmp);
+    }
+    free(tmp);
+    free(o.p);
+    return rc;
+}
