@@ -199,15 +199,41 @@ static int run_cat(yfs_mount *m, const char *name)
     return rc;
 }
 
+/* "-o fsname=<dataset>" with libfuse's escapes for ',' and '\\'. */
+static char *fsname_option(const char *dataset)
+{
+    size_t n = strlen(dataset);
+    char *opt = malloc(sizeof "fsname=" + 2 * n);
+    if (!opt)
+        return NULL;
+    char *p = opt + sprintf(opt, "fsname=");
+    for (; *dataset; dataset++) {
+        if (*dataset == ',' || *dataset == '\\')
+            *p++ = '\\';
+        *p++ = *dataset;
+    }
+    *p = '\0';
+    return opt;
+}
+
 static int run_mount(yfs_mount *m, command *c)
 {
-    /* Read-only in the kernel too: writes fail with EROFS before reaching us. */
-    fuse_opt_add_arg(&c->fuse_args, "-o");
-    fuse_opt_add_arg(&c->fuse_args, "ro,default_permissions,fsname=youmufs");
+    /* The source shows as the dataset, the type as fuse.youmufs; the user's
+     * FUSE options may change that, but not what follows them: read-only in
+     * the kernel too (writes fail with EROFS before reaching us) and kernel
+     * permission checks, whatever mount(8) or fstab pass (they pass "rw"). */
+    char *fsname = fsname_option(c->positional[0]);
+    if (fsname) {
+        fuse_opt_add_arg(&c->fuse_args, "-o");
+        fuse_opt_add_arg(&c->fuse_args, fsname);
+        free(fsname);
+    }
+    fuse_opt_add_arg(&c->fuse_args, "-osubtype=youmufs");
     if (c->fuse_opts) {
         fuse_opt_add_arg(&c->fuse_args, "-o");
         fuse_opt_add_arg(&c->fuse_args, c->fuse_opts);
     }
+    fuse_opt_add_arg(&c->fuse_args, "-oro,default_permissions");
     fuse_opt_add_arg(&c->fuse_args, c->positional[1]);
     struct fuse_cmdline_opts fo;
     memset(&fo, 0, sizeof fo);
