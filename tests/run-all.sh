@@ -9,6 +9,8 @@ cd "$root"
 
 scripts/install-deps.sh
 scripts/build.sh --asan
+# make install: binary and man page (mount -t fuse.youmufs and fstab need it)
+if [ "$(id -u)" = 0 ]; then cmake --install build --prefix /usr/local >/dev/null; fi
 
 echo "== unit tests (release)"
 ctest --test-dir build --output-on-failure
