@@ -50,7 +50,7 @@ def _check(mnt, epochs):
     source, _, fstype, opts = entries[0][:4]
     assert fstype == "fuse.youmufs" and source == SAMPLE, entries
     assert "ro" in opts.split(","), f"mounted {opts}, not read-only"
-    assert sorted(os.listdir(mnt)) == [f"epoch-{k}.jsonl" for k in range(epochs)]
+    assert sorted(os.listdir(mnt)) == [".youmufs"] + [f"epoch-{k}.jsonl" for k in range(epochs)]
     with open(os.path.join(mnt, "epoch-0.jsonl"), "rb") as f:
         assert f.readline().startswith(b'{"text":')
     with pytest.raises(OSError):
