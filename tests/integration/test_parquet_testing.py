@@ -102,7 +102,7 @@ def _cases():
         path = os.path.join(CORPUS, name)
         try:
             leaves = td.leaf_columns(path)
-        except Exception as e:  # noqa: BLE001
+        except Exception:  # noqa: BLE001
             out.append(pytest.param(name, None, 0, id=f"{name}-unreadable"))
             continue
         for leaf, rep in leaves:

@@ -28,7 +28,6 @@ import tempfile
 from typing import Optional
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
