@@ -56,12 +56,22 @@ static int walk(const char *dir, int depth, file_list *l, pq_error *err)
             rc = pq_error_set(err, "out of memory listing files");
             break;
         }
+        /* d_type saves a stat per entry; symlinks and file systems that do
+         * not fill it in need one. */
+        int is_dir = e->d_type == DT_DIR, is_file = e->d_type == DT_REG;
         struct stat st;
-        if (stat(path, &st) != 0)
-            rc = pq_error_set(err, "%s: cannot stat: %s", path, strerror(errno));
-        else if (S_ISDIR(st.st_mode))
+        if (e->d_type == DT_UNKNOWN || e->d_type == DT_LNK) {
+            if (stat(path, &st) != 0) {
+                rc = pq_error_set(err, "%s: cannot stat: %s", path, strerror(errno));
+                free(path);
+                break;
+            }
+            is_dir = S_ISDIR(st.st_mode);
+            is_file = S_ISREG(st.st_mode);
+        }
+        if (is_dir)
             rc = walk(path, depth + 1, l, err);
-        else if (S_ISREG(st.st_mode) && has_parquet_suffix(e->d_name))
+        else if (is_file && has_parquet_suffix(e->d_name))
             rc = push(l, path, err);
         free(path);
     }
