@@ -308,3 +308,54 @@ def test_renderer_self_check():
             if -719162 <= days <= 2932896 else None
         if d:
             assert td.fmt_date(days) == f'"{d.isoformat()}"', days
+
+
+# ---------------------------------------------------------------------------------------------
+# legacy list layouts (hand-written files: writers/legacy_lists.py)
+
+@pytest.fixture(scope="module", params=["bare", "two_level"])
+def legacy_ds(request, tmp_path_factory):
+    import importlib.util
+    import random
+    spec = importlib.util.spec_from_file_location(
+        "yfs_legacy_lists", os.path.join(td.WRITERS, "legacy_lists.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    d = tmp_path_factory.mktemp("legacy-" + request.param)
+    rng = random.Random(request.param)
+    for f in range(2):
+        rows = []
+        for _ in range(400):
+            r = rng.random()
+            if r < 0.08 and request.param == "two_level":
+                rows.append(None)
+            elif r < 0.15:
+                rows.append([])
+            else:
+                rows.append([rng.randint(0, td.TOKEN_MAX)
+                             for _ in range(rng.choice([1, 2, 5, 30, 200]))])
+        mod.write_legacy(str(d / f"part-{f:03d}.parquet"), request.param, rows,
+                         rows_per_group=37)
+    return request.param, str(d)
+
+
+def test_legacy_list_layouts(legacy_ds, cat):
+    """A bare `repeated int32 ids` and a 2-level `group ids (LIST) { repeated int32 element }`
+    are served like a standard list: key "ids", jsonl exact, raw u16 with sep exact; the leaf's
+    dotted path names the same column."""
+    layout, d = legacy_ds
+    leaf = td.leaf_oracle(d, "ids")
+    assert leaf.is_list and len(leaf.rows) > 700, (layout, len(leaf.rows))
+    p = cat(d, "epoch-0.jsonl", {"column": "ids", "shuffle": "none", "rowid": True})
+    diff = td.first_difference(p.stdout, b"".join(leaf.expected_jsonl()), width=60)
+    assert not diff, f"{layout}: {diff}"
+    p2 = cat(d, "epoch-0.jsonl", {"column": "ids", "rowid": True})
+    problem = td.check_rowid_records(p2.stdout, leaf)
+    assert not problem, f"{layout} shuffled: {problem}"
+    leaf_path = [p for p, _r in td.leaf_columns(leaf.files[0]) if p.startswith("ids")][0]
+    p3 = cat(d, "epoch-0.jsonl", {"column": leaf_path, "shuffle": "none", "rowid": True})
+    assert p3.stdout == p.stdout, f"{layout}: column={leaf_path} differs from column=ids"
+    p4 = cat(d, "epoch-0.bin", {"column": "ids", "shuffle": "none", "format": "raw",
+                                "dtype": "u16", "sep": td.EOS})
+    diff = td.first_difference(p4.stdout, leaf.expected_raw(dtype="u16", sep=td.EOS))
+    assert not diff, f"{layout} raw u16 sep: {diff}"
