@@ -313,14 +313,19 @@ def test_renderer_self_check():
 # ---------------------------------------------------------------------------------------------
 # legacy list layouts (hand-written files: writers/legacy_lists.py)
 
-@pytest.fixture(scope="module", params=["bare", "two_level"])
-def legacy_ds(request, tmp_path_factory):
+def _legacy_writer():
     import importlib.util
-    import random
     spec = importlib.util.spec_from_file_location(
         "yfs_legacy_lists", os.path.join(td.WRITERS, "legacy_lists.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module", params=["bare", "two_level"])
+def legacy_ds(request, tmp_path_factory):
+    import random
+    mod = _legacy_writer()
     d = tmp_path_factory.mktemp("legacy-" + request.param)
     rng = random.Random(request.param)
     for f in range(2):
@@ -359,3 +364,16 @@ def test_legacy_list_layouts(legacy_ds, cat):
                                 "dtype": "u16", "sep": td.EOS})
     diff = td.first_difference(p4.stdout, leaf.expected_raw(dtype="u16", sep=td.EOS))
     assert not diff, f"{layout} raw u16 sep: {diff}"
+
+
+def test_thrift_empty_list_with_element_type_zero(tmp_path, cat):
+    """fastparquet writes an empty key_value_metadata in every ColumnMetaData as the list header
+    byte 0x00 (size 0, element type 0). pyarrow and every thrift reader accept it; so must
+    youmufs (otherwise no fastparquet file mounts)."""
+    _legacy_writer().write_legacy(str(tmp_path / "kv0.parquet"), "bare",
+                                  [[1, 2], [], [3]], empty_kv_type0=True)
+    assert pq.read_table(str(tmp_path / "kv0.parquet")).column("ids").to_pylist() == \
+        [[1, 2], [], [3]]
+    p = cat(str(tmp_path), "epoch-0.jsonl", {"column": "ids", "shuffle": "none"}, check=False)
+    assert p.returncode == 0, p.stderr.decode("utf-8", "replace")
+    assert p.stdout == b'{"ids":[1,2]}\n{"ids":[]}\n{"ids":[3]}\n', p.stdout

@@ -7,7 +7,9 @@ CONTRACT-TYPES.md says both are served like the standard 3-level LIST. Hand-writ
 compact protocol, one uncompressed PLAIN data page v1 per column chunk per row group, levels as
 RLE runs of one. pyarrow reads these files (it is the oracle).
 
-    write_legacy(path, layout, rows, rows_per_group=...)   rows: list of (list of int) or None
+    write_legacy(path, layout, rows, rows_per_group=..., empty_kv_type0=False)
+        rows: list of (list of int) or None; empty_kv_type0 adds fastparquet's empty
+        key_value_metadata (list header 0x00) to every ColumnMetaData
 """
 
 import struct
@@ -83,6 +85,13 @@ class _Struct:
                 raise ValueError(etype)
         return self
 
+    def empty_list_type0(self, fid):
+        """An empty list whose header byte is 0x00 (element type 0), as fastparquet writes an
+        empty key_value_metadata. Thrift readers accept it: no element is ever read."""
+        self._head(fid, 9)
+        self.buf.append(0)
+        return self
+
     def done(self):
         return bytes(self.buf) + b"\x00"
 
@@ -142,7 +151,7 @@ def _page(body_parts, num_values):
     return ph.done() + body
 
 
-def write_legacy(path, layout, rows, rows_per_group=50):
+def write_legacy(path, layout, rows, rows_per_group=50, empty_kv_type0=False):
     schema, list_path, max_def = _schema(layout)
     out = bytearray(b"PAR1")
     groups = []
@@ -164,7 +173,10 @@ def write_legacy(path, layout, rows, rows_per_group=50):
         ccs = []
         for pth, off, size, nv in cols:
             md = (_Struct().i32(1, INT32).list(2, 5, [0, 3]).list(3, 8, pth).i32(4, 0)
-                  .i64(5, nv).i64(6, size).i64(7, size).i64(9, off))
+                  .i64(5, nv).i64(6, size).i64(7, size))
+            if empty_kv_type0:
+                md.empty_list_type0(8)
+            md.i64(9, off)
             ccs.append(_Struct().i64(2, off).struct(3, md))
         groups.append(_Struct().list(1, 12, ccs).i64(2, sum(c[2] for c in cols)).i64(3, n))
     fmd = (_Struct().i32(1, 1).list(2, 12, schema).i64(3, len(rows)).list(4, 12, groups)
