@@ -28,3 +28,10 @@ if command -v npm >/dev/null &&
    ! [ -d "$writers/node_modules/parquet-wasm" -a -d "$writers/node_modules/@duckdb/node-api" ]; then
   (cd "$writers" && npm install --no-audit --no-fund --silent)
 fi
+
+# examples/ (tests/integration/test_examples.py): numpy, Hugging Face datasets, torch on CPU.
+# PyPI's Linux torch wheel needs its nvidia-* dependencies even to import on CPU (--no-deps
+# fails with "libcudart.so.13: cannot open shared object file"), so it is the full install.
+python3 -c "import numpy" 2>/dev/null || python3 -m pip install --quiet numpy
+python3 -c "import datasets.load" 2>/dev/null || python3 -m pip install --quiet datasets
+python3 -c "import torch.distributed" 2>/dev/null || python3 -m pip install --quiet torch
