@@ -256,6 +256,24 @@ static int parse_schema_element(pq_thrift *t, pq_schema_element *e, pq_error *er
     return 0;
 }
 
+/* ColumnMetaData.encodings as a bit set (encodings are small enum values;
+ * unknown ones beyond 31 are ignored). */
+static int read_encodings(pq_thrift *t, uint8_t ft, uint32_t *set, pq_error *err)
+{
+    uint8_t et;
+    uint32_t n;
+    if (pq_thrift_list_begin(t, ft, &et, &n, err) < 0)
+        return -1;
+    for (uint32_t i = 0; i < n; i++) {
+        int32_t e;
+        if (pq_thrift_i32(t, et, &e, err) < 0)
+            return -1;
+        if (e >= 0 && e < 32)
+            *set |= 1u << e;
+    }
+    return 0;
+}
+
 enum { CM_TYPE = 1, CM_CODEC = 2, CM_NUM_VALUES = 4, CM_SIZE = 8, CM_DATA_OFFSET = 16 };
 
 static int parse_column_meta(pq_thrift *t, pq_column_meta *c, pq_error *err)
@@ -273,6 +291,7 @@ static int parse_column_meta(pq_thrift *t, pq_column_meta *c, pq_error *err)
         int rc;
         switch (id) {
         case 1: rc = read_int(t, ft, &c->type, err); seen |= CM_TYPE; break;
+        case 2: rc = read_encodings(t, ft, &c->encodings, err); break;
         case 4: rc = read_int(t, ft, &c->codec, err); seen |= CM_CODEC; break;
         case 5: rc = pq_thrift_i64(t, ft, &c->num_values, err); seen |= CM_NUM_VALUES; break;
         case 6: rc = pq_thrift_i64(t, ft, &c->total_uncompressed_size, err); break;
@@ -313,6 +332,7 @@ static int parse_column_chunk(pq_thrift *t, pq_column_meta *c, pq_error *err)
     int have_meta = 0;
     c->dictionary_page_offset = -1;
     c->offset_index_offset = -1;
+    c->column_index_offset = -1;
     if (pq_thrift_struct_begin(t, err) < 0)
         return -1;
     for (;;) {
@@ -344,6 +364,8 @@ static int parse_column_chunk(pq_thrift *t, pq_column_meta *c, pq_error *err)
             break;
         case 4: rc = pq_thrift_i64(t, ft, &c->offset_index_offset, err); break;
         case 5: rc = pq_thrift_i32(t, ft, &c->offset_index_length, err); break;
+        case 6: rc = pq_thrift_i64(t, ft, &c->column_index_offset, err); break;
+        case 7: rc = pq_thrift_i32(t, ft, &c->column_index_length, err); break;
         case 8: c->encrypted = 1; rc = pq_thrift_skip(t, ft, err); break;
         default: rc = pq_thrift_skip(t, ft, err); break;
         }
@@ -356,6 +378,10 @@ static int parse_column_chunk(pq_thrift *t, pq_column_meta *c, pq_error *err)
     if (c->offset_index_offset < 0 || c->offset_index_length <= 0) {
         c->offset_index_offset = -1;
         c->offset_index_length = 0;
+    }
+    if (c->column_index_offset < 0 || c->column_index_length <= 0) {
+        c->column_index_offset = -1;
+        c->column_index_length = 0;
     }
     return 0;
 }
@@ -567,8 +593,28 @@ static int parse_page_location(pq_thrift *t, pq_page_location *loc, pq_error *er
     return 0;
 }
 
+/* A list<i64> field (page index statistics). */
+static int read_i64_list(pq_thrift *t, uint8_t ft, int64_t **out, uint32_t *count,
+                         const char *what, pq_error *err)
+{
+    if (*out)
+        return duplicate(t, what, err);
+    uint8_t et;
+    uint32_t n;
+    if (pq_thrift_list_begin(t, ft, &et, &n, err) < 0)
+        return -1;
+    if (!(*out = list_alloc(n, sizeof **out, what, err)))
+        return -1;
+    for (uint32_t i = 0; i < n; i++)
+        if (pq_thrift_i64(t, et, &(*out)[i], err) < 0)
+            return pq_error_prefix(err, "%s %u: ", what, i);
+    *count = n;
+    return 0;
+}
+
 static int parse_offset_index(pq_thrift *t, pq_offset_index *oi, pq_error *err)
 {
+    uint32_t unencoded = 0;
     if (pq_thrift_struct_begin(t, err) < 0)
         return -1;
     for (;;) {
@@ -578,6 +624,12 @@ static int parse_offset_index(pq_thrift *t, pq_offset_index *oi, pq_error *err)
             return -1;
         if (ft == PQ_TT_STOP)
             break;
+        if (id == 2) {
+            if (read_i64_list(t, ft, &oi->unencoded_bytes, &unencoded,
+                              "unencoded_byte_array_data_bytes", err) < 0)
+                return -1;
+            continue;
+        }
         if (id != 1) {
             if (pq_thrift_skip(t, ft, err) < 0)
                 return -1;
@@ -606,6 +658,8 @@ static int parse_offset_index(pq_thrift *t, pq_offset_index *oi, pq_error *err)
     pq_thrift_struct_end(t);
     if (!oi->pages)
         return pq_error_set(err, "has no page_locations (field 1)");
+    if (oi->unencoded_bytes && unencoded != (uint32_t)oi->count)
+        return pq_error_set(err, "%u unencoded sizes for %d pages", unencoded, oi->count);
     return 0;
 }
 
@@ -626,6 +680,44 @@ void pq_offset_index_free(pq_offset_index *oi)
     if (!oi)
         return;
     free(oi->pages);
+    free(oi->unencoded_bytes);
     oi->pages = NULL;
+    oi->unencoded_bytes = NULL;
     oi->count = 0;
+}
+
+int pq_column_index_parse(const uint8_t *buf, size_t len, pq_column_index *out, pq_error *err)
+{
+    memset(out, 0, sizeof *out);
+    pq_thrift t;
+    pq_thrift_init(&t, buf, len);
+    if (pq_thrift_struct_begin(&t, err) < 0)
+        return pq_error_prefix(err, "ColumnIndex: ");
+    for (;;) {
+        int16_t id;
+        uint8_t ft;
+        uint32_t n;
+        int rc = pq_thrift_field(&t, &id, &ft, err);
+        if (rc == 0 && ft == PQ_TT_STOP)
+            break;
+        if (rc == 0)
+            rc = id == 5 ? read_i64_list(&t, ft, &out->null_counts, &n, "null_counts", err)
+                         : pq_thrift_skip(&t, ft, err);
+        if (rc < 0) {
+            pq_column_index_free(out);
+            return pq_error_prefix(err, "ColumnIndex: ");
+        }
+        if (id == 5)
+            out->count = (int32_t)n;
+    }
+    return 0;
+}
+
+void pq_column_index_free(pq_column_index *ci)
+{
+    if (!ci)
+        return;
+    free(ci->null_counts);
+    ci->null_counts = NULL;
+    ci->count = 0;
 }

@@ -86,6 +86,7 @@ typedef struct pq_schema_element {
 typedef struct pq_column_meta {
     int type;                  /* physical type as stated in the chunk */
     int codec;                 /* PQ_UNCOMPRESSED ... */
+    uint32_t encodings;        /* bit (1 << e) set for each Encoding e the chunk lists */
     int64_t num_values;        /* level entries in the chunk (incl. nulls) */
     int64_t total_compressed_size;
     int64_t total_uncompressed_size;
@@ -93,6 +94,8 @@ typedef struct pq_column_meta {
     int64_t dictionary_page_offset; /* -1 when absent */
     int64_t offset_index_offset;    /* -1 when absent */
     int32_t offset_index_length;    /* 0 when absent */
+    int64_t column_index_offset;    /* -1 when absent */
+    int32_t column_index_length;    /* 0 when absent */
     int encrypted;                  /* chunk has crypto_metadata */
 } pq_column_meta;
 
@@ -126,6 +129,7 @@ typedef struct pq_leaf {
      * list (a value if def == max_def, else a null element); def ==
      * rep_def - 1 is an empty list; lower is a null list. */
     int16_t rep_def;
+    int in_map;        /* under a MAP-annotated group: a key or value of a map */
 } pq_leaf;
 
 /* The file tail: the last 8 bytes are a 4-byte little-endian footer length
@@ -158,9 +162,22 @@ typedef struct pq_page_location {
 typedef struct pq_offset_index {
     int32_t count;
     pq_page_location *pages;
+    /* Per page, the bytes of its BYTE_ARRAY values without length prefixes
+     * (SizeStatistics); NULL when the writer did not store them. */
+    int64_t *unencoded_bytes;
 } pq_offset_index;
 
 int pq_offset_index_parse(const uint8_t *buf, size_t len, pq_offset_index *out, pq_error *err);
 void pq_offset_index_free(pq_offset_index *oi);
+
+/* ColumnIndex: only what sizes records, the null count of each data page
+ * (NULL when the writer did not store them; "absent" is not "zero"). */
+typedef struct pq_column_index {
+    int32_t count;
+    int64_t *null_counts;
+} pq_column_index;
+
+int pq_column_index_parse(const uint8_t *buf, size_t len, pq_column_index *out, pq_error *err);
+void pq_column_index_free(pq_column_index *ci);
 
 #endif

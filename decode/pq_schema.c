@@ -16,6 +16,7 @@ typedef struct frame {
     int32_t remaining; /* children of this group not yet visited */
     int16_t def, rep;  /* levels of this group */
     int16_t rep_def;   /* definition level of the innermost repeated node so far */
+    int in_map;        /* some ancestor is annotated MAP */
     size_t path_len;   /* bytes of the dotted path up to this group */
 } frame;
 
@@ -50,7 +51,7 @@ int pq_file_leaves(const pq_file_meta *m, pq_leaf **out, int *count, pq_error *e
     }
 
     size_t sp = 0, i = 1, paths_bytes = 0;
-    stack[sp++] = (frame){ m->schema[0].num_children, 0, 0, 0, 0 };
+    stack[sp++] = (frame){ m->schema[0].num_children, 0, 0, 0, 0, 0 };
     while (sp > 0) {
         frame *top = &stack[sp - 1];
         if (top->remaining == 0) {
@@ -119,9 +120,11 @@ int pq_file_leaves(const pq_file_meta *m, pq_leaf **out, int *count, pq_error *e
             l->max_def = (int16_t)def;
             l->max_rep = (int16_t)rep;
             l->rep_def = rep_def;
+            l->in_map = top->in_map;
         } else {
             /* top may move when pushing, but the stack never grows past n. */
-            stack[sp++] = (frame){ e->num_children, (int16_t)def, (int16_t)rep, rep_def, len };
+            stack[sp++] = (frame){ e->num_children, (int16_t)def, (int16_t)rep, rep_def,
+                                   top->in_map || e->logical.kind == PQ_LOGICAL_MAP, len };
         }
         i++;
     }

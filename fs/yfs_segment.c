@@ -10,7 +10,7 @@
 
 typedef struct decoded {
     pq_page_values values;
-    yfs_dict *dict; /* held until the values (which may point into it) are framed */
+    void *dict; /* yfs_dict handle, held until the values (which may point into it) are framed */
 } decoded;
 
 static uint64_t now_ns(void)
@@ -20,6 +20,17 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* ix_dict_source over the mount's dictionary cache. */
+static int cached_dictionary(void *ctx, uint32_t chunk, const pq_dictionary **dict,
+                             void **handle, pq_error *err)
+{
+    yfs_dict *d;
+    if (yfs_dicts_get(ctx, chunk, dict, &d, err) < 0)
+        return -1;
+    *handle = d;
+    return 0;
+}
+
 /* Decode global page `page` into d and append its records at recs[*next],
  * where room for the page's records (as indexed) is left. */
 static int decode_page(yfs_mount *m, uint64_t page, decoded *d, ix_record *recs, uint32_t *next,
@@ -27,12 +38,9 @@ static int decode_page(yfs_mount *m, uint64_t page, decoded *d, ix_record *recs,
 {
     const ix_index *ix = m->ix;
     const ix_chunk *chunk = &ix->chunks[ix_locate(ix, page)];
-    const pq_dictionary *dict = NULL;
-    if ((ix->pages[page].flags & IX_PAGE_USES_DICTIONARY) && chunk->dict_offset >= 0 &&
-        yfs_dicts_get(m->dicts, (uint32_t)(chunk - ix->chunks), &dict, &d->dict, err) < 0)
-        return -1;
+    ix_dict_source dicts = { cached_dictionary, m->dicts };
     uint64_t bytes_read = 0;
-    int rc = ix_read_page(ix, page, dict, &d->values, &bytes_read, err);
+    int rc = ix_read_page(ix, page, &dicts, &d->values, &d->dict, &bytes_read, err);
     yfs_count(&m->stats.bytes_read, bytes_read);
     if (rc < 0)
         return -1;

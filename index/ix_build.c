@@ -129,6 +129,7 @@ static int plan_scans(build *b, pq_error *err)
         f->fd = -1; /* taken over from the source once the scans are done */
         f->size = (uint64_t)s->st.st_size;
         f->mtime = s->st.st_mtim;
+        f->ctime = s->st.st_ctim;
         f->first_row = row;
         f->first_chunk = c;
         const pq_leaf *leaf = &s->leaves[s->column];
@@ -163,6 +164,7 @@ static int plan_scans(build *b, pq_error *err)
             scan->verify_crc = ix->verify_crc;
             scan->cached = cached ? &cached[g] : NULL;
             scan->first_row = row;
+            scan->num_rows = (uint64_t)rg->num_rows;
             row += (uint64_t)rg->num_rows;
         }
         f->num_chunks = c - f->first_chunk;
@@ -206,6 +208,7 @@ static int assemble(build *b, pq_error *err)
         ch->dict_length = scan->dict_length;
         ch->has_offset_index = scan->has_offset_index;
         ix->offset_index_chunks += scan->has_offset_index;
+        ix->metadata_sized_chunks += scan->from_metadata;
         ix->bytes_scanned += scan->bytes_read;
         for (uint32_t k = 0; k < scan->num_pages; k++) {
             ix->num_records += scan->pages[k].records;

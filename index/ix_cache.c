@@ -87,9 +87,9 @@ static int bytes(pq_cursor *cur, const uint8_t **p, uint32_t *len)
     return u32(cur, len) == 0 && pq_cursor_slice(cur, *len, p) ? 0 : -1;
 }
 
-/* Each page takes 32 bytes in the file, each chunk at least 20: counts are
+/* Each page takes 28 bytes in the file, each chunk at least 20: counts are
  * checked against the bytes left before anything is allocated. */
-#define PAGE_BYTES 32
+#define PAGE_BYTES 28
 #define CHUNK_BYTES 20
 #define ENTRY_BYTES 48
 
@@ -108,8 +108,7 @@ static int parse_chunk(pq_cursor *cur, ix_cache_chunk *ch)
     for (uint32_t k = 0; k < ch->num_pages; k++) {
         ix_page *p = &ch->pages[k];
         if (u64(cur, &p->offset) < 0 || u64(cur, &p->framed) < 0 || u32(cur, &p->length) < 0 ||
-            u32(cur, &p->rows) < 0 || u32(cur, &p->records) < 0 || u32(cur, &p->flags) < 0 ||
-            p->records > p->rows)
+            u32(cur, &p->rows) < 0 || u32(cur, &p->records) < 0 || p->records > p->rows)
             return -1;
         p->first_row = row;
         row += p->rows;
@@ -335,7 +334,6 @@ static void put_index(out *o, const ix_cache *c, const ix_index *ix, const ix_ca
                 put_u32(o, pg->length);
                 put_u32(o, pg->rows);
                 put_u32(o, pg->records);
-                put_u32(o, pg->flags);
             }
         }
     }

@@ -23,7 +23,7 @@
 
 #include "ix_index.h"
 
-#define IX_CACHE_VERSION 1
+#define IX_CACHE_VERSION 2
 
 /* A file's identity as the cache keys it. */
 typedef struct ix_cache_key {

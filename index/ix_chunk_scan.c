@@ -202,9 +202,6 @@ static int visit_page(scan_state *st, uint64_t off, uint32_t expect_len, uint64_
         .offset = off,
         .first_row = st->scan->first_row + st->rows_seen,
         .length = (uint32_t)total,
-        .flags = (h.encoding == PQ_ENC_PLAIN_DICTIONARY || h.encoding == PQ_ENC_RLE_DICTIONARY)
-                     ? IX_PAGE_USES_DICTIONARY
-                     : 0,
     };
     int rc = measure_records(st, &v, &pg, err);
     pq_page_values_free(&v);
@@ -223,25 +220,136 @@ static int walk_headers(scan_state *st, pq_error *err)
     return 0;
 }
 
-static int follow_offset_index(scan_state *st, pq_error *err)
+/* Read a page index structure ([offset, offset+len) of the file) and parse
+ * it with `parse` into out. */
+typedef int (*index_parser)(const uint8_t *buf, size_t len, void *out, pq_error *err);
+
+static int read_page_index(scan_state *st, int64_t offset, int32_t len, index_parser parse,
+                           void *out, const char *what, pq_error *err)
 {
     const ix_source *src = st->scan->src;
-    const pq_column_meta *m = st->scan->meta;
-    if (m->offset_index_length <= 0 ||
-        (uint64_t)m->offset_index_offset + (uint64_t)m->offset_index_length >
-            (uint64_t)src->st.st_size)
-        return pq_error_set(err, "offset index at %lld (%d bytes) lies outside the file",
-                            (long long)m->offset_index_offset, m->offset_index_length);
-    uint8_t *buf = malloc((size_t)m->offset_index_length);
+    if (len <= 0 || (uint64_t)offset + (uint64_t)len > (uint64_t)src->st.st_size)
+        return pq_error_set(err, "%s at %lld (%d bytes) lies outside the file", what,
+                            (long long)offset, len);
+    uint8_t *buf = malloc((size_t)len);
     if (!buf)
-        return pq_error_set(err, "out of memory for the offset index");
-    pq_offset_index oi = { 0 };
-    int rc = ix_pread_exact(src->fd, src->name, buf, (size_t)m->offset_index_length,
-                            (uint64_t)m->offset_index_offset, err);
-    if (rc == 0 && pq_offset_index_parse(buf, (size_t)m->offset_index_length, &oi, err) < 0)
-        rc = pq_error_prefix(err, "offset index: ");
+        return pq_error_set(err, "out of memory for the %s", what);
+    int rc = ix_pread_exact(src->fd, src->name, buf, (size_t)len, (uint64_t)offset, err);
+    if (rc == 0 && parse(buf, (size_t)len, out, err) < 0)
+        rc = pq_error_prefix(err, "%s: ", what);
     free(buf);
-    st->scan->bytes_read += (uint64_t)m->offset_index_length;
+    st->scan->bytes_read += (uint64_t)len;
+    return rc;
+}
+
+static int parse_offset_index(const uint8_t *buf, size_t len, void *out, pq_error *err)
+{
+    return pq_offset_index_parse(buf, len, out, err);
+}
+
+static int parse_column_index(const uint8_t *buf, size_t len, void *out, pq_error *err)
+{
+    return pq_column_index_parse(buf, len, out, err);
+}
+
+/* Framed bytes of a page with `records` records and `value_bytes` bytes of
+ * values, when the framing's sizes follow from counts alone (len32 of text,
+ * raw in the column's own dtype, of a flat column); -1 otherwise. */
+static int64_t size_from_counts(const ix_scan *scan, uint64_t records, int64_t value_bytes)
+{
+    const ix_framing *f = scan->framing;
+    if (f->shape.max_rep > 0)
+        return -1;
+    if (f->format == IX_FORMAT_LEN32)
+        return value_bytes < 0 ? -1 : (int64_t)(4 * records) + value_bytes;
+    ix_dtype own;
+    if (f->format == IX_FORMAT_RAW && ix_dtype_default(&f->type, &own, NULL) == 0 &&
+        own == f->dtype)
+        return (int64_t)(records * ix_dtype_size(f->dtype) * (f->has_sep ? 2 : 1));
+    return -1;
+}
+
+/* The pages of the chunk from its page index alone, when it says enough to
+ * size every record: rows from the first-row indexes, records from the
+ * null counts (required columns have none), value bytes from the size
+ * statistics. Returns 1 if done, 0 if the page index does not say enough,
+ * -1 on a contradiction. Nothing here is trusted further than the read path
+ * checks it: a page that decodes to other counts or sizes fails its read. */
+static int pages_from_metadata(scan_state *st, const pq_offset_index *oi, pq_error *err)
+{
+    ix_scan *scan = st->scan;
+    const pq_column_meta *m = scan->meta;
+    /* pyarrow (26) undercounts the value bytes of DELTA_BYTE_ARRAY pages in
+     * its size statistics: such chunks are decoded to be sized. */
+    int trusted_bytes = oi->unencoded_bytes && !(m->encodings & (1u << PQ_ENC_DELTA_BYTE_ARRAY));
+    if (size_from_counts(scan, 0, trusted_bytes ? 0 : -1) < 0)
+        return 0;
+    pq_column_index ci = { 0 };
+    if (scan->desc.max_def > 0) {
+        if (m->column_index_offset < 0 ||
+            read_page_index(st, m->column_index_offset, m->column_index_length,
+                            parse_column_index, &ci, "column index", err) < 0 ||
+            !ci.null_counts || ci.count != oi->count) {
+            pq_column_index_free(&ci);
+            return 0; /* no null counts: decode to count the records */
+        }
+    }
+    int rc = 1;
+    for (int32_t k = 0; rc == 1 && k < oi->count; k++) {
+        const pq_page_location *loc = &oi->pages[k];
+        uint64_t end = k + 1 < oi->count ? (uint64_t)oi->pages[k + 1].first_row_index
+                                         : scan->num_rows;
+        int64_t nulls = ci.null_counts ? ci.null_counts[k] : 0;
+        if (loc->first_row_index < 0 || end < (uint64_t)loc->first_row_index ||
+            end - (uint64_t)loc->first_row_index > UINT32_MAX || nulls < 0 ||
+            (uint64_t)nulls > end - (uint64_t)loc->first_row_index) {
+            rc = pq_error_set(err, "page index entry %d: rows %lld..%llu with %lld nulls do not "
+                              "add up", k, (long long)loc->first_row_index,
+                              (unsigned long long)end, (long long)nulls);
+            break;
+        }
+        uint32_t rows = (uint32_t)(end - (uint64_t)loc->first_row_index);
+        ix_page pg = {
+            .offset = (uint64_t)loc->offset,
+            .first_row = scan->first_row + (uint64_t)loc->first_row_index,
+            .length = (uint32_t)loc->compressed_size,
+            .rows = rows,
+            .records = rows - (uint32_t)nulls,
+        };
+        int64_t framed = size_from_counts(scan, pg.records,
+                                          trusted_bytes ? oi->unencoded_bytes[k] : -1);
+        if (framed < 0) {
+            rc = pq_error_set(err, "page index entry %d: negative value bytes", k);
+            break;
+        }
+        pg.framed = (uint64_t)framed;
+        if (add_page(st, &pg, err) < 0)
+            rc = -1;
+        st->rows_seen = end;
+    }
+    pq_column_index_free(&ci);
+    /* The bytes before the first page hold the dictionary page, if any. */
+    if (rc == 1 && oi->count > 0 && (uint64_t)oi->pages[0].offset > st->w.begin) {
+        scan->dict_offset = (int64_t)st->w.begin;
+        scan->dict_length = (uint32_t)((uint64_t)oi->pages[0].offset - st->w.begin);
+    }
+    scan->from_metadata = rc == 1;
+    return rc;
+}
+
+static int follow_offset_index(scan_state *st, pq_error *err)
+{
+    const pq_column_meta *m = st->scan->meta;
+    pq_offset_index oi = { 0 };
+    int rc = read_page_index(st, m->offset_index_offset, m->offset_index_length,
+                             parse_offset_index, &oi, "offset index", err);
+    if (rc == 0) {
+        int done = pages_from_metadata(st, &oi, err);
+        if (done != 0) {
+            pq_offset_index_free(&oi);
+            return done < 0 ? -1 : 0;
+        }
+    }
 
     /* Pages before the first listed one: the dictionary page, if any. */
     uint64_t off = st->w.begin;
@@ -305,7 +413,8 @@ int ix_scan_chunk(ix_scan *scan, pq_error *err)
     st.w.bytes_read = &scan->bytes_read;
 
     int rc = scan->has_offset_index ? follow_offset_index(&st, err) : walk_headers(&st, err);
-    if (rc == 0 && (int64_t)st.rows_seen != m->num_values && scan->desc.max_rep == 0)
+    if (rc == 0 && !scan->from_metadata && (int64_t)st.rows_seen != m->num_values &&
+        scan->desc.max_rep == 0)
         rc = pq_error_set(err, "the pages hold %llu values, the column metadata says %lld",
                           (unsigned long long)st.rows_seen, (long long)m->num_values);
     free(st.w.buf);

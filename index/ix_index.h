@@ -39,6 +39,7 @@ typedef struct ix_file {
     int fd;
     uint64_t size;
     struct timespec mtime;
+    struct timespec ctime; /* no one can set it back: catches in-place rewrites that restore mtime */
     uint64_t num_rows;
     uint64_t first_row;  /* global row number of the file's first row */
     uint64_t first_page; /* global page number of the file's first page */
@@ -64,14 +65,8 @@ typedef struct ix_page {
     uint64_t framed;    /* bytes of the page's records in the mount's framing */
     uint32_t length;    /* header + compressed body */
     uint32_t rows;
-    uint32_t records;   /* non-null values */
-    uint32_t flags;     /* IX_PAGE_* */
+    uint32_t records;   /* records: non-null rows */
 } ix_page;
-
-/* The page's values are dictionary indices: reading it needs the chunk's
- * dictionary page. Writers fall back to PLAIN once a dictionary grows too
- * large, so later pages of a chunk often do not need it. */
-#define IX_PAGE_USES_DICTIONARY 1u
 
 typedef struct ix_options {
     const char *dataset;
@@ -101,6 +96,7 @@ typedef struct ix_index {
     uint64_t framed_bytes;   /* sum of pages[].framed: the whole epoch's size */
     uint64_t bytes_scanned;  /* bytes read from storage while building */
     int offset_index_chunks; /* chunks whose pages came from an OffsetIndex */
+    int metadata_sized_chunks; /* ... and whose sizes came from it too: no page decoded */
     double seconds_footers;  /* wall time to list files and read footers */
     double seconds_pages;    /* wall time of the page pass */
     uint32_t files_cached;   /* files whose pages came from the persistent index */

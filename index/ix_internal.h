@@ -47,6 +47,7 @@ typedef struct ix_scan {
     const ix_framing *framing;
     int verify_crc;
     uint64_t first_row;  /* global row of the chunk's first row (for rowid sizes) */
+    uint64_t num_rows;   /* rows of the row group */
     const ix_cache_chunk *cached; /* the pass's result from the persistent index, or NULL */
     /* out */
     ix_page *pages;      /* page first_row values are global */
@@ -54,6 +55,7 @@ typedef struct ix_scan {
     int64_t dict_offset;
     uint32_t dict_length;
     int has_offset_index;
+    int from_metadata;   /* pages sized from the page index alone, none decoded */
     uint64_t bytes_read;
 } ix_scan;
 

@@ -13,7 +13,8 @@ int ix_check_file(const ix_index *ix, uint32_t file, pq_error *err)
     if (fstat(f->fd, &st) != 0)
         return pq_error_set(err, "%s: cannot stat the open file", f->name);
     if ((uint64_t)st.st_size != f->size || st.st_mtim.tv_sec != f->mtime.tv_sec ||
-        st.st_mtim.tv_nsec != f->mtime.tv_nsec)
+        st.st_mtim.tv_nsec != f->mtime.tv_nsec || st.st_ctim.tv_sec != f->ctime.tv_sec ||
+        st.st_ctim.tv_nsec != f->ctime.tv_nsec)
         return pq_error_set(err, "%s: changed since mount (size %llu -> %llu); its pages are "
                             "not served", f->name, (unsigned long long)f->size,
                             (unsigned long long)st.st_size);
@@ -69,9 +70,15 @@ int ix_read_dictionary(const ix_index *ix, uint32_t chunk, pq_dictionary *out,
     return 0;
 }
 
-int ix_read_page(const ix_index *ix, uint64_t page, const pq_dictionary *dict,
-                 pq_page_values *out, uint64_t *bytes_read, pq_error *err)
+static int uses_dictionary(const pq_page_header *h)
 {
+    return h->encoding == PQ_ENC_PLAIN_DICTIONARY || h->encoding == PQ_ENC_RLE_DICTIONARY;
+}
+
+int ix_read_page(const ix_index *ix, uint64_t page, const ix_dict_source *dicts,
+                 pq_page_values *out, void **dict_handle, uint64_t *bytes_read, pq_error *err)
+{
+    *dict_handle = NULL;
     const ix_page *p = &ix->pages[page];
     uint32_t chunk = ix_locate(ix, page);
     const ix_chunk *c = &ix->chunks[chunk];
@@ -79,7 +86,16 @@ int ix_read_page(const ix_index *ix, uint64_t page, const pq_dictionary *dict,
     uint8_t *raw;
     if (load(ix, chunk, p->offset, p->length, bytes_read, &h, &raw, err) < 0)
         return -1;
-    int rc = pq_page_decode(&c->desc, &h, raw + h.header_len, (size_t)h.compressed_size, dict,
+    const pq_dictionary *dict = NULL;
+    int rc = 0;
+    if (uses_dictionary(&h)) {
+        if (c->dict_offset < 0)
+            rc = pq_error_set(err, "dictionary-encoded, but the chunk has no dictionary page");
+        else
+            rc = dicts->get(dicts->ctx, chunk, &dict, dict_handle, err);
+    }
+    if (rc == 0)
+        rc = pq_page_decode(&c->desc, &h, raw + h.header_len, (size_t)h.compressed_size, dict,
                             out, err);
     free(raw);
     if (rc < 0)

@@ -17,9 +17,20 @@
 int ix_read_dictionary(const ix_index *ix, uint32_t chunk, pq_dictionary *out,
                        uint64_t *bytes_read, pq_error *err);
 
-/* Load and decode global page `page`. dict: the chunk's dictionary, or NULL
- * when the chunk has none. *bytes_read is increased by what was read. */
-int ix_read_page(const ix_index *ix, uint64_t page, const pq_dictionary *dict,
-                 pq_page_values *out, uint64_t *bytes_read, pq_error *err);
+/* Where ix_read_page gets a chunk's dictionary when a page turns out to be
+ * dictionary-encoded (writers fall back to PLAIN once a dictionary is full,
+ * so many pages of a chunk never need it): get() returns it and a handle
+ * that the caller of ix_read_page releases once done with the values. */
+typedef struct ix_dict_source {
+    int (*get)(void *ctx, uint32_t chunk, const pq_dictionary **dict, void **handle,
+               pq_error *err);
+    void *ctx;
+} ix_dict_source;
+
+/* Load and decode global page `page`. *dict_handle is set (else NULL) when
+ * the page needed its chunk's dictionary. *bytes_read is increased by what
+ * was read. */
+int ix_read_page(const ix_index *ix, uint64_t page, const ix_dict_source *dicts,
+                 pq_page_values *out, void **dict_handle, uint64_t *bytes_read, pq_error *err);
 
 #endif
