@@ -128,7 +128,7 @@ int pq_thrift_i32(pq_thrift *t, uint8_t type, int32_t *out, pq_error *err)
     if (type != PQ_TT_I32 && type != PQ_TT_I16 && type != PQ_TT_BYTE)
         return type_mismatch(t, "i32", type, err);
     size_t at = pq_thrift_offset(t);
-    int64_t v;
+    int64_t v = 0;
     if (read_varint_int(t, type, &v, err) < 0)
         return -1;
     if (v < INT32_MIN || v > INT32_MAX)
@@ -176,7 +176,9 @@ int pq_thrift_list_begin(pq_thrift *t, uint8_t type, uint8_t *elem_type, uint32_
     if (n == 15 && !pq_cursor_uleb(&t->cur, &n))
         return truncated(t, "list size", err);
     *elem_type = b & 0x0f;
-    if (*elem_type == PQ_TT_STOP || *elem_type > PQ_TT_STRUCT)
+    /* An empty list may say element type 0 (fastparquet writes 0x00): it has
+     * no elements to misread. */
+    if ((*elem_type == PQ_TT_STOP && n != 0) || *elem_type > PQ_TT_STRUCT)
         return pq_error_set(err, "thrift: list at byte %zu has unknown element type %u", at,
                             *elem_type);
     /* Every element takes at least one byte, so a count above the bytes
