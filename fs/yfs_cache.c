@@ -29,13 +29,14 @@ struct yfs_cache {
     yfs_mount *m;
     uint64_t budget;
     pthread_mutex_t lock;    /* guards everything below and the seg fields above */
-    pthread_cond_t built;    /* a segment left BUILDING */
+    pthread_cond_t changed;  /* a segment left BUILDING, or became idle (evictable) */
     pthread_cond_t work;     /* the queue got a job, or stopping */
     yfs_seg *buckets[BUCKETS];
     yfs_seg *lru_head, *lru_tail; /* head: least recently used */
     uint64_t bytes;          /* sizes of every segment in the table */
     yfs_seg *queue[QUEUE_CAP];
     size_t queue_head, queue_len;
+    int over_budget_builds;  /* demand builds let past a full budget (at most one) */
     pthread_t *workers;
     int num_workers;
     int stopping;
@@ -83,13 +84,15 @@ static void seg_free(yfs_seg *e)
     free(e);
 }
 
-/* Drop one reference (lock held). An idle READY segment joins the LRU list;
- * a FAILED one (already out of the table) is freed. */
+/* Drop one reference (lock held). An idle READY segment joins the LRU list
+ * (and may be evicted: waiters for room are woken); a FAILED one (already
+ * out of the table) is freed. */
 static void release(yfs_cache *c, yfs_seg *e)
 {
     if (--e->refs > 0)
         return;
     if (e->state == READY) {
+        pthread_cond_broadcast(&c->changed);
         e->prev = c->lru_tail;
         e->next = NULL;
         if (c->lru_tail)
@@ -153,7 +156,7 @@ static int build(yfs_cache *c, yfs_seg *e, yfs_plan *plan, pq_error *err)
         if (err)
             *err = e->err;
     }
-    pthread_cond_broadcast(&c->built);
+    pthread_cond_broadcast(&c->changed);
     pthread_mutex_unlock(&c->lock);
     return rc;
 }
@@ -161,59 +164,77 @@ static int build(yfs_cache *c, yfs_seg *e, yfs_plan *plan, pq_error *err)
 int yfs_cache_get(yfs_cache *c, yfs_plan *plan, uint64_t s, yfs_seg **out, pq_error *err)
 {
     yfs_stats *st = &c->m->stats;
+    uint64_t size = plan->plan.segments[s].bytes;
+    int over_budget = 0;
     pthread_mutex_lock(&c->lock);
-    yfs_seg *e = find(c, plan->plan.epoch, s);
-    if (e && e->state == READY) {
-        if (e->refs++ == 0)
-            lru_unlink(c, e);
-        e->served = 1;
-        pthread_mutex_unlock(&c->lock);
-        yfs_count(&st->segment_hits, 1);
-        *out = e;
-        return 0;
-    }
-    if (e && e->state == BUILDING) {
-        e->refs++;
-        yfs_count(&st->segment_waits, 1);
-        while (e->state == BUILDING)
-            pthread_cond_wait(&c->built, &c->lock);
-        int rc = 0;
-        if (e->state == FAILED) {
-            rc = -1;
-            if (err)
-                *err = e->err;
-            release(c, e);
-        } else {
+    yfs_seg *e;
+    for (;;) {
+        e = find(c, plan->plan.epoch, s);
+        if (e && e->state == READY) {
+            if (e->refs++ == 0)
+                lru_unlink(c, e);
             e->served = 1;
-        }
-        pthread_mutex_unlock(&c->lock);
-        if (rc == 0)
+            pthread_mutex_unlock(&c->lock);
+            yfs_count(&st->segment_hits, 1);
             *out = e;
-        return rc;
+            return 0;
+        }
+        if (e && e->state == BUILDING) {
+            e->refs++;
+            yfs_count(&st->segment_waits, 1);
+            while (e->state == BUILDING)
+                pthread_cond_wait(&c->changed, &c->lock);
+            int rc = 0;
+            if (e->state == FAILED) {
+                rc = -1;
+                if (err)
+                    *err = e->err;
+                release(c, e);
+            } else {
+                e->served = 1;
+            }
+            pthread_mutex_unlock(&c->lock);
+            if (rc == 0)
+                *out = e;
+            return rc;
+        }
+        /* Absent (or queued) and to be built here. Memory is the budget; one
+         * demand build at a time may go beyond it, so that readers always
+         * progress, and the others wait until room frees or it ends. */
+        if (e || make_room(c, size, 0))
+            break;
+        if (c->over_budget_builds == 0) {
+            c->over_budget_builds++;
+            over_budget = 1;
+            break;
+        }
+        pthread_cond_wait(&c->changed, &c->lock);
     }
 
-    /* Absent, or queued for a worker: build it here and now. A queued entry
-     * keeps the queue's reference; the worker drops it when it finds the
-     * entry no longer QUEUED. */
+    /* A queued entry keeps the queue's reference; the worker drops it when
+     * it finds the entry no longer QUEUED. */
     yfs_count(&st->segment_misses, 1);
     if (e) {
         e->refs++;
         e->state = BUILDING;
-    } else {
-        make_room(c, plan->plan.segments[s].bytes, 0);
-        if (!(e = insert(c, plan, s, BUILDING))) {
-            pthread_mutex_unlock(&c->lock);
-            return pq_error_set(err, "out of memory");
-        }
+    } else if (!(e = insert(c, plan, s, BUILDING))) {
+        c->over_budget_builds -= over_budget;
+        pthread_mutex_unlock(&c->lock);
+        return pq_error_set(err, "out of memory");
     }
     e->served = 1;
     pthread_mutex_unlock(&c->lock);
-    if (build(c, e, plan, err) < 0) {
-        pthread_mutex_lock(&c->lock);
-        release(c, e);
-        pthread_mutex_unlock(&c->lock);
-        return -1;
+    int rc = build(c, e, plan, err);
+    pthread_mutex_lock(&c->lock);
+    if (over_budget) {
+        c->over_budget_builds--;
+        pthread_cond_broadcast(&c->changed);
     }
+    if (rc < 0)
+        release(c, e);
+    pthread_mutex_unlock(&c->lock);
+    if (rc < 0)
+        return -1;
     *out = e;
     return 0;
 }
@@ -286,7 +307,7 @@ yfs_cache *yfs_cache_new(yfs_mount *m, uint64_t budget)
     c->m = m;
     c->budget = budget;
     pthread_mutex_init(&c->lock, NULL);
-    pthread_cond_init(&c->built, NULL);
+    pthread_cond_init(&c->changed, NULL);
     pthread_cond_init(&c->work, NULL);
     return c;
 }
@@ -327,7 +348,7 @@ void yfs_cache_free(yfs_cache *c)
         }
     }
     pthread_cond_destroy(&c->work);
-    pthread_cond_destroy(&c->built);
+    pthread_cond_destroy(&c->changed);
     pthread_mutex_destroy(&c->lock);
     free(c);
 }

@@ -35,7 +35,10 @@ static int stat_ino(yfs_mount *m, fuse_ino_t ino, struct stat *st)
     memset(st, 0, sizeof *st);
     st->st_ino = ino;
     st->st_blksize = BLOCK_SIZE;
-    st->st_mtim = m->ix->files ? m->ix->files[0].mtime : st->st_mtim;
+    /* The mount time: the same path holds other bytes after a remount with
+     * other options, and caches keyed by path and mtime (Hugging Face
+     * datasets) must see a change. */
+    st->st_mtim = m->mounted_at;
     if (ino == YFS_INO_ROOT || ino == YFS_INO_META_DIR) {
         st->st_mode = S_IFDIR | 0555;
         st->st_nlink = 2;
@@ -382,13 +385,15 @@ int yfs_fuse_run(yfs_mount *m, struct fuse_args *args, const char *mountpoint, i
         yfs_log(m, "%s", err.msg);
         goto unmount;
     }
+    /* The loops return 0 on unmount, the signal number after SIGTERM/SIGINT
+     * (a clean shutdown too), and a negative errno on failure. */
     if (single_thread) {
-        status = fuse_session_loop(se) != 0;
+        status = fuse_session_loop(se) < 0;
     } else {
         struct fuse_loop_config *cfg = fuse_loop_cfg_create();
         if (cfg) {
             fuse_loop_cfg_set_max_threads(cfg, max_threads);
-            status = fuse_session_loop_mt(se, cfg) != 0;
+            status = fuse_session_loop_mt(se, cfg) < 0;
             fuse_loop_cfg_destroy(cfg);
         }
     }

@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ix_parallel.h"
 #include "yfs_cache.h"
@@ -64,6 +65,7 @@ int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, y
     if (!m->plans || !m->dicts || !m->cache)
         goto oom;
     m->index_seconds = ix_now() - start;
+    clock_gettime(CLOCK_REALTIME, &m->mounted_at);
     *out = m;
     return 0;
 oom:

@@ -31,6 +31,7 @@ typedef struct yfs_mount {
     yfs_stats stats;
     double index_seconds;  /* wall time of the whole mount-time build */
     int log_to_syslog;     /* set once daemonized, before any read */
+    struct timespec mounted_at; /* the epoch files' mtime */
 } yfs_mount;
 
 /* Build the index of `dataset` with `opts` (copied). progress: report

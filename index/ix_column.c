@@ -26,6 +26,9 @@ static void list_leaves(const ix_source *s, int (*keep)(const pq_leaf *), char *
  * repetition; a list of lists or a map's entries would need nested records). */
 static int check_supported(const ix_source *s, const pq_leaf *l, pq_error *err)
 {
+    if (l->in_map)
+        return pq_error_set(err, "%s: column %s is part of a map; youmufs serves flat columns "
+                            "and lists of values", s->name, l->path);
     if (l->max_rep > 1)
         return pq_error_set(err, "%s: column %s is nested %d lists deep; youmufs serves flat "
                             "columns and lists of values", s->name, l->path, l->max_rep);
