@@ -80,40 +80,51 @@ static void touch(const pq_page_values *v, sums *s)
     s->last += last;
 }
 
+/* The last chunk's dictionary, loaded when a page needs it. */
+typedef struct kept_dict {
+    const ix_index *ix;
+    uint32_t chunk;
+    pq_dictionary dict;
+    uint64_t *read;
+} kept_dict;
+
+static int keep_dictionary(void *ctx, uint32_t chunk, const pq_dictionary **dict, void **handle,
+                           pq_error *err)
+{
+    kept_dict *k = ctx;
+    if (k->chunk != chunk) {
+        if (k->chunk != UINT32_MAX)
+            pq_dictionary_free(&k->dict);
+        k->chunk = UINT32_MAX;
+        if (ix_read_dictionary(k->ix, chunk, &k->dict, k->read, err) < 0)
+            return -1;
+        k->chunk = chunk;
+    }
+    *dict = &k->dict;
+    *handle = NULL; /* kept here, not released per page */
+    return 0;
+}
+
 /* One decode pass over every page of the column. */
 static int decode_all(const ix_index *ix, sums *s, pq_error *err)
 {
     memset(s, 0, sizeof *s);
-    uint32_t dict_chunk = UINT32_MAX;
-    pq_dictionary dict;
-    memset(&dict, 0, sizeof dict);
+    /* One dictionary kept: the chunk's pages come in order, as a reader's would. */
+    kept_dict kept = { .ix = ix, .chunk = UINT32_MAX, .read = &s->read };
+    ix_dict_source dicts = { keep_dictionary, &kept };
     int rc = 0;
     for (uint64_t p = 0; p < ix->num_pages; p++) {
-        uint32_t chunk = ix_locate(ix, p);
-        const pq_dictionary *d = NULL;
-        if ((ix->pages[p].flags & IX_PAGE_USES_DICTIONARY) && ix->chunks[chunk].dict_offset >= 0) {
-            if (dict_chunk != chunk) {
-                if (dict_chunk != UINT32_MAX)
-                    pq_dictionary_free(&dict);
-                dict_chunk = UINT32_MAX;
-                if (ix_read_dictionary(ix, chunk, &dict, &s->read, err) < 0) {
-                    rc = -1;
-                    break;
-                }
-                dict_chunk = chunk;
-            }
-            d = &dict;
-        }
         pq_page_values v;
-        if (ix_read_page(ix, p, d, &v, &s->read, err) < 0) {
+        void *handle;
+        if (ix_read_page(ix, p, &dicts, &v, &handle, &s->read, err) < 0) {
             rc = -1;
             break;
         }
         touch(&v, s);
         pq_page_values_free(&v);
     }
-    if (dict_chunk != UINT32_MAX)
-        pq_dictionary_free(&dict);
+    if (kept.chunk != UINT32_MAX)
+        pq_dictionary_free(&kept.dict);
     return rc;
 }
 
