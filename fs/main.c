@@ -252,14 +252,18 @@ static int run_mount(yfs_mount *m, command *c)
 int main(int argc, char **argv)
 {
     /* Page, segment and window buffers are MiBs each and come and go all the
-     * time. One arena and a fixed mmap threshold above their size make freed
-     * buffers be reused from the free lists: mmapping each afresh costs a
-     * page fault per 4 KiB (sys time 0.9 s -> 5 s for a 2.3 GB epoch), while
-     * glibc's defaults (a threshold that grows, an arena per thread) let
-     * freed buffers pile up as resident memory (peak RSS 440 MB -> 340 MB
+     * time. One arena, a fixed mmap threshold above their size and a trim
+     * threshold of a few of them make freed buffers be reused from the free
+     * lists. Mmapping each afresh costs a page fault per 4 KiB (sys time 0.9 s
+     * -> 5 s for a 2.3 GB epoch); a fixed mmap threshold alone also freezes
+     * the trim threshold at 128 KiB, so the heap shrinks and refaults on
+     * every page (PLAIN decode 4x slower, bench/results/decode.md); glibc's
+     * defaults (a threshold that grows, an arena per thread) let freed
+     * buffers pile up as resident memory (peak RSS 440 MB vs 343-357 MB here
      * with mem=256M). Measured with bench/throughput.py's corpus. */
     mallopt(M_ARENA_MAX, 1);
     mallopt(M_MMAP_THRESHOLD, 64 << 20);
+    mallopt(M_TRIM_THRESHOLD, 32 << 20);
     command c;
     memset(&c, 0, sizeof c);
     yfs_options_init(&c.opts);
