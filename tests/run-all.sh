@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Every test of youmufs, from a fresh clone: installs what is missing, builds
 # the release and the sanitizer builds, runs the Criterion unit tests of both,
-# then the mounted integration tests (pyarrow as the oracle), then the
-# bad-input and concurrency integration tests again on the sanitizer binary.
+# a bounded libFuzzer run of the decoder, then the mounted integration tests
+# (pyarrow as the oracle), then the bad-input and concurrency integration
+# tests again on the sanitizer binary.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -16,6 +17,9 @@ echo "== unit tests (release)"
 ctest --test-dir build --output-on-failure
 echo "== unit tests (AddressSanitizer + UBSan)"
 ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure
+
+echo "== fuzzing the decoder (libFuzzer, 20 s per target)"
+bash tests/fuzz/run.sh 20
 
 echo "== integration tests (mounted, pyarrow oracle)"
 export YOUMUFS_REQUIRE=1  # a missing FUSE fails the run, never skips it
