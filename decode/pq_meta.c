@@ -76,6 +76,35 @@ static int duplicate(pq_thrift *t, const char *what, pq_error *err)
     return pq_error_set(err, "%s appears twice (byte %zu)", what, pq_thrift_offset(t));
 }
 
+/* Parses one element of a list<struct> into elem (a typed wrapper around the
+ * struct's parser). */
+typedef int (*element_parser)(pq_thrift *t, void *elem, pq_error *err);
+
+/* A list<struct> field: allocates *out (the count was bounded by the bytes
+ * left) and parses each element. *count is raised before each element so
+ * that after a failure the free functions see everything allocated. */
+static int read_struct_list(pq_thrift *t, uint8_t ft, const char *field, const char *element,
+                            size_t elem_size, void **out, int32_t *count, element_parser parse,
+                            pq_error *err)
+{
+    if (*out)
+        return duplicate(t, field, err);
+    uint8_t et;
+    uint32_t n;
+    if (pq_thrift_list_begin(t, ft, &et, &n, err) < 0)
+        return -1;
+    if (et != PQ_TT_STRUCT)
+        return pq_error_set(err, "%s is a list of type %u, not structs", field, et);
+    if (!(*out = list_alloc(n, elem_size, field, err)))
+        return -1;
+    for (uint32_t i = 0; i < n; i++) {
+        *count = (int32_t)(i + 1);
+        if (parse(t, (char *)*out + (size_t)i * elem_size, err) < 0)
+            return pq_error_prefix(err, "%s %u: ", element, i);
+    }
+    return 0;
+}
+
 /* Reads a struct, handing each field to `field`; used for the small
  * structs inside LogicalType. */
 typedef int (*field_fn)(pq_thrift *t, int16_t id, uint8_t ft, pq_logical *l, pq_error *err);
@@ -256,6 +285,11 @@ static int parse_schema_element(pq_thrift *t, pq_schema_element *e, pq_error *er
     return 0;
 }
 
+static int schema_element(pq_thrift *t, void *elem, pq_error *err)
+{
+    return parse_schema_element(t, elem, err);
+}
+
 /* ColumnMetaData.encodings as a bit set (encodings are small enum values;
  * unknown ones beyond 31 are ignored). */
 static int read_encodings(pq_thrift *t, uint8_t ft, uint32_t *set, pq_error *err)
@@ -386,6 +420,11 @@ static int parse_column_chunk(pq_thrift *t, pq_column_meta *c, pq_error *err)
     return 0;
 }
 
+static int column_chunk_element(pq_thrift *t, void *elem, pq_error *err)
+{
+    return parse_column_chunk(t, elem, err);
+}
+
 static int parse_row_group(pq_thrift *t, pq_row_group *rg, pq_error *err)
 {
     int have_rows = 0;
@@ -399,22 +438,10 @@ static int parse_row_group(pq_thrift *t, pq_row_group *rg, pq_error *err)
         if (ft == PQ_TT_STOP)
             break;
         if (id == 1) {
-            if (rg->columns)
-                return duplicate(t, "RowGroup.columns", err);
-            uint8_t et;
-            uint32_t n;
-            if (pq_thrift_list_begin(t, ft, &et, &n, err) < 0)
+            if (read_struct_list(t, ft, "RowGroup.columns", "column chunk", sizeof *rg->columns,
+                                 (void **)&rg->columns, &rg->num_columns, column_chunk_element,
+                                 err) < 0)
                 return -1;
-            if (et != PQ_TT_STRUCT)
-                return pq_error_set(err, "RowGroup.columns is a list of type %u, not structs",
-                                    et);
-            if (!(rg->columns = list_alloc(n, sizeof *rg->columns, "column chunks", err)))
-                return -1;
-            for (uint32_t i = 0; i < n; i++) {
-                if (parse_column_chunk(t, &rg->columns[i], err) < 0)
-                    return pq_error_prefix(err, "column chunk %u: ", i);
-                rg->num_columns = (int32_t)(i + 1);
-            }
         } else if (id == 3) {
             if (pq_thrift_i64(t, ft, &rg->num_rows, err) < 0)
                 return -1;
@@ -431,6 +458,11 @@ static int parse_row_group(pq_thrift *t, pq_row_group *rg, pq_error *err)
     return 0;
 }
 
+static int row_group_element(pq_thrift *t, void *elem, pq_error *err)
+{
+    return parse_row_group(t, elem, err);
+}
+
 static int parse_file_meta(pq_thrift *t, pq_file_meta *m, pq_error *err)
 {
     int have_rows = 0;
@@ -443,27 +475,16 @@ static int parse_file_meta(pq_thrift *t, pq_file_meta *m, pq_error *err)
             return -1;
         if (ft == PQ_TT_STOP)
             break;
-        uint8_t et;
-        uint32_t n;
         switch (id) {
         case 1:
             if (pq_thrift_i32(t, ft, &m->version, err) < 0)
                 return -1;
             break;
         case 2:
-            if (m->schema)
-                return duplicate(t, "FileMetaData.schema", err);
-            if (pq_thrift_list_begin(t, ft, &et, &n, err) < 0)
+            if (read_struct_list(t, ft, "FileMetaData.schema", "schema element",
+                                 sizeof *m->schema, (void **)&m->schema, &m->num_schema,
+                                 schema_element, err) < 0)
                 return -1;
-            if (et != PQ_TT_STRUCT)
-                return pq_error_set(err, "schema is a list of type %u, not structs", et);
-            if (!(m->schema = list_alloc(n, sizeof *m->schema, "schema elements", err)))
-                return -1;
-            for (uint32_t i = 0; i < n; i++) {
-                m->num_schema = (int32_t)(i + 1);
-                if (parse_schema_element(t, &m->schema[i], err) < 0)
-                    return pq_error_prefix(err, "schema element %u: ", i);
-            }
             break;
         case 3:
             if (pq_thrift_i64(t, ft, &m->num_rows, err) < 0)
@@ -471,19 +492,10 @@ static int parse_file_meta(pq_thrift *t, pq_file_meta *m, pq_error *err)
             have_rows = 1;
             break;
         case 4:
-            if (m->row_groups)
-                return duplicate(t, "FileMetaData.row_groups", err);
-            if (pq_thrift_list_begin(t, ft, &et, &n, err) < 0)
+            if (read_struct_list(t, ft, "FileMetaData.row_groups", "row group",
+                                 sizeof *m->row_groups, (void **)&m->row_groups,
+                                 &m->num_row_groups, row_group_element, err) < 0)
                 return -1;
-            if (et != PQ_TT_STRUCT)
-                return pq_error_set(err, "row_groups is a list of type %u, not structs", et);
-            if (!(m->row_groups = list_alloc(n, sizeof *m->row_groups, "row groups", err)))
-                return -1;
-            for (uint32_t i = 0; i < n; i++) {
-                m->num_row_groups = (int32_t)(i + 1);
-                if (parse_row_group(t, &m->row_groups[i], err) < 0)
-                    return pq_error_prefix(err, "row group %u: ", i);
-            }
             break;
         case 6:
             if (read_string(t, ft, &m->created_by, err) < 0)
@@ -593,6 +605,11 @@ static int parse_page_location(pq_thrift *t, pq_page_location *loc, pq_error *er
     return 0;
 }
 
+static int page_location_element(pq_thrift *t, void *elem, pq_error *err)
+{
+    return parse_page_location(t, elem, err);
+}
+
 /* A list<i64> field (page index statistics). */
 static int read_i64_list(pq_thrift *t, uint8_t ft, int64_t **out, uint32_t *count,
                          const char *what, pq_error *err)
@@ -635,25 +652,14 @@ static int parse_offset_index(pq_thrift *t, pq_offset_index *oi, pq_error *err)
                 return -1;
             continue;
         }
-        if (oi->pages)
-            return duplicate(t, "page_locations", err);
-        uint8_t et;
-        uint32_t n;
-        if (pq_thrift_list_begin(t, ft, &et, &n, err) < 0)
+        if (read_struct_list(t, ft, "page_locations", "page location", sizeof *oi->pages,
+                             (void **)&oi->pages, &oi->count, page_location_element, err) < 0)
             return -1;
-        if (et != PQ_TT_STRUCT)
-            return pq_error_set(err, "page_locations is a list of type %u, not structs", et);
-        if (!(oi->pages = list_alloc(n, sizeof *oi->pages, "page locations", err)))
-            return -1;
-        for (uint32_t i = 0; i < n; i++) {
-            if (parse_page_location(t, &oi->pages[i], err) < 0)
-                return pq_error_prefix(err, "page location %u: ", i);
-            if (i > 0 && (oi->pages[i].offset <= oi->pages[i - 1].offset ||
-                          oi->pages[i].first_row_index < oi->pages[i - 1].first_row_index))
-                return pq_error_set(err, "page location %u is not after page location %u", i,
+        for (int32_t i = 1; i < oi->count; i++)
+            if (oi->pages[i].offset <= oi->pages[i - 1].offset ||
+                oi->pages[i].first_row_index < oi->pages[i - 1].first_row_index)
+                return pq_error_set(err, "page location %d is not after page location %d", i,
                                     i - 1);
-            oi->count = (int32_t)(i + 1);
-        }
     }
     pq_thrift_struct_end(t);
     if (!oi->pages)
