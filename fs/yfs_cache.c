@@ -18,7 +18,7 @@ struct yfs_seg {
     /* Fields below are guarded by the cache lock. */
     enum seg_state state;
     int refs;                /* readers, a building thread, the queue */
-    int served;              /* a reader has used it */
+    int consumed;            /* a reader has read to its end */
     yfs_plan *plan;          /* held while QUEUED or BUILDING */
     pq_error err;            /* FAILED only */
     yfs_seg *chain;          /* hash bucket chain (QUEUED, BUILDING, READY) */
@@ -105,15 +105,14 @@ static void release(yfs_cache *c, yfs_seg *e)
     }
 }
 
-/* Make room for `need` more bytes by dropping idle segments (lock held).
- * for_prefetch: only segments already served may go. Returns whether the
- * budget is met. */
-static int make_room(yfs_cache *c, uint64_t need, int for_prefetch)
+/* Drop idle segments, least recently used first, while over budget; with
+ * only_consumed, just those a reader has read to the end. */
+static void evict(yfs_cache *c, uint64_t need, int only_consumed)
 {
     yfs_seg *e = c->lru_head;
     while (c->bytes + need > c->budget && e) {
         yfs_seg *next = e->next;
-        if (!for_prefetch || e->served) {
+        if (!only_consumed || e->consumed) {
             lru_unlink(c, e);
             table_remove(c, e);
             seg_free(e);
@@ -121,6 +120,18 @@ static int make_room(yfs_cache *c, uint64_t need, int for_prefetch)
         }
         e = next;
     }
+}
+
+/* Make room for `need` more bytes (lock held). Segments read to their end go
+ * first: between two requests of a reader its current segment is idle, and
+ * dropping it would make the next request build it again. A prefetch drops
+ * nothing else; a demand read then takes any idle segment. Returns whether
+ * the budget is met. */
+static int make_room(yfs_cache *c, uint64_t need, int for_prefetch)
+{
+    evict(c, need, 1);
+    if (!for_prefetch)
+        evict(c, need, 0);
     return c->bytes + need <= c->budget;
 }
 
@@ -173,7 +184,6 @@ int yfs_cache_get(yfs_cache *c, yfs_plan *plan, uint64_t s, yfs_seg **out, pq_er
         if (e && e->state == READY) {
             if (e->refs++ == 0)
                 lru_unlink(c, e);
-            e->served = 1;
             pthread_mutex_unlock(&c->lock);
             yfs_count(&st->segment_hits, 1);
             *out = e;
@@ -190,8 +200,6 @@ int yfs_cache_get(yfs_cache *c, yfs_plan *plan, uint64_t s, yfs_seg **out, pq_er
                 if (err)
                     *err = e->err;
                 release(c, e);
-            } else {
-                e->served = 1;
             }
             pthread_mutex_unlock(&c->lock);
             if (rc == 0)
@@ -222,7 +230,6 @@ int yfs_cache_get(yfs_cache *c, yfs_plan *plan, uint64_t s, yfs_seg **out, pq_er
         pthread_mutex_unlock(&c->lock);
         return pq_error_set(err, "out of memory");
     }
-    e->served = 1;
     pthread_mutex_unlock(&c->lock);
     int rc = build(c, e, plan, err);
     pthread_mutex_lock(&c->lock);
@@ -237,6 +244,13 @@ int yfs_cache_get(yfs_cache *c, yfs_plan *plan, uint64_t s, yfs_seg **out, pq_er
         return -1;
     *out = e;
     return 0;
+}
+
+void yfs_cache_consumed(yfs_cache *c, yfs_seg *e)
+{
+    pthread_mutex_lock(&c->lock);
+    e->consumed = 1;
+    pthread_mutex_unlock(&c->lock);
 }
 
 void yfs_cache_put(yfs_cache *c, yfs_seg *e)

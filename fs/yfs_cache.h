@@ -4,11 +4,13 @@
  * demand by the reading thread, or ahead of time by workers when the read
  * path asks for a prefetch. Bytes of built and building segments are
  * accounted against the budget:
- *   - a prefetch is refused when the budget cannot be met by dropping idle
- *     segments that were already served (prefetched, unserved ones are
- *     never dropped to make room for more prefetching);
- *   - a demand read always proceeds (correctness never depends on memory),
- *     dropping any idle segment, least recently used first.
+ *   - idle segments that a reader has read to the end go first, least
+ *     recently used first;
+ *   - a prefetch is refused when dropping those does not meet the budget
+ *     (prefetched or half-read segments are never dropped for a prefetch);
+ *   - a demand read then drops any idle segment; if that still does not
+ *     meet the budget, one demand build at a time goes ahead regardless
+ *     (correctness never depends on memory) and the others wait.
  * A segment still waiting in the prefetch queue when a reader needs it is
  * taken over and built by the reader at once. A failed build is not kept:
  * the error goes to everyone waiting for it and the next read retries.
@@ -33,6 +35,8 @@ void yfs_cache_free(yfs_cache *c);
 /* Segment s of the plan, built if needed; release with yfs_cache_put. */
 int yfs_cache_get(yfs_cache *c, yfs_plan *plan, uint64_t s, yfs_seg **out, pq_error *err);
 void yfs_cache_put(yfs_cache *c, yfs_seg *seg);
+/* A reader has read the segment to its end (it may be dropped first). */
+void yfs_cache_consumed(yfs_cache *c, yfs_seg *seg);
 /* Ask the workers to build segment s ahead of a reader (best effort).
  * Returns 0 if it is already present or was queued, -1 if refused (no
  * memory budget left, queue full, or no workers). */

@@ -96,6 +96,8 @@ int yfs_view_read(yfs_view *v, uint64_t offset, size_t size, yfs_extent *ext, in
         uint64_t within = offset - v->part.offsets[k];
         uint64_t avail = yfs_seg_size(seg) - within;
         size_t len = size < avail ? size : (size_t)avail;
+        if (len == avail)
+            yfs_cache_consumed(v->m->cache, seg);
         ext[n++] = (yfs_extent){ seg, yfs_seg_data(seg) + within, len };
         offset += len;
         size -= len;
