@@ -300,6 +300,14 @@ static int pages_from_metadata(scan_state *st, const pq_offset_index *oi, pq_err
         uint64_t end = k + 1 < oi->count ? (uint64_t)oi->pages[k + 1].first_row_index
                                          : scan->num_rows;
         int64_t nulls = ci.null_counts ? ci.null_counts[k] : 0;
+        if (loc->offset < (int64_t)st->w.begin || (uint64_t)loc->offset >= st->w.end ||
+            loc->compressed_size <= 0 ||
+            (uint64_t)loc->compressed_size > st->w.end - (uint64_t)loc->offset) {
+            rc = pq_error_set(err, "offset index entry %d (offset %lld, %d bytes) is outside "
+                              "the column chunk", k, (long long)loc->offset,
+                              loc->compressed_size);
+            break;
+        }
         if (loc->first_row_index < 0 || end < (uint64_t)loc->first_row_index ||
             end - (uint64_t)loc->first_row_index > UINT32_MAX || nulls < 0 ||
             (uint64_t)nulls > end - (uint64_t)loc->first_row_index) {
