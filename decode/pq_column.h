@@ -36,6 +36,10 @@
 
 #define PQ_MAX_PAGE_VALUES (1u << 26)
 #define PQ_MAX_PAGE_BYTES ((size_t)1 << 31)
+/* DELTA_BYTE_ARRAY values repeat prefixes of the previous value, so a small
+ * page can describe huge values (each value the previous one plus a byte):
+ * the values of one page may take at most this many bytes once expanded. */
+#define PQ_MAX_EXPANDED_PAGE_BYTES ((uint64_t)256 << 20)
 
 typedef struct pq_bytes {
     const uint8_t *ptr;

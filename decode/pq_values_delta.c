@@ -121,9 +121,9 @@ int pq_values_delta_bytes(const pq_column_desc *col, const uint8_t *buf, size_t 
         }
         total += vlen;
         suffix_total += (uint64_t)suffix[i];
-        if (total > PQ_MAX_PAGE_BYTES) {
-            pq_error_set(err, "DELTA_BYTE_ARRAY: values expand to more than %zu bytes",
-                         PQ_MAX_PAGE_BYTES);
+        if (total > PQ_MAX_EXPANDED_PAGE_BYTES) {
+            pq_error_set(err, "DELTA_BYTE_ARRAY: values expand to more than the %llu bytes "
+                         "allowed for one page", (unsigned long long)PQ_MAX_EXPANDED_PAGE_BYTES);
             goto done;
         }
         prev = vlen;
