@@ -147,7 +147,12 @@ int pq_file_meta_parse(const uint8_t *buf, size_t len, pq_file_meta *out, pq_err
 void pq_file_meta_free(pq_file_meta *m);
 
 /* Flatten the schema tree into its leaves, in column-chunk order. The
- * returned array (and each path) is owned by the caller: pq_leaves_free. */
+ * returned array (and each path) is owned by the caller: pq_leaves_free.
+ * Every leaf copies its ancestors' names into its path, so a hostile schema
+ * (long group names over many leaves) is refused once all paths together
+ * exceed PQ_MAX_LEAF_PATH_BYTES (real schemas, even of 100k columns, stay far
+ * below it). */
+#define PQ_MAX_LEAF_PATH_BYTES ((size_t)64 << 20)
 int pq_file_leaves(const pq_file_meta *m, pq_leaf **out, int *count, pq_error *err);
 void pq_leaves_free(pq_leaf *leaves, int count);
 

@@ -8,10 +8,6 @@
 
 #include "pq_meta.h"
 
-/* Bound on the bytes of all leaf paths together (see below). Real schemas,
- * even with 100k columns, stay far below it. */
-#define PQ_MAX_PATHS_BYTES ((size_t)64 << 20)
-
 typedef struct frame {
     int32_t remaining; /* children of this group not yet visited */
     int16_t def, rep;  /* levels of this group */
@@ -101,10 +97,10 @@ int pq_file_leaves(const pq_file_meta *m, pq_leaf **out, int *count, pq_error *e
              * of a few hundred KB (one long group name, many leaves below
              * it) could otherwise ask for gigabytes. */
             paths_bytes += len + 1;
-            if (paths_bytes > PQ_MAX_PATHS_BYTES) {
+            if (paths_bytes > PQ_MAX_LEAF_PATH_BYTES) {
                 pq_error_set(err, "column paths take more than %zu MiB in total (at schema "
                                   "element %zu, a %zu-byte path); refusing this schema",
-                             PQ_MAX_PATHS_BYTES >> 20, i, len);
+                             PQ_MAX_LEAF_PATH_BYTES >> 20, i, len);
                 goto fail;
             }
             pq_leaf *l = &leaves[nleaves];
