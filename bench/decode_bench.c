@@ -1,7 +1,7 @@
 /* decode_bench.c — single-threaded decode throughput of one column.
  *
  *   decode_bench DATASET COLUMN REPS [--format jsonl|text|len32]
- *                [--malloc daemon|trim|glibc] [--json]
+ *                [--malloc daemon|glibc] [--json]
  *
  * 1. Index pass: ix_build with threads=1, timed once. ix_build decodes every
  *    page once to size the records, so this is itself a full decode (plus
@@ -16,11 +16,10 @@
  *    against pyarrow's (bench/decode_bench.py computes the same three).
  *
  * --malloc: daemon (default) tunes malloc as fs/main.c tunes the daemon's
- * (one arena, 64 MiB mmap threshold), so the decoder allocates as it does in a
- * mount; trim adds M_TRIM_THRESHOLD 256 MiB to that (setting the mmap
- * threshold freezes glibc's trim threshold at 128 KiB, so every free at the
- * top of the heap returns the memory to the kernel and the next page buffer
- * faults it in again); glibc keeps glibc's defaults.
+ * (one arena, 64 MiB mmap threshold, 32 MiB trim threshold: without the
+ * last, setting the mmap threshold freezes glibc's trim threshold at 128 KiB
+ * and every freed page buffer is faulted in again), so the decoder allocates
+ * as it does in a mount; glibc keeps glibc's defaults.
  *
  * Wall time is the measure; the best CPU time (user + sys of the process) is
  * reported too, as a check when other work shares the machine.
@@ -131,7 +130,7 @@ static int decode_all(const ix_index *ix, sums *s, pq_error *err)
 static void usage(void)
 {
     fprintf(stderr, "usage: decode_bench DATASET COLUMN REPS [--format jsonl|text|len32] "
-                    "[--malloc daemon|trim|glibc] [--json]\n");
+                    "[--malloc daemon|glibc] [--json]\n");
 }
 
 int main(int argc, char **argv)
@@ -150,7 +149,7 @@ int main(int argc, char **argv)
             json = 1;
         } else if (strcmp(argv[i], "--malloc") == 0 && i + 1 < argc) {
             malloc_mode = argv[++i];
-            if (strcmp(malloc_mode, "daemon") != 0 && strcmp(malloc_mode, "trim") != 0 &&
+            if (strcmp(malloc_mode, "daemon") != 0 &&
                 strcmp(malloc_mode, "glibc") != 0) {
                 usage();
                 return 2;
@@ -170,12 +169,11 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    if (strcmp(malloc_mode, "glibc") != 0) {
+    if (strcmp(malloc_mode, "daemon") == 0) { /* as fs/main.c */
         mallopt(M_ARENA_MAX, 1);
         mallopt(M_MMAP_THRESHOLD, 64 << 20);
+        mallopt(M_TRIM_THRESHOLD, 32 << 20);
     }
-    if (strcmp(malloc_mode, "trim") == 0)
-        mallopt(M_TRIM_THRESHOLD, 256 << 20);
 
     pq_error err = {{0}};
     ix_options opts = {.dataset = dataset, .column = column, .frame = {.format = format}, .threads = 1};
