@@ -84,12 +84,13 @@ char *yfs_index_json(yfs_mount *m)
     json_t *cache = json_pack("{s:s?, s:I, s:s}", "directory", o->cache_dir, "files_reused",
                               (json_int_t)ix->files_cached, "note", ix->cache_note);
     return render(json_pack(
-        "{s:i, s:s, s:s, s:s, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:f, s:f, s:f, s:I}",
+        "{s:i, s:s, s:s, s:s, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:f, s:f, s:f, s:I}",
         "version", 1, "youmufs", YFS_VERSION, "dataset", ix->dataset, "column",
         ix->column.path, "options", options, "files", (json_int_t)ix->num_files, "row_groups",
         (json_int_t)ix->num_chunks, "pages", (json_int_t)ix->num_pages,
         "offset_index_chunks", (json_int_t)ix->offset_index_chunks,
-        "metadata_sized_chunks", (json_int_t)ix->metadata_sized_chunks, "rows",
+        "metadata_sized_chunks", (json_int_t)ix->metadata_sized_chunks,
+        "header_sized_pages", (json_int_t)ix->header_sized_pages, "rows",
         (json_int_t)ix->num_rows, "records", (json_int_t)ix->num_records, "epoch_bytes",
         (json_int_t)ix->framed_bytes, "bytes_scanned", (json_int_t)ix->bytes_scanned,
         "file_list", files, "persistent_index", cache, "seconds_footers", ix->seconds_footers, "seconds_pages",

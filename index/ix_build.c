@@ -209,6 +209,7 @@ static int assemble(build *b, pq_error *err)
         ch->has_offset_index = scan->has_offset_index;
         ix->offset_index_chunks += scan->has_offset_index;
         ix->metadata_sized_chunks += scan->from_metadata;
+        ix->header_sized_pages += scan->pages_sized_by_header;
         ix->bytes_scanned += scan->bytes_read;
         for (uint32_t k = 0; k < scan->num_pages; k++) {
             ix->num_records += scan->pages[k].records;

@@ -76,8 +76,9 @@ static int read_header(window *w, uint64_t off, pq_page_header *h, pq_error *err
 typedef struct scan_state {
     ix_scan *scan;
     window w;
+    pq_page_header dict_header; /* of the dictionary page at scan->dict_offset */
     pq_dictionary dict;
-    int have_dict;
+    int dict_decoded;   /* decoded once a page needs it */
     uint64_t rows_seen; /* rows of the chunk's pages so far */
     uint32_t cap;
 } scan_state;
@@ -121,23 +122,89 @@ static int measure_records(scan_state *st, const pq_page_values *v, ix_page *pg,
     return rc;
 }
 
-static int take_dictionary(scan_state *st, uint64_t off, const pq_page_header *h,
-                           const uint8_t *body, pq_error *err)
+/* Framed bytes of a page with `records` records and `value_bytes` bytes of
+ * values, when the framing's sizes follow from counts alone (len32 of text,
+ * raw in the column's own dtype, of a flat column); -1 otherwise. */
+static int64_t size_from_counts(const ix_scan *scan, uint64_t records, int64_t value_bytes)
 {
-    if (st->have_dict)
+    const ix_framing *f = scan->framing;
+    if (f->shape.max_rep > 0)
+        return -1;
+    if (f->format == IX_FORMAT_LEN32)
+        return value_bytes < 0 ? -1 : (int64_t)(4 * records) + value_bytes;
+    ix_dtype own;
+    if (f->format == IX_FORMAT_RAW && ix_dtype_default(&f->type, &own, NULL) == 0 &&
+        own == f->dtype)
+        return (int64_t)(records * ix_dtype_size(f->dtype) * (f->has_sep ? 2 : 1));
+    return -1;
+}
+
+/* Note where the dictionary page is; it is decoded only if a page needs it
+ * (pages sized from their headers do not). */
+static int take_dictionary(scan_state *st, uint64_t off, const pq_page_header *h,
+                           pq_error *err)
+{
+    if (st->scan->dict_offset >= 0)
         return pq_error_set(err, "second dictionary page at offset %llu",
                             (unsigned long long)off);
     if (st->scan->num_pages > 0)
         return pq_error_set(err, "dictionary page at offset %llu after data pages",
                             (unsigned long long)off);
-    if (pq_dictionary_decode(&st->scan->desc, h, body, (size_t)h->compressed_size, &st->dict,
-                             err) < 0)
-        return pq_error_prefix(err, "dictionary page at offset %llu: ",
-                               (unsigned long long)off);
-    st->have_dict = 1;
+    st->dict_header = *h;
     st->scan->dict_offset = (int64_t)off;
     st->scan->dict_length = (uint32_t)(h->header_len + (size_t)h->compressed_size);
     return 0;
+}
+
+/* The chunk's dictionary, decoded on first use; NULL (not an error) when the
+ * chunk has none: decoding a dictionary-encoded page then says so. */
+static int dictionary(scan_state *st, const pq_dictionary **out, pq_error *err)
+{
+    ix_scan *scan = st->scan;
+    *out = NULL;
+    if (scan->dict_offset < 0)
+        return 0;
+    if (!st->dict_decoded) {
+        const pq_page_header *h = &st->dict_header;
+        const uint8_t *page = window_get(&st->w, (uint64_t)scan->dict_offset, scan->dict_length, err);
+        if (!page)
+            return -1;
+        const uint8_t *body = page + h->header_len;
+        if ((scan->verify_crc && pq_page_check_crc(h, body, (size_t)h->compressed_size, err) < 0) ||
+            pq_dictionary_decode(&scan->desc, h, body, (size_t)h->compressed_size, &st->dict,
+                                 err) < 0)
+            return pq_error_prefix(err, "dictionary page at offset %lld: ",
+                                   (long long)scan->dict_offset);
+        st->dict_decoded = 1;
+    }
+    *out = &st->dict;
+    return 0;
+}
+
+/* The framed size of a data page when its header alone determines it:
+ * PLAIN values of a flat column, in a v2 page (levels apart) or a v1 page of
+ * a required column (the body is only values), for len32 (a BYTE_ARRAY
+ * value's PLAIN form is its 4-byte length and bytes, just as len32 frames it)
+ * or raw in the column's own dtype. Returns 1 and fills pg, or 0. */
+static int sized_by_header(const ix_scan *scan, const pq_page_header *h, ix_page *pg)
+{
+    int v2 = h->type == PQ_PAGE_DATA_V2;
+    if (h->encoding != PQ_ENC_PLAIN || scan->desc.max_rep > 0 || (!v2 && scan->desc.max_def > 0))
+        return 0;
+    int32_t nulls = v2 ? h->num_nulls : 0;
+    int64_t plain = (int64_t)h->uncompressed_size - (v2 ? h->def_levels_len + h->rep_levels_len : 0);
+    if (h->num_values < 0 || nulls < 0 || nulls > h->num_values || plain < 0 ||
+        (v2 && h->num_rows != h->num_values))
+        return 0;
+    uint64_t records = (uint64_t)(h->num_values - nulls);
+    int64_t value_bytes = scan->desc.type == PQ_BYTE_ARRAY ? plain - 4 * (int64_t)records : plain;
+    int64_t framed = size_from_counts(scan, records, value_bytes);
+    if (framed < 0)
+        return 0;
+    pg->rows = (uint32_t)h->num_values;
+    pg->records = (uint32_t)records;
+    pg->framed = (uint64_t)framed;
+    return 1;
 }
 
 /* Checks what a header claims against what the chunk's metadata and the
@@ -183,26 +250,35 @@ static int visit_page(scan_state *st, uint64_t off, uint32_t expect_len, uint64_
                             (unsigned long long)total, expect_len);
     *next = off + total;
 
-    if (h.type != PQ_PAGE_DATA && h.type != PQ_PAGE_DATA_V2 && h.type != PQ_PAGE_DICTIONARY)
+    if (h.type == PQ_PAGE_DICTIONARY)
+        return take_dictionary(st, off, &h, err);
+    if (h.type != PQ_PAGE_DATA && h.type != PQ_PAGE_DATA_V2)
         return 0; /* index pages and unknown page types carry no values */
+    ix_page pg = {
+        .offset = off,
+        .first_row = st->scan->first_row + st->rows_seen,
+        .length = (uint32_t)total,
+    };
+    /* Sized from the header: the body is neither read nor decoded here; its
+     * CRC, counts and sizes are checked when it is read. */
+    if (sized_by_header(st->scan, &h, &pg)) {
+        st->scan->pages_sized_by_header++;
+        st->rows_seen += pg.rows;
+        return add_page(st, &pg, err);
+    }
     const uint8_t *page = window_get(&st->w, off, (size_t)total, err);
     if (!page)
         return -1;
     const uint8_t *body = page + h.header_len;
     if (st->scan->verify_crc && pq_page_check_crc(&h, body, (size_t)h.compressed_size, err) < 0)
         return pq_error_prefix(err, "page at offset %llu: ", (unsigned long long)off);
-    if (h.type == PQ_PAGE_DICTIONARY)
-        return take_dictionary(st, off, &h, body, err);
-
+    const pq_dictionary *dict = NULL;
     pq_page_values v;
-    if (pq_page_decode(&st->scan->desc, &h, body, (size_t)h.compressed_size,
-                       st->have_dict ? &st->dict : NULL, &v, err) < 0)
+    if ((h.encoding == PQ_ENC_PLAIN_DICTIONARY || h.encoding == PQ_ENC_RLE_DICTIONARY) &&
+        dictionary(st, &dict, err) < 0)
+        return -1;
+    if (pq_page_decode(&st->scan->desc, &h, body, (size_t)h.compressed_size, dict, &v, err) < 0)
         return pq_error_prefix(err, "data page at offset %llu: ", (unsigned long long)off);
-    ix_page pg = {
-        .offset = off,
-        .first_row = st->scan->first_row + st->rows_seen,
-        .length = (uint32_t)total,
-    };
     int rc = measure_records(st, &v, &pg, err);
     pq_page_values_free(&v);
     if (rc < 0)
@@ -250,23 +326,6 @@ static int parse_offset_index(const uint8_t *buf, size_t len, void *out, pq_erro
 static int parse_column_index(const uint8_t *buf, size_t len, void *out, pq_error *err)
 {
     return pq_column_index_parse(buf, len, out, err);
-}
-
-/* Framed bytes of a page with `records` records and `value_bytes` bytes of
- * values, when the framing's sizes follow from counts alone (len32 of text,
- * raw in the column's own dtype, of a flat column); -1 otherwise. */
-static int64_t size_from_counts(const ix_scan *scan, uint64_t records, int64_t value_bytes)
-{
-    const ix_framing *f = scan->framing;
-    if (f->shape.max_rep > 0)
-        return -1;
-    if (f->format == IX_FORMAT_LEN32)
-        return value_bytes < 0 ? -1 : (int64_t)(4 * records) + value_bytes;
-    ix_dtype own;
-    if (f->format == IX_FORMAT_RAW && ix_dtype_default(&f->type, &own, NULL) == 0 &&
-        own == f->dtype)
-        return (int64_t)(records * ix_dtype_size(f->dtype) * (f->has_sep ? 2 : 1));
-    return -1;
 }
 
 /* The pages of the chunk from its page index alone, when it says enough to
@@ -426,7 +485,7 @@ int ix_scan_chunk(ix_scan *scan, pq_error *err)
         rc = pq_error_set(err, "the pages hold %llu values, the column metadata says %lld",
                           (unsigned long long)st.rows_seen, (long long)m->num_values);
     free(st.w.buf);
-    if (st.have_dict)
+    if (st.dict_decoded)
         pq_dictionary_free(&st.dict);
     if (rc < 0) {
         free(scan->pages);

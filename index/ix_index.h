@@ -97,6 +97,7 @@ typedef struct ix_index {
     uint64_t bytes_scanned;  /* bytes read from storage while building */
     int offset_index_chunks; /* chunks whose pages came from an OffsetIndex */
     int metadata_sized_chunks; /* ... and whose sizes came from it too: no page decoded */
+    uint64_t header_sized_pages; /* pages sized from their header alone, not decoded */
     double seconds_footers;  /* wall time to list files and read footers */
     double seconds_pages;    /* wall time of the page pass */
     uint32_t files_cached;   /* files whose pages came from the persistent index */

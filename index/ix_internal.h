@@ -56,6 +56,7 @@ typedef struct ix_scan {
     uint32_t dict_length;
     int has_offset_index;
     int from_metadata;   /* pages sized from the page index alone, none decoded */
+    uint32_t pages_sized_by_header; /* pages sized from their header, not decoded */
     uint64_t bytes_read;
 } ix_scan;
 

@@ -69,3 +69,41 @@ def test_jsonl_and_narrowing_still_decode(dataset, cat):
     assert _index(cat, dataset, "column=s")["metadata_sized_chunks"] == 0
     assert _index(cat, dataset, "format=raw,column=n,dtype=i32,sep=0")["metadata_sized_chunks"] > 0
     assert _index(cat, dataset, "format=raw,column=n,dtype=u16")["metadata_sized_chunks"] == 0
+
+
+@pytest.fixture(scope="module")
+def plain_dataset(tmp_path_factory):
+    """No page index, no dictionary: PLAIN pages, v1 and v2, required and optional."""
+    d = tmp_path_factory.mktemp("plain-pages")
+    r = random.Random(11)
+    schema = pa.schema([("s", pa.string()), pa.field("req", pa.string(), nullable=False),
+                        pa.field("n", pa.int64(), nullable=False)])
+    for f, version in enumerate(["1.0", "2.0", "1.0"]):
+        s = [None if r.random() < 0.1 else "x" * r.randint(0, 40) + '"\n' for _ in range(3000)]
+        req = ["y" * r.randint(0, 40) for _ in range(3000)]
+        n = [r.randint(-2**40, 2**40) for _ in range(3000)]
+        pq.write_table(pa.table({"s": s, "req": req, "n": n}, schema=schema), d / f"p{f}.parquet",
+                       use_dictionary=False, data_page_version=version, data_page_size=2048,
+                       compression="snappy")
+    return d
+
+
+@pytest.mark.parametrize("opts,column,ext,decode,all_pages", [
+    # every page of a required column is sized from its header
+    ("format=len32,column=req", "req", "len32", _len32, True),
+    ("format=raw,column=n", "n", "bin", lambda b: list(struct.unpack(f"<{len(b) // 8}q", b)), True),
+    # an optional column: only its v2 pages (levels apart from the values)
+    ("format=len32,column=s", "s", "len32", _len32, False),
+])
+def test_plain_pages_sized_from_their_headers(plain_dataset, cat, opts, column, ext, decode,
+                                               all_pages):
+    ix = _index(cat, plain_dataset, opts)
+    assert ix["metadata_sized_chunks"] == 0
+    if all_pages:
+        assert ix["header_sized_pages"] == ix["pages"], ix
+    else:
+        assert 0 < ix["header_sized_pages"] < ix["pages"], ix
+    natural = cat(plain_dataset, f"epoch-0.{ext}", opts + ",shuffle=none,cache=none").stdout
+    assert decode(natural) == _oracle(plain_dataset, column)
+    shuffled = cat(plain_dataset, f"epoch-2.{ext}", opts + ",cache=none").stdout
+    assert sorted(decode(shuffled)) == sorted(_oracle(plain_dataset, column))
