@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,9 +20,25 @@
 #define FOREVER 86400.0
 #define BLOCK_SIZE (1 << 20)
 
-static yfs_mount *mount_of(fuse_req_t req)
+typedef struct handle handle;
+
+/* The session's state: the mount, and the open handles, so that those the
+ * kernel never released (files still open at a lazy unmount) are freed at
+ * the end. */
+typedef struct session {
+    yfs_mount *m;
+    pthread_mutex_t lock; /* guards open_handles and the handles' links */
+    handle *open_handles;
+} session;
+
+static session *session_of(fuse_req_t req)
 {
     return fuse_req_userdata(req);
+}
+
+static yfs_mount *mount_of(fuse_req_t req)
+{
+    return session_of(req)->m;
 }
 
 static const char *ext_of(const yfs_mount *m)
@@ -176,11 +193,19 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 }
 
 /* What an open file handle points to: an epoch view, or a rendered JSON. */
-typedef struct handle {
+struct handle {
     yfs_view *view;
     char *json;
     size_t json_len;
-} handle;
+    handle *prev, *next; /* in session.open_handles */
+};
+
+static void handle_free(handle *h)
+{
+    yfs_view_close(h->view);
+    free(h->json);
+    free(h);
+}
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -218,6 +243,13 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         fuse_reply_err(req, EISDIR);
         return;
     }
+    session *s = session_of(req);
+    pthread_mutex_lock(&s->lock);
+    h->next = s->open_handles;
+    if (h->next)
+        h->next->prev = h;
+    s->open_handles = h;
+    pthread_mutex_unlock(&s->lock);
     fi->fh = (uint64_t)(uintptr_t)h;
     fuse_reply_open(req, fi);
 }
@@ -259,9 +291,16 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
     (void)ino;
     handle *h = (handle *)(uintptr_t)fi->fh;
-    yfs_view_close(h->view);
-    free(h->json);
-    free(h);
+    session *s = session_of(req);
+    pthread_mutex_lock(&s->lock);
+    if (h->prev)
+        h->prev->next = h->next;
+    else
+        s->open_handles = h->next;
+    if (h->next)
+        h->next->prev = h->prev;
+    pthread_mutex_unlock(&s->lock);
+    handle_free(h);
     fuse_reply_err(req, 0);
 }
 
@@ -368,10 +407,12 @@ static const struct fuse_lowlevel_ops ops = {
 int yfs_fuse_run(yfs_mount *m, struct fuse_args *args, const char *mountpoint, int foreground,
                  int single_thread, unsigned max_threads)
 {
-    struct fuse_session *se = fuse_session_new(args, &ops, sizeof ops, m);
-    if (!se)
-        return 1;
+    session s = { .m = m };
+    pthread_mutex_init(&s.lock, NULL);
+    struct fuse_session *se = fuse_session_new(args, &ops, sizeof ops, &s);
     int status = 1;
+    if (!se)
+        goto handles;
     if (fuse_set_signal_handlers(se) != 0)
         goto destroy;
     if (fuse_session_mount(se, mountpoint) != 0)
@@ -403,5 +444,12 @@ remove_handlers:
     fuse_remove_signal_handlers(se);
 destroy:
     fuse_session_destroy(se);
+handles:
+    while (s.open_handles) { /* never released by the kernel */
+        handle *h = s.open_handles;
+        s.open_handles = h->next;
+        handle_free(h);
+    }
+    pthread_mutex_destroy(&s.lock);
     return status;
 }
