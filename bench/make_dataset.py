@@ -54,6 +54,9 @@ def main():
     ap.add_argument("--files", type=int, default=8, help="number of Parquet files")
     ap.add_argument("--row-group-rows", type=int, default=50_000)
     ap.add_argument("--page-size", default="1M", help="data page size (pyarrow data_page_size)")
+    ap.add_argument("--write-batch-size", type=int, default=64,
+                    help="rows per write batch: pyarrow checks the page size once per batch, so "
+                         "large batches of long documents overshoot --page-size")
     ap.add_argument("--codec", default="snappy", help="none, snappy, zstd, gzip, brotli, lz4")
     ap.add_argument("--no-dictionary", action="store_true")
     ap.add_argument("--page-index", action="store_true", help="write the OffsetIndex")
@@ -86,6 +89,7 @@ def main():
                     compression=None if args.codec == "none" else args.codec,
                     use_dictionary=not args.no_dictionary,
                     data_page_size=parse_size(args.page_size),
+                    write_batch_size=args.write_batch_size,
                     write_page_index=args.page_index)
             writer.write_table(table, row_group_size=args.row_group_rows)
         writer.close()
