@@ -215,7 +215,8 @@ static int assemble(build *b, pq_error *err)
             ix->num_records += scan->pages[k].records;
             ix->framed_bytes += scan->pages[k].framed;
         }
-        memcpy(ix->pages + page, scan->pages, scan->num_pages * sizeof *ix->pages);
+        if (scan->num_pages) /* an empty row group has no page array at all */
+            memcpy(ix->pages + page, scan->pages, scan->num_pages * sizeof *ix->pages);
         page += scan->num_pages;
     }
     /* Files without row groups start where the next file does. */
