@@ -308,11 +308,35 @@ static int read_encodings(pq_thrift *t, uint8_t ft, uint32_t *set, pq_error *err
     return 0;
 }
 
+/* Statistics: only null_count (field 3), which lets pages of a chunk without
+ * nulls be sized without their levels. */
+static int read_null_count(pq_thrift *t, uint8_t ft, int64_t *null_count, pq_error *err)
+{
+    if (ft != PQ_TT_STRUCT)
+        return pq_error_set(err, "Statistics at byte %zu is not a struct", pq_thrift_offset(t));
+    if (pq_thrift_struct_begin(t, err) < 0)
+        return -1;
+    for (;;) {
+        int16_t id;
+        uint8_t type;
+        if (pq_thrift_field(t, &id, &type, err) < 0)
+            return -1;
+        if (type == PQ_TT_STOP)
+            break;
+        int rc = id == 3 ? pq_thrift_i64(t, type, null_count, err) : pq_thrift_skip(t, type, err);
+        if (rc < 0)
+            return -1;
+    }
+    pq_thrift_struct_end(t);
+    return 0;
+}
+
 enum { CM_TYPE = 1, CM_CODEC = 2, CM_NUM_VALUES = 4, CM_SIZE = 8, CM_DATA_OFFSET = 16 };
 
 static int parse_column_meta(pq_thrift *t, pq_column_meta *c, pq_error *err)
 {
     int seen = 0;
+    c->null_count = -1;
     if (pq_thrift_struct_begin(t, err) < 0)
         return -1;
     for (;;) {
@@ -332,6 +356,7 @@ static int parse_column_meta(pq_thrift *t, pq_column_meta *c, pq_error *err)
         case 7: rc = pq_thrift_i64(t, ft, &c->total_compressed_size, err); seen |= CM_SIZE; break;
         case 9: rc = pq_thrift_i64(t, ft, &c->data_page_offset, err); seen |= CM_DATA_OFFSET; break;
         case 11: rc = pq_thrift_i64(t, ft, &c->dictionary_page_offset, err); break;
+        case 12: rc = read_null_count(t, ft, &c->null_count, err); break;
         default: rc = pq_thrift_skip(t, ft, err); break;
         }
         if (rc < 0)

@@ -87,6 +87,7 @@ typedef struct pq_column_meta {
     int type;                  /* physical type as stated in the chunk */
     int codec;                 /* PQ_UNCOMPRESSED ... */
     uint32_t encodings;        /* bit (1 << e) set for each Encoding e the chunk lists */
+    int64_t null_count;        /* from the chunk's Statistics, -1 when not stated */
     int64_t num_values;        /* level entries in the chunk (incl. nulls) */
     int64_t total_compressed_size;
     int64_t total_uncompressed_size;

@@ -330,8 +330,8 @@ static int parse_column_index(const uint8_t *buf, size_t len, void *out, pq_erro
 
 /* The pages of the chunk from its page index alone, when it says enough to
  * size every record: rows from the first-row indexes, records from the
- * null counts (required columns have none), value bytes from the size
- * statistics. Returns 1 if done, 0 if the page index does not say enough,
+ * null counts (required columns and chunks whose statistics count no nulls
+ * have none), value bytes from the size statistics. Returns 1 if done, 0 if the page index does not say enough,
  * -1 on a contradiction. Nothing here is trusted further than the read path
  * checks it: a page that decodes to other counts or sizes fails its read. */
 static int pages_from_metadata(scan_state *st, const pq_offset_index *oi, pq_error *err)
@@ -344,7 +344,9 @@ static int pages_from_metadata(scan_state *st, const pq_offset_index *oi, pq_err
     if (size_from_counts(scan, 0, trusted_bytes ? 0 : -1) < 0)
         return 0;
     pq_column_index ci = { 0 };
-    if (scan->desc.max_def > 0) {
+    /* Null counts per page: none when the chunk has no nulls at all, else
+     * from the ColumnIndex. */
+    if (scan->desc.max_def > 0 && m->null_count != 0) {
         if (m->column_index_offset < 0 ||
             read_page_index(st, m->column_index_offset, m->column_index_length,
                             parse_column_index, &ci, "column index", err) < 0 ||

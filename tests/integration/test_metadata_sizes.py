@@ -107,3 +107,15 @@ def test_plain_pages_sized_from_their_headers(plain_dataset, cat, opts, column, 
     assert decode(natural) == _oracle(plain_dataset, column)
     shuffled = cat(plain_dataset, f"epoch-2.{ext}", opts + ",cache=none").stdout
     assert sorted(decode(shuffled)) == sorted(_oracle(plain_dataset, column))
+
+
+def test_chunk_statistics_stand_in_for_a_missing_column_index(tmp_path, cat):
+    """pyarrow writes no ColumnIndex when page min/max values are too long; a chunk whose
+    statistics count no nulls still needs no per-page null counts."""
+    r = random.Random(5)
+    vals = ["z" * r.randint(5000, 9000) + str(i) for i in range(400)]
+    pq.write_table(pa.table({"s": pa.array(vals, pa.string())}), tmp_path / "long.parquet",
+                   write_page_index=True, data_page_size=32768, row_group_size=100)
+    ix = _index(cat, tmp_path, "format=len32")
+    assert ix["metadata_sized_chunks"] == ix["row_groups"] == 4, ix
+    assert _len32(cat(tmp_path, "epoch-0.len32", "format=len32,shuffle=none,cache=none").stdout) == vals
