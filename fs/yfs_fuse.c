@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "yfs_names.h"
 #include "yfs_report.h"
@@ -22,14 +23,23 @@
 
 typedef struct handle handle;
 
-/* The session's state: the mount, and the open handles, so that those the
- * kernel never released (files still open at a lazy unmount) are freed at
- * the end. */
+/* The session's state: the mount, the open handles (those the kernel never
+ * released, files still open at a lazy unmount, are freed at the end), and
+ * the released ones not yet freed.
+ *
+ * A RELEASE can be processed while a READ of the same handle is still being
+ * served on another thread (an interrupted or killed reader). So a released
+ * handle is retired, not freed: it is freed once no read is using it and a
+ * grace period has passed, which covers a read dispatched before the
+ * release that has not yet counted itself in. */
 typedef struct session {
     yfs_mount *m;
-    pthread_mutex_t lock; /* guards open_handles and the handles' links */
+    pthread_mutex_t lock; /* guards both lists, the links and active_reads */
     handle *open_handles;
+    handle *retired;
 } session;
+
+#define RETIRE_GRACE_SECONDS 2
 
 static session *session_of(fuse_req_t req)
 {
@@ -197,7 +207,9 @@ struct handle {
     yfs_view *view;
     char *json;
     size_t json_len;
-    handle *prev, *next; /* in session.open_handles */
+    handle *prev, *next; /* in session.open_handles, or next in session.retired */
+    int active_reads;    /* reads being served from it */
+    time_t retired_at;
 };
 
 static void handle_free(handle *h)
@@ -254,12 +266,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     fuse_reply_open(req, fi);
 }
 
-static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-                    struct fuse_file_info *fi)
+static void serve_read(yfs_mount *m, handle *h, fuse_req_t req, fuse_ino_t ino, size_t size,
+                       off_t off)
 {
-    yfs_mount *m = mount_of(req);
-    handle *h = (handle *)(uintptr_t)fi->fh;
-    yfs_count(&m->stats.read_requests, 1);
     if (h->json) {
         size_t from = (size_t)off < h->json_len ? (size_t)off : h->json_len;
         size_t len = size < h->json_len - from ? size : h->json_len - from;
@@ -287,11 +296,51 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     yfs_count(&m->stats.bytes_served, total);
 }
 
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                    struct fuse_file_info *fi)
+{
+    session *s = session_of(req);
+    handle *h = (handle *)(uintptr_t)fi->fh;
+    yfs_count(&s->m->stats.read_requests, 1);
+    pthread_mutex_lock(&s->lock);
+    h->active_reads++;
+    pthread_mutex_unlock(&s->lock);
+    serve_read(s->m, h, req, ino, size, off);
+    pthread_mutex_lock(&s->lock);
+    h->active_reads--;
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void free_handles(handle *list)
+{
+    while (list) {
+        handle *next = list->next;
+        handle_free(list);
+        list = next;
+    }
+}
+
+/* Free retired handles that no read uses and that were retired long enough
+ * ago (lock held). */
+static void reclaim(session *s, time_t now)
+{
+    for (handle **p = &s->retired; *p;) {
+        handle *h = *p;
+        if (h->active_reads == 0 && now - h->retired_at >= RETIRE_GRACE_SECONDS) {
+            *p = h->next;
+            handle_free(h);
+        } else {
+            p = &h->next;
+        }
+    }
+}
+
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     (void)ino;
     handle *h = (handle *)(uintptr_t)fi->fh;
     session *s = session_of(req);
+    time_t now = time(NULL);
     pthread_mutex_lock(&s->lock);
     if (h->prev)
         h->prev->next = h->next;
@@ -299,8 +348,12 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
         s->open_handles = h->next;
     if (h->next)
         h->next->prev = h->prev;
+    h->retired_at = now;
+    h->prev = NULL;
+    h->next = s->retired;
+    s->retired = h;
+    reclaim(s, now);
     pthread_mutex_unlock(&s->lock);
-    handle_free(h);
     fuse_reply_err(req, 0);
 }
 
@@ -445,11 +498,9 @@ remove_handlers:
 destroy:
     fuse_session_destroy(se);
 handles:
-    while (s.open_handles) { /* never released by the kernel */
-        handle *h = s.open_handles;
-        s.open_handles = h->next;
-        handle_free(h);
-    }
+    /* The session has ended: no read is running. */
+    free_handles(s.open_handles);
+    free_handles(s.retired);
     pthread_mutex_destroy(&s.lock);
     return status;
 }
