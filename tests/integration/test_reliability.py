@@ -419,21 +419,25 @@ def test_32_mixed_readers_mem32m(big_dataset, mount):
 # ---------------------------------------------------------------------------------------------
 # 3. readers killed mid-read
 
-PY_BIG_READER = r"""
+# Reads the file over and over (so it is always mid-read when killed), in
+# requests of argv[2] bytes: 128 KiB like cat, or 64 MiB.
+PY_READER = r"""
 import os, sys
-fd = os.open(sys.argv[1], os.O_RDONLY)
-while os.read(fd, 64 << 20):
-    pass
+while True:
+    fd = os.open(sys.argv[1], os.O_RDONLY)
+    while os.read(fd, int(sys.argv[2])):
+        pass
+    os.close(fd)
 """
 
 
 def _kill_readers_mid_read(m, name, rounds, delays):
-    """Start `cat` and a python reader (64 MiB reads) on `name`, SIGKILL both after a delay.
-    Returns how many were killed while still reading."""
+    """Start two readers of `name` (128 KiB and 64 MiB requests, reading it over and over),
+    SIGKILL both after a delay. Returns how many were killed while still reading."""
     killed = 0
     for r in range(rounds):
-        ps = [subprocess.Popen(["cat", m.p(name)], stdout=subprocess.DEVNULL),
-              subprocess.Popen([sys.executable, "-c", PY_BIG_READER, m.p(name)])]
+        ps = [subprocess.Popen([sys.executable, "-c", PY_READER, m.p(name), str(128 << 10)]),
+              subprocess.Popen([sys.executable, "-c", PY_READER, m.p(name), str(64 << 20)])]
         time.sleep(delays[r % len(delays)])
         for p in ps:
             if p.poll() is None:
