@@ -348,6 +348,28 @@ ALL_FEATURES = Spec(compression="mixed", dictionary=True, nulls=True, page_index
 
 # Default dataset for the behavioural tests (determinism, seek, parts, ...): many pages, nulls,
 # no huge values so reads stay fast.
+def text_corpus(root, name, seed):
+    """4 files x 40k rows of 200..1800 bytes of text under root/name: an epoch of ~160 MB
+    (~57 MB snappy), many times the memory budgets the resource tests give youmufs.
+    Written once per session; returns the directory."""
+    d = os.path.join(root, name)
+    if not os.path.isdir(d):
+        rng = random.Random(seed)
+        words = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi "
+                 "omicron pi rho sigma tau upsilon phi chi psi omega").split()
+        base = " ".join(rng.choice(words) for _ in range(400000))
+        os.makedirs(d + ".tmp", exist_ok=True)
+        for f in range(4):
+            vals = []
+            for _ in range(40000):
+                o = rng.randrange(len(base) - 3000)
+                vals.append(base[o:o + rng.randint(200, 1800)])
+            pq.write_table(pa.table({"text": pa.array(vals)}), f"{d}.tmp/p{f}.parquet",
+                           compression="snappy", row_group_size=10000)
+        os.rename(d + ".tmp", d)
+    return d
+
+
 BASIC = Spec(compression="snappy", page_version="1.0", dictionary=True, nulls=True, large=0)
 # Same without newlines, for format=text.
 BASIC_NONL = dataclasses.replace(BASIC, newlines=False)

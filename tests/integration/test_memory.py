@@ -7,9 +7,9 @@ import os
 import random
 import threading
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
+
+import datasets as yds
 
 MEM = 16 << 20
 CONSTANT = 64 << 20     # libfuse, thread stacks, per-thread decode buffers of ~1 MiB pages
@@ -17,23 +17,7 @@ CONSTANT = 64 << 20     # libfuse, thread stacks, per-thread decode buffers of ~
 
 @pytest.fixture(scope="module")
 def big_dataset(ds):
-    """4 files x 40k rows of 200..1800 bytes of text: an epoch of ~160 MB (~57 MB snappy)."""
-    d = os.path.join(ds.root, "memory-160M")
-    if not os.path.isdir(d):
-        rng = random.Random(0)
-        words = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi "
-                 "omicron pi rho sigma tau upsilon phi chi psi omega").split()
-        base = " ".join(rng.choice(words) for _ in range(400000))
-        os.makedirs(d + ".tmp", exist_ok=True)
-        for f in range(4):
-            vals = []
-            for _ in range(40000):
-                o = rng.randrange(len(base) - 3000)
-                vals.append(base[o:o + rng.randint(200, 1800)])
-            pq.write_table(pa.table({"text": pa.array(vals)}), f"{d}.tmp/p{f}.parquet",
-                           compression="snappy", row_group_size=10000)
-        os.rename(d + ".tmp", d)
-    return d
+    return yds.text_corpus(ds.root, "memory-160M", 0)
 
 
 def _hwm(pid):
