@@ -14,13 +14,13 @@ import json
 import os
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from benchmount import timed_mount
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -39,23 +39,9 @@ def make(path, files, rows):
 
 
 def mount_time(binary, dataset, cache):
-    mnt = tempfile.mkdtemp(prefix="yfs-remount-")
-    t0 = time.monotonic()
-    p = subprocess.Popen([binary, "-f", "-o", f"cache={cache}", dataset, mnt],
-                         stderr=subprocess.PIPE)
-    try:
-        while not os.path.ismount(mnt):
-            if p.poll() is not None:
-                raise SystemExit(p.stderr.read().decode())
-            time.sleep(0.001)
-        elapsed = time.monotonic() - t0
+    with timed_mount(binary, dataset, f"cache={cache}") as (mnt, elapsed, _):
         with open(os.path.join(mnt, ".youmufs", "index.json")) as f:
-            index = json.load(f)
-    finally:
-        subprocess.run(["fusermount3", "-u", mnt])
-        p.wait()
-        os.rmdir(mnt)
-    return elapsed, index
+            return elapsed, json.load(f)
 
 
 def main():

@@ -14,8 +14,9 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
+
+from benchmount import timed_mount
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -40,18 +41,9 @@ def peak_rss_kib(pid):
 
 
 def measure(binary, dataset, options, cold):
-    mnt = tempfile.mkdtemp(prefix="yfs-bench-")
     if cold:
         drop_caches()
-    t0 = time.monotonic()
-    proc = subprocess.Popen([binary, "-f", "-o", options, dataset, mnt],
-                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
-    try:
-        while not os.path.ismount(mnt):
-            if proc.poll() is not None:
-                raise SystemExit(f"mount failed: {proc.stderr.read().decode()}")
-            time.sleep(0.005)
-        mount_s = time.monotonic() - t0
+    with timed_mount(binary, dataset, options) as (mnt, mount_s, proc):
         epoch = os.path.join(mnt, "epoch-0.jsonl")
         size = os.stat(epoch).st_size
         if cold:
@@ -64,10 +56,6 @@ def measure(binary, dataset, options, cold):
         with open(os.path.join(mnt, ".youmufs", "index.json")) as f:
             index = json.load(f)
         rss = peak_rss_kib(proc.pid)
-    finally:
-        subprocess.run(["fusermount3", "-u", mnt])
-        proc.wait(timeout=30)
-        os.rmdir(mnt)
     return {"mount_s": mount_s, "read_s": read_s, "epoch_bytes": size,
             "mb_s": size / read_s / 1e6, "rss_mib": rss / 1024, "stats": stats, "index": index}
 
