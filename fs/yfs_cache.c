@@ -156,7 +156,7 @@ static yfs_seg *insert(yfs_cache *c, yfs_plan *plan, uint64_t s, enum seg_state 
 static int build(yfs_cache *c, yfs_seg *e, yfs_plan *plan, pq_error *err)
 {
     uint8_t *data = NULL;
-    int rc = yfs_segment_build(c->m, &plan->plan, e->index, &data, &e->err);
+    int rc = yfs_segment_build(c->m, plan, e->index, &data, &e->err);
     pthread_mutex_lock(&c->lock);
     if (rc == 0) {
         e->data = data;

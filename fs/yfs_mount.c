@@ -7,6 +7,7 @@
 #include "ix_parallel.h"
 #include "yfs_cache.h"
 #include "yfs_dicts.h"
+#include "yfs_pages.h"
 #include "yfs_plans.h"
 
 /* A segment also closes at this many framed bytes, so that huge values
@@ -16,12 +17,17 @@
 
 uint64_t yfs_mount_dict_budget(const yfs_mount *m)
 {
-    return m->opts.mem / 4;
+    return m->opts.mem / 8;
+}
+
+uint64_t yfs_mount_loaded_budget(const yfs_mount *m)
+{
+    return m->opts.chunk ? m->opts.mem / 4 : 0;
 }
 
 uint64_t yfs_mount_segment_budget(const yfs_mount *m)
 {
-    return m->opts.mem - yfs_mount_dict_budget(m);
+    return m->opts.mem - yfs_mount_dict_budget(m) - yfs_mount_loaded_budget(m);
 }
 
 int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, yfs_mount **out,
@@ -48,21 +54,31 @@ int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, y
         goto fail;
 
     const ix_index *ix = m->ix;
-    m->page_summary = malloc((ix->num_pages ? ix->num_pages : 1) * sizeof *m->page_summary);
-    if (!m->page_summary)
+    uint64_t n = ix->num_pages ? ix->num_pages : 1;
+    m->page_summary = malloc(n * sizeof *m->page_summary);
+    m->page_storage = malloc(n * sizeof *m->page_storage);
+    if (!m->page_summary || !m->page_storage)
         goto oom;
-    for (uint64_t i = 0; i < ix->num_pages; i++)
-        m->page_summary[i] = (sh_page){ ix->pages[i].framed, ix->pages[i].records };
+    for (uint32_t c = 0; c < ix->num_chunks; c++) {
+        for (uint64_t i = ix->chunks[c].first_page;
+             i < ix->chunks[c].first_page + ix->chunks[c].num_pages; i++) {
+            m->page_summary[i] = (sh_page){ ix->pages[i].framed, ix->pages[i].records };
+            m->page_storage[i] = (sh_stored_page){ ix->pages[i].length, c };
+        }
+    }
     m->params = (sh_params){
         .seed = opts->seed,
         .mode = opts->shuffle,
         .buffer_rows = opts->buffer,
         .max_segment_bytes = SEGMENT_MAX_BYTES,
+        .chunk_bytes = opts->chunk,
     };
-    m->plans = yfs_plans_new(&m->params, m->page_summary, ix->num_pages);
+    m->plans = yfs_plans_new(&m->params, m->page_summary, m->page_storage, ix->num_pages,
+                             &m->stats);
+    m->loaded = yfs_pages_new(yfs_mount_loaded_budget(m), &m->stats);
     m->dicts = yfs_dicts_new(ix, yfs_mount_dict_budget(m), &m->stats);
     m->cache = yfs_cache_new(m, yfs_mount_segment_budget(m));
-    if (!m->plans || !m->dicts || !m->cache)
+    if (!m->plans || !m->dicts || !m->cache || !m->loaded)
         goto oom;
     m->index_seconds = ix_now() - start;
     clock_gettime(CLOCK_REALTIME, &m->mounted_at);
@@ -87,7 +103,9 @@ void yfs_mount_close(yfs_mount *m)
     yfs_cache_free(m->cache); /* first: its workers use plans and dictionaries */
     yfs_dicts_free(m->dicts);
     yfs_plans_free(m->plans);
+    yfs_pages_free(m->loaded);
     free(m->page_summary);
+    free(m->page_storage);
     ix_free(m->ix);
     yfs_options_free(&m->opts);
     free(m);

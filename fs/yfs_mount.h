@@ -19,15 +19,18 @@
 typedef struct yfs_plans yfs_plans;
 typedef struct yfs_dicts yfs_dicts;
 typedef struct yfs_cache yfs_cache;
+typedef struct yfs_pages yfs_pages;
 
 typedef struct yfs_mount {
     yfs_options opts;
     ix_index *ix;
     sh_params params;
     sh_page *page_summary; /* ix->num_pages entries: the plan's input */
+    sh_stored_page *page_storage; /* ix->num_pages entries: the plan's I/O input */
     yfs_plans *plans;
     yfs_dicts *dicts;
     yfs_cache *cache;
+    yfs_pages *loaded;     /* pages read by chunk loads, waiting to be served */
     yfs_stats stats;
     double index_seconds;  /* wall time of the whole mount-time build */
     int log_to_syslog;     /* set once daemonized, before any read */
@@ -41,9 +44,11 @@ int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, y
 int yfs_mount_start(yfs_mount *m, pq_error *err);
 void yfs_mount_close(yfs_mount *m);
 
-/* Memory budgets derived from opts.mem: dictionaries get a quarter, segment
- * buffers the rest. */
+/* Memory budgets derived from opts.mem: dictionaries get an eighth, loaded
+ * pages waiting to be served a quarter (none with chunk=0), segment buffers
+ * the rest. */
 uint64_t yfs_mount_dict_budget(const yfs_mount *m);
+uint64_t yfs_mount_loaded_budget(const yfs_mount *m);
 uint64_t yfs_mount_segment_budget(const yfs_mount *m);
 
 #endif

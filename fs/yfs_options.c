@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 const char *const yfs_option_names[] = {
-    "column", "format", "seed", "epochs", "shuffle", "mem", "buffer", "threads", "rowid",
-    "dtype", "sep", "crc", "cache", NULL,
+    "column", "format", "seed", "epochs", "shuffle", "mem", "buffer", "chunk", "threads",
+    "readahead", "rowid", "dtype", "sep", "crc", "cache", NULL,
 };
 
 void yfs_options_init(yfs_options *o)
@@ -19,6 +19,8 @@ void yfs_options_init(yfs_options *o)
     o->shuffle = SH_SHUFFLE_PAGE;
     o->mem = 256u << 20;
     o->buffer = 10000;
+    o->chunk = YFS_DEFAULT_CHUNK;
+    o->readahead = 8;
     /* The persistent index lives in the user's cache directory by default. */
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     if (xdg && *xdg) {
@@ -94,6 +96,7 @@ int yfs_options_apply(yfs_options *o, const char *item, pq_error *err)
     }
     int ours = KEY("column") || KEY("format") || KEY("seed") || KEY("epochs") ||
                KEY("shuffle") || KEY("mem") || KEY("buffer") || KEY("threads") ||
+               KEY("chunk") || KEY("readahead") ||
                KEY("dtype") || KEY("sep") || KEY("crc") || KEY("cache");
     if (!ours)
         return 1;
@@ -139,6 +142,15 @@ int yfs_options_apply(yfs_options *o, const char *item, pq_error *err)
     } else if (KEY("mem")) {
         if (yfs_parse_size(v, &o->mem) < 0 || o->mem < (1u << 20))
             return pq_error_set(err, "mem=%s: expected a size of at least 1M (e.g. 256M)", v);
+    } else if (KEY("chunk")) {
+        if (yfs_parse_size(v, &o->chunk) < 0 || o->chunk > (1u << 30))
+            return pq_error_set(err, "chunk=%s: expected a size up to 1G (e.g. 1M), or 0 to "
+                                "read pages one by one without redirection", v);
+    } else if (KEY("readahead")) {
+        if (parse_u64(v, &n) < 0 || n > 64)
+            return pq_error_set(err, "readahead=%s: expected a number of segments from 0 to 64",
+                                v);
+        o->readahead = (int)n;
     } else if (KEY("seed")) {
         if (parse_u64(v, &o->seed) < 0)
             return pq_error_set(err, "seed=%s: expected a non-negative integer", v);

@@ -13,6 +13,9 @@
 #include "pq_error.h"
 #include "sh_plan.h"
 
+/* Chosen by measurement: bench/results/epoch_bench.md. */
+#define YFS_DEFAULT_CHUNK (1u << 20)
+
 typedef struct yfs_options {
     char *column;      /* NULL: the dataset's only string column */
     ix_frame_options frame; /* format, rowid, dtype, sep */
@@ -21,7 +24,9 @@ typedef struct yfs_options {
     sh_mode shuffle;
     uint64_t mem;      /* bytes of decoded data held in memory */
     uint64_t buffer;   /* records per shuffle segment */
+    uint64_t chunk;    /* Redox physical chunk bytes; 0: pages read one by one */
     int threads;       /* I/O and decode workers */
+    int readahead;     /* segments built ahead of each reader; 0: none */
     int skip_crc;      /* crc=skip: do not verify page checksums */
     char *cache_dir;   /* persistent index directory; NULL: cache=none */
 } yfs_options;

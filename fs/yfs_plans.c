@@ -9,19 +9,24 @@
 struct yfs_plans {
     const sh_params *params;
     const sh_page *pages;
+    const sh_stored_page *stored;
     uint64_t num_pages;
+    yfs_stats *stats;
     pthread_mutex_t lock;      /* guards everything below and every plan's refs/last_use */
     yfs_plan *slots[KEPT_PLANS];
     uint64_t clock;
 };
 
-yfs_plans *yfs_plans_new(const sh_params *params, const sh_page *pages, uint64_t num_pages)
+yfs_plans *yfs_plans_new(const sh_params *params, const sh_page *pages,
+                         const sh_stored_page *stored, uint64_t num_pages, yfs_stats *stats)
 {
     yfs_plans *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
     c->params = params;
     c->pages = pages;
+    c->stored = stored;
+    c->stats = stats;
     c->num_pages = num_pages;
     pthread_mutex_init(&c->lock, NULL);
     return c;
@@ -29,6 +34,7 @@ yfs_plans *yfs_plans_new(const sh_params *params, const sh_page *pages, uint64_t
 
 static void plan_free(yfs_plan *p)
 {
+    yfs_loads_destroy(&p->loads);
     sh_plan_free(&p->plan);
     free(p);
 }
@@ -66,12 +72,17 @@ int yfs_plans_get(yfs_plans *c, uint64_t epoch, yfs_plan **out, pq_error *err)
     /* Built under the lock: a plan takes milliseconds even for a million
      * pages, and building it twice would be worse. */
     yfs_plan *p = calloc(1, sizeof *p);
-    if (!p || sh_plan_build(c->params, c->pages, c->num_pages, epoch, &p->plan) < 0) {
+    int built = p && sh_plan_build(c->params, c->pages, c->stored, c->num_pages, epoch,
+                                   &p->plan) == 0;
+    if (!built || yfs_loads_init(&p->loads, p->plan.schedule.num_loads) < 0) {
+        if (built)
+            sh_plan_free(&p->plan);
         free(p);
         pthread_mutex_unlock(&c->lock);
         return pq_error_set(err, "out of memory building the plan of epoch %llu",
                             (unsigned long long)epoch);
     }
+    yfs_count(&c->stats->redirections, p->plan.schedule.redirections);
     p->refs = 1;
     p->last_use = ++c->clock;
     if (victim >= 0) {

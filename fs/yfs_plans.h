@@ -6,17 +6,21 @@
 
 #include "pq_error.h"
 #include "sh_plan.h"
+#include "yfs_loads.h"
+#include "yfs_stats.h"
 
 typedef struct yfs_plans yfs_plans;
 
 typedef struct yfs_plan {
     sh_plan plan;
+    yfs_loads loads;   /* progress of the plan's I/O schedule */
     int refs;          /* guarded by the cache mutex */
     uint64_t last_use; /* guarded by the cache mutex */
 } yfs_plan;
 
-/* The inputs (params, pages) must outlive the cache. */
-yfs_plans *yfs_plans_new(const sh_params *params, const sh_page *pages, uint64_t num_pages);
+/* The inputs (params, pages, stored) must outlive the cache. */
+yfs_plans *yfs_plans_new(const sh_params *params, const sh_page *pages,
+                         const sh_stored_page *stored, uint64_t num_pages, yfs_stats *stats);
 void yfs_plans_free(yfs_plans *c);
 
 /* A referenced plan of `epoch`; release with yfs_plans_put. */

@@ -77,10 +77,11 @@ char *yfs_index_json(yfs_mount *m)
         }
     }
     json_t *options = json_pack(
-        "{s:s, s:I, s:I, s:s, s:I, s:I, s:b, s:i}", "format", ix_format_name(o->frame.format), "seed",
-        (json_int_t)o->seed, "epochs", (json_int_t)o->epochs, "shuffle",
-        o->shuffle == SH_SHUFFLE_NONE ? "none" : "page", "mem", (json_int_t)o->mem, "buffer",
-        (json_int_t)o->buffer, "rowid", o->frame.rowid, "threads", o->threads);
+        "{s:s, s:I, s:I, s:s, s:I, s:I, s:I, s:b, s:i, s:i}", "format",
+        ix_format_name(o->frame.format), "seed", (json_int_t)o->seed, "epochs",
+        (json_int_t)o->epochs, "shuffle", o->shuffle == SH_SHUFFLE_NONE ? "none" : "page", "mem",
+        (json_int_t)o->mem, "buffer", (json_int_t)o->buffer, "chunk", (json_int_t)o->chunk,
+        "rowid", o->frame.rowid, "threads", o->threads, "readahead", o->readahead);
     json_t *cache = json_pack("{s:s?, s:I, s:s}", "directory", o->cache_dir, "files_reused",
                               (json_int_t)ix->files_cached, "note", ix->cache_note);
     return render(json_pack(
@@ -101,23 +102,50 @@ char *yfs_index_json(yfs_mount *m)
 char *yfs_stats_json(yfs_mount *m)
 {
     yfs_stats *s = &m->stats;
-    uint64_t build_ns = yfs_counter(&s->build_nanoseconds);
-    uint64_t built = yfs_counter(&s->segments_built);
-    uint64_t served = yfs_counter(&s->bytes_served);
-    uint64_t read = yfs_counter(&s->bytes_read);
-    return render(json_pack(
-        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f}",
-        "bytes_read", (json_int_t)read, "bytes_served", (json_int_t)served, "read_requests",
-        (json_int_t)yfs_counter(&s->read_requests), "read_errors",
-        (json_int_t)yfs_counter(&s->read_errors), "pages_decoded",
-        (json_int_t)yfs_counter(&s->pages_decoded), "dictionaries_loaded",
-        (json_int_t)yfs_counter(&s->dictionaries_loaded), "segments_built", (json_int_t)built,
-        "segments_prefetched", (json_int_t)yfs_counter(&s->segments_prefetched),
-        "segment_hits", (json_int_t)yfs_counter(&s->segment_hits), "segment_waits",
-        (json_int_t)yfs_counter(&s->segment_waits), "segment_misses",
-        (json_int_t)yfs_counter(&s->segment_misses), "segments_evicted",
-        (json_int_t)yfs_counter(&s->segments_evicted), "build_seconds", (double)build_ns / 1e9,
-        "read_amplification", served ? (double)read / (double)served : 0.0));
+    const struct {
+        const char *name;
+        _Atomic uint64_t *counter;
+    } counters[] = {
+        { "bytes_read", &s->bytes_read },
+        { "bytes_served", &s->bytes_served },
+        { "read_requests", &s->read_requests },
+        { "read_errors", &s->read_errors },
+        { "pages_decoded", &s->pages_decoded },
+        { "page_bytes", &s->page_bytes },
+        { "chunk_loads", &s->chunk_loads },
+        { "pages_from_chunks", &s->pages_from_chunks },
+        { "pages_read_alone", &s->pages_read_alone },
+        { "loaded_pages_dropped", &s->loaded_pages_dropped },
+        { "redirections", &s->redirections },
+        { "dictionaries_loaded", &s->dictionaries_loaded },
+        { "segments_built", &s->segments_built },
+        { "segments_prefetched", &s->segments_prefetched },
+        { "segment_hits", &s->segment_hits },
+        { "segment_waits", &s->segment_waits },
+        { "segment_misses", &s->segment_misses },
+        { "segments_evicted", &s->segments_evicted },
+    };
+    json_t *o = json_object();
+    for (size_t i = 0; o && i < sizeof counters / sizeof *counters; i++)
+        if (json_object_set_new(o, counters[i].name,
+                                json_integer((json_int_t)yfs_counter(counters[i].counter))) < 0) {
+            json_decref(o);
+            return NULL;
+        }
+    /* Bytes read from storage per stored byte of the pages decoded: 1 when
+     * every byte read was used once, more when chunk loads read pages they
+     * did not bring or pages were read again. */
+    uint64_t read = yfs_counter(&s->bytes_read), needed = yfs_counter(&s->page_bytes);
+    if (o && (json_object_set_new(o, "read_amplification",
+                                  json_real(needed ? (double)read / (double)needed : 0.0)) < 0 ||
+              json_object_set_new(o, "build_seconds",
+                                  json_real((double)yfs_counter(&s->build_nanoseconds) / 1e9)) < 0 ||
+              json_object_set_new(o, "decode_seconds",
+                                  json_real((double)yfs_counter(&s->decode_nanoseconds) / 1e9)) < 0)) {
+        json_decref(o);
+        return NULL;
+    }
+    return render(o);
 }
 
 void yfs_log(const yfs_mount *m, const char *fmt, ...)

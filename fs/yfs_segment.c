@@ -7,6 +7,7 @@
 #include "ix_read.h"
 #include "ix_record.h"
 #include "yfs_dicts.h"
+#include "yfs_loads.h"
 
 typedef struct decoded {
     pq_page_values values;
@@ -31,22 +32,28 @@ static int cached_dictionary(void *ctx, uint32_t chunk, const pq_dictionary **di
     return 0;
 }
 
-/* Decode global page `page` into d and append its records at recs[*next],
- * where room for the page's records (as indexed) is left. */
-static int decode_page(yfs_mount *m, uint64_t page, decoded *d, ix_record *recs, uint32_t *next,
-                       pq_error *err)
+/* Decode the page at order position `pos` into d and append its records at
+ * recs[*next], where room for the page's records (as indexed) is left. */
+static int decode_page(yfs_mount *m, yfs_plan *plan, uint64_t pos, decoded *d, ix_record *recs,
+                       uint32_t *next, pq_error *err)
 {
     const ix_index *ix = m->ix;
+    uint64_t page = plan->plan.order[pos];
     const ix_chunk *chunk = &ix->chunks[ix_locate(ix, page)];
     ix_dict_source dicts = { cached_dictionary, m->dicts };
-    uint64_t bytes_read = 0;
-    int rc = ix_read_page(ix, page, &dicts, &d->values, &d->dict, &bytes_read, err);
-    yfs_count(&m->stats.bytes_read, bytes_read);
+    uint8_t *raw;
+    if (yfs_page_fetch(m, plan, pos, &raw, err) < 0)
+        return -1;
+    uint64_t start = now_ns();
+    int rc = ix_decode_page(ix, page, raw, &dicts, &d->values, &d->dict, err);
+    yfs_count(&m->stats.decode_nanoseconds, now_ns() - start);
+    free(raw);
     if (rc < 0)
         return -1;
-    yfs_count(&m->stats.pages_decoded, 1);
-
     const ix_page *p = &ix->pages[page];
+    yfs_count(&m->stats.pages_decoded, 1);
+    yfs_count(&m->stats.page_bytes, p->length);
+
     uint32_t count, rows;
     if (ix_page_records(&ix->framing.shape, &d->values, p->first_row, recs + *next, p->records,
                         &count, &rows, err) < 0 ||
@@ -105,11 +112,11 @@ static int frame(yfs_mount *m, const sh_plan *plan, uint64_t s, const ix_record 
     return 0;
 }
 
-int yfs_segment_build(yfs_mount *m, const sh_plan *plan, uint64_t s, uint8_t **data,
+int yfs_segment_build(yfs_mount *m, yfs_plan *plan, uint64_t s, uint8_t **data,
                       pq_error *err)
 {
     uint64_t start = now_ns();
-    const sh_segment *seg = &plan->segments[s];
+    const sh_segment *seg = &plan->plan.segments[s];
 
     /* The index knows every page's record count (decode_page enforces it),
      * so all buffers are sized before any byte is read. */
@@ -120,11 +127,11 @@ int yfs_segment_build(yfs_mount *m, const sh_plan *plan, uint64_t s, uint8_t **d
     if (!pages || !recs)
         rc = pq_error_set(err, "out of memory for a segment of %u records", seg->records);
     for (; rc == 0 && decoded_pages < seg->pages; decoded_pages++) {
-        uint64_t page = plan->order[seg->first + decoded_pages];
-        rc = decode_page(m, page, &pages[decoded_pages], recs, &next, err);
+        rc = decode_page(m, plan, seg->first + decoded_pages, &pages[decoded_pages], recs,
+                         &next, err);
     }
     if (rc == 0)
-        rc = frame(m, plan, s, recs, data, err);
+        rc = frame(m, &plan->plan, s, recs, data, err);
 
     for (uint32_t i = 0; i < decoded_pages && pages; i++) {
         pq_page_values_free(&pages[i].values);

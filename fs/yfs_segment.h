@@ -13,9 +13,10 @@
 #include <stdint.h>
 
 #include "yfs_mount.h"
+#include "yfs_plans.h"
 
 /* On success *data is a malloc'ed buffer of plan->segments[s].bytes bytes. */
-int yfs_segment_build(yfs_mount *m, const sh_plan *plan, uint64_t s, uint8_t **data,
+int yfs_segment_build(yfs_mount *m, yfs_plan *plan, uint64_t s, uint8_t **data,
                       pq_error *err);
 
 #endif

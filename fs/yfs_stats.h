@@ -9,7 +9,14 @@
 
 typedef struct yfs_stats {
     _Atomic uint64_t bytes_read;        /* from storage: pages and dictionaries */
+    _Atomic uint64_t page_bytes;        /* stored bytes of the pages decoded */
     _Atomic uint64_t pages_decoded;
+    _Atomic uint64_t chunk_loads;       /* physical chunks read in one I/O */
+    _Atomic uint64_t pages_from_chunks; /* pages served from a chunk load */
+    _Atomic uint64_t pages_read_alone;  /* pages read on their own */
+    _Atomic uint64_t loaded_pages_dropped; /* loaded pages dropped for memory */
+    _Atomic uint64_t redirections;      /* served pages other than requested, by plans built */
+    _Atomic uint64_t decode_nanoseconds; /* decompressing and decoding pages */
     _Atomic uint64_t dictionaries_loaded;
     _Atomic uint64_t segments_built;
     _Atomic uint64_t segments_prefetched; /* built ahead of the reader */

@@ -4,10 +4,9 @@
 
 #include "yfs_plans.h"
 
-/* How far a reader's prefetch runs ahead: at most this many segments, and at
- * most this fraction (1/N) of the segment budget, so several readers share
- * the budget instead of one taking it all. */
-#define PREFETCH_SEGMENTS 8
+/* How far a reader's prefetch runs ahead: at most readahead= segments, and
+ * at most this fraction (1/N) of the segment budget, so several readers
+ * share the budget instead of one taking it all. */
 #define PREFETCH_BUDGET_SHARE 4
 
 struct yfs_view {
@@ -62,7 +61,7 @@ static void prefetch_after(yfs_view *v, uint64_t k)
 {
     uint64_t allowance = yfs_mount_segment_budget(v->m) / PREFETCH_BUDGET_SHARE;
     uint64_t queued = 0;
-    for (uint64_t j = k + 1; j < v->part.count && j <= k + PREFETCH_SEGMENTS; j++) {
+    for (uint64_t j = k + 1; j < v->part.count && j <= k + (uint64_t)v->m->opts.readahead; j++) {
         uint64_t s = sh_part_segment(&v->part, j);
         queued += v->plan->plan.segments[s].bytes;
         if (queued > allowance || yfs_cache_prefetch(v->m->cache, v->plan, s) < 0)

@@ -1,7 +1,10 @@
 #include "ix_read.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "ix_internal.h"
 #include "pq_page.h"
@@ -21,47 +24,69 @@ int ix_check_file(const ix_index *ix, uint32_t file, pq_error *err)
     return 0;
 }
 
-/* Read the page at [offset, offset+length) of the chunk's file, parse its
- * header and hand header and body to `decode`. */
-static int load(const ix_index *ix, uint32_t chunk, uint64_t offset, uint32_t length,
-                uint64_t *bytes_read, pq_page_header *h, uint8_t **raw, pq_error *err)
+/* YOUMUFS_READ_DELAY_US: microseconds slept before every read of source
+ * data at run time, to simulate slow (remote) storage in benchmarks. */
+static long read_delay_us;
+static pthread_once_t read_delay_once = PTHREAD_ONCE_INIT;
+
+static void read_delay_init(void)
 {
-    const ix_file *f = &ix->files[ix->chunks[chunk].file];
-    if (ix_check_file(ix, ix->chunks[chunk].file, err) < 0)
+    const char *v = getenv("YOUMUFS_READ_DELAY_US");
+    char *end;
+    long us = v ? strtol(v, &end, 10) : 0;
+    read_delay_us = v && *v && !*end && us > 0 && us <= 10000000 ? us : 0;
+}
+
+int ix_read_range(const ix_index *ix, uint32_t file, uint64_t offset, void *buf, size_t length,
+                  uint64_t *bytes_read, pq_error *err)
+{
+    const ix_file *f = &ix->files[file];
+    if (ix_check_file(ix, file, err) < 0)
         return -1;
-    *raw = malloc(length ? length : 1);
-    if (!*raw)
-        return pq_error_set(err, "%s: out of memory for a %u-byte page", f->name, length);
-    if (ix_pread_exact(f->fd, f->name, *raw, length, offset, err) < 0)
-        goto fail;
-    *bytes_read += length;
-    if (pq_page_header_parse(*raw, length, h, err) < 0)
-        goto fail;
-    if (h->header_len + (uint64_t)h->compressed_size != length) {
-        pq_error_set(err, "header and body take %llu bytes, the index says %u (file changed?)",
-                     (unsigned long long)(h->header_len + (uint64_t)h->compressed_size), length);
-        goto fail;
+    pthread_once(&read_delay_once, read_delay_init);
+    if (read_delay_us) {
+        struct timespec delay = { read_delay_us / 1000000, (read_delay_us % 1000000) * 1000 };
+        while (nanosleep(&delay, &delay) != 0 && errno == EINTR)
+            ;
     }
-    if (ix->verify_crc &&
-        pq_page_check_crc(h, *raw + h->header_len, (size_t)h->compressed_size, err) < 0)
-        goto fail;
+    if (ix_pread_exact(f->fd, f->name, buf, length, offset, err) < 0)
+        return -1;
+    *bytes_read += length;
     return 0;
-fail:
-    free(*raw);
-    *raw = NULL;
-    return pq_error_prefix(err, "%s: page at offset %llu: ", f->name,
-                           (unsigned long long)offset);
+}
+
+/* Parse the header of the page held in raw[0..length) and check that header
+ * and body fill it exactly (and the CRC, when verified). */
+static int parse_page(const ix_index *ix, const uint8_t *raw, uint32_t length,
+                      pq_page_header *h, pq_error *err)
+{
+    if (pq_page_header_parse(raw, length, h, err) < 0)
+        return -1;
+    if (h->header_len + (uint64_t)h->compressed_size != length)
+        return pq_error_set(err, "header and body take %llu bytes, the index says %u (file "
+                            "changed?)",
+                            (unsigned long long)(h->header_len + (uint64_t)h->compressed_size),
+                            length);
+    if (ix->verify_crc &&
+        pq_page_check_crc(h, raw + h->header_len, (size_t)h->compressed_size, err) < 0)
+        return -1;
+    return 0;
 }
 
 int ix_read_dictionary(const ix_index *ix, uint32_t chunk, pq_dictionary *out,
                        uint64_t *bytes_read, pq_error *err)
 {
     const ix_chunk *c = &ix->chunks[chunk];
+    uint8_t *raw = malloc(c->dict_length ? c->dict_length : 1);
     pq_page_header h;
-    uint8_t *raw;
-    if (load(ix, chunk, (uint64_t)c->dict_offset, c->dict_length, bytes_read, &h, &raw, err) < 0)
-        return -1;
-    int rc = pq_dictionary_decode(&c->desc, &h, raw + h.header_len, (size_t)h.compressed_size,
+    int rc = raw ? 0 : pq_error_set(err, "out of memory for a %u-byte page", c->dict_length);
+    if (rc == 0)
+        rc = ix_read_range(ix, c->file, (uint64_t)c->dict_offset, raw, c->dict_length,
+                           bytes_read, err);
+    if (rc == 0)
+        rc = parse_page(ix, raw, c->dict_length, &h, err);
+    if (rc == 0)
+        rc = pq_dictionary_decode(&c->desc, &h, raw + h.header_len, (size_t)h.compressed_size,
                                   out, err);
     free(raw);
     if (rc < 0)
@@ -75,20 +100,18 @@ static int uses_dictionary(const pq_page_header *h)
     return h->encoding == PQ_ENC_PLAIN_DICTIONARY || h->encoding == PQ_ENC_RLE_DICTIONARY;
 }
 
-int ix_read_page(const ix_index *ix, uint64_t page, const ix_dict_source *dicts,
-                 pq_page_values *out, void **dict_handle, uint64_t *bytes_read, pq_error *err)
+int ix_decode_page(const ix_index *ix, uint64_t page, const uint8_t *raw,
+                   const ix_dict_source *dicts, pq_page_values *out, void **dict_handle,
+                   pq_error *err)
 {
     *dict_handle = NULL;
     const ix_page *p = &ix->pages[page];
     uint32_t chunk = ix_locate(ix, page);
     const ix_chunk *c = &ix->chunks[chunk];
     pq_page_header h;
-    uint8_t *raw;
-    if (load(ix, chunk, p->offset, p->length, bytes_read, &h, &raw, err) < 0)
-        return -1;
     const pq_dictionary *dict = NULL;
-    int rc = 0;
-    if (uses_dictionary(&h)) {
+    int rc = parse_page(ix, raw, p->length, &h, err);
+    if (rc == 0 && uses_dictionary(&h)) {
         if (c->dict_offset < 0)
             rc = pq_error_set(err, "dictionary-encoded, but the chunk has no dictionary page");
         else
@@ -97,9 +120,28 @@ int ix_read_page(const ix_index *ix, uint64_t page, const ix_dict_source *dicts,
     if (rc == 0)
         rc = pq_page_decode(&c->desc, &h, raw + h.header_len, (size_t)h.compressed_size, dict,
                             out, err);
-    free(raw);
     if (rc < 0)
         return pq_error_prefix(err, "%s: data page at offset %llu: ", ix->files[c->file].name,
                                (unsigned long long)p->offset);
     return 0;
+}
+
+int ix_read_page(const ix_index *ix, uint64_t page, const ix_dict_source *dicts,
+                 pq_page_values *out, void **dict_handle, uint64_t *bytes_read, pq_error *err)
+{
+    *dict_handle = NULL;
+    const ix_page *p = &ix->pages[page];
+    uint32_t file = ix->chunks[ix_locate(ix, page)].file;
+    uint8_t *raw = malloc(p->length ? p->length : 1);
+    if (!raw)
+        return pq_error_set(err, "%s: out of memory for a %u-byte page", ix->files[file].name,
+                            p->length);
+    int rc = ix_read_range(ix, file, p->offset, raw, p->length, bytes_read, err);
+    if (rc < 0)
+        pq_error_prefix(err, "%s: data page at offset %llu: ", ix->files[file].name,
+                        (unsigned long long)p->offset);
+    else
+        rc = ix_decode_page(ix, page, raw, dicts, out, dict_handle, err);
+    free(raw);
+    return rc;
 }

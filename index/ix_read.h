@@ -1,7 +1,8 @@
 /* ix_read.h — reading and decoding one page of the index at run time.
  *
- * The read path's only way to the data: one pread per page (its exact byte
- * range is in the index), then pq_ decoding. The file is checked against its
+ * The read path's only way to the data: preads of byte ranges the index
+ * knows (a page, or a run of consecutive pages read at once), then pq_
+ * decoding. The file is checked against its
  * mount-time size and mtime first, so a changed source gives an error, never
  * wrong bytes. Errors name the file and the page. Thread-safe (pread on
  * shared descriptors).
@@ -12,6 +13,13 @@
 #include <stdint.h>
 
 #include "ix_index.h"
+
+/* Read [offset, offset+length) of a source file into buf, after checking
+ * that the file is unchanged since mount. The environment variable
+ * YOUMUFS_READ_DELAY_US (microseconds, read once) delays every such read, to
+ * simulate slow storage in benchmarks. *bytes_read is increased by length. */
+int ix_read_range(const ix_index *ix, uint32_t file, uint64_t offset, void *buf, size_t length,
+                  uint64_t *bytes_read, pq_error *err);
 
 /* Load and decode the dictionary page of a chunk (which must have one). */
 int ix_read_dictionary(const ix_index *ix, uint32_t chunk, pq_dictionary *out,
@@ -26,6 +34,12 @@ typedef struct ix_dict_source {
                pq_error *err);
     void *ctx;
 } ix_dict_source;
+
+/* Decode global page `page` from raw, its ix_page.length bytes (header and
+ * body) as read from storage; the values do not point into raw. */
+int ix_decode_page(const ix_index *ix, uint64_t page, const uint8_t *raw,
+                   const ix_dict_source *dicts, pq_page_values *out, void **dict_handle,
+                   pq_error *err);
 
 /* Load and decode global page `page`. *dict_handle is set (else NULL) when
  * the page needed its chunk's dictionary. *bytes_read is increased by what

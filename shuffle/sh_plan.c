@@ -50,8 +50,8 @@ static int build_segments(const sh_params *p, const sh_page *pages, sh_plan *pla
     return 0;
 }
 
-int sh_plan_build(const sh_params *p, const sh_page *pages, uint64_t num_pages, uint64_t epoch,
-                  sh_plan *out)
+int sh_plan_build(const sh_params *p, const sh_page *pages, const sh_stored_page *stored,
+                  uint64_t num_pages, uint64_t epoch, sh_plan *out)
 {
     memset(out, 0, sizeof *out);
     if (num_pages > UINT32_MAX)
@@ -70,6 +70,15 @@ int sh_plan_build(const sh_params *p, const sh_page *pages, uint64_t num_pages, 
         sh_rng_init(&rng, sh_derive_seed(p->seed, epoch, SH_PURPOSE_PAGES, 0));
         sh_permute_u32(&rng, out->order, num_pages);
     }
+    if (p->chunk_bytes > 0) {
+        sh_rng rng;
+        sh_rng_init(&rng, sh_derive_seed(p->seed, epoch, SH_PURPOSE_CHUNKS, 0));
+        if (sh_redirect(stored, num_pages, p->chunk_bytes,
+                        p->mode == SH_SHUFFLE_PAGE ? &rng : NULL, out->order, &out->schedule) < 0) {
+            sh_plan_free(out);
+            return -1;
+        }
+    }
     if (build_segments(p, pages, out) < 0) {
         sh_plan_free(out);
         return -1;
@@ -81,6 +90,7 @@ void sh_plan_free(sh_plan *plan)
 {
     free(plan->order);
     free(plan->segments);
+    sh_schedule_free(&plan->schedule);
     memset(plan, 0, sizeof *plan);
 }
 

@@ -9,16 +9,21 @@
  * Construction (shuffle=page):
  *   1. the pages are permuted with Fisher-Yates seeded by
  *      sh_derive_seed(seed, epoch, SH_PURPOSE_PAGES, 0);
- *   2. consecutive pages of that order form segments: a segment is closed
+ *   2. with chunk_bytes > 0, Redox chunk redirection (sh_redirect.h) turns
+ *      that permutation of requests into the served order and the I/O
+ *      schedule, its candidate draws seeded by
+ *      sh_derive_seed(seed, epoch, SH_PURPOSE_CHUNKS, 0);
+ *   3. consecutive pages of that order form segments: a segment is closed
  *      once it holds at least `buffer_rows` records or `max_segment_bytes`
  *      framed bytes (a segment always holds at least one page). On a small
  *      dataset the record limit shrinks to total/SH_MIN_SEGMENTS (rounded
  *      up), so that an epoch has enough segments to give every part some;
- *   3. the records of segment s are served in the order given by
+ *   4. the records of segment s are served in the order given by
  *      sh_segment_order(), a permutation seeded by
  *      sh_derive_seed(seed, epoch, SH_PURPOSE_ROWS, s) — Youmu's buffer
  *      shuffle, made seekable because each segment is shuffled on its own.
- * shuffle=none keeps the natural page order and the natural record order.
+ * shuffle=none keeps the natural page order and the natural record order
+ * (its schedule loads the chunks in storage order).
  *
  * Parts: part i of n holds segments i, i+n, i+2n, ... in that order, so the
  * n parts together hold every segment exactly once.
@@ -30,6 +35,8 @@
 #define SH_PLAN_H
 
 #include <stdint.h>
+
+#include "sh_redirect.h"
 
 /* A dataset with few records is still cut into about this many segments. */
 #define SH_MIN_SEGMENTS 64
@@ -47,6 +54,7 @@ typedef struct sh_params {
     sh_mode mode;
     uint64_t buffer_rows;       /* records per segment (>= 1) */
     uint64_t max_segment_bytes; /* framed bytes per segment (>= 1) */
+    uint64_t chunk_bytes;       /* Redox physical chunk size; 0: no chunks, no redirection */
 } sh_params;
 
 typedef struct sh_segment {
@@ -64,13 +72,15 @@ typedef struct sh_plan {
     sh_segment *segments;
     uint64_t total_bytes;
     uint64_t total_records;
+    sh_schedule schedule;   /* the I/O schedule; no loads when chunk_bytes is 0 */
 } sh_plan;
 
-/* Build the plan of `epoch`. Returns 0, or -1 on allocation failure (or a
- * segment that would exceed 2^32-1 records). The caller frees with
- * sh_plan_free. */
-int sh_plan_build(const sh_params *p, const sh_page *pages, uint64_t num_pages, uint64_t epoch,
-                  sh_plan *out);
+/* Build the plan of `epoch`. `stored` (storage facts per page) is needed
+ * when p->chunk_bytes > 0, else may be NULL. Returns 0, or -1 on allocation
+ * failure (or a segment that would exceed 2^32-1 records). The caller frees
+ * with sh_plan_free. */
+int sh_plan_build(const sh_params *p, const sh_page *pages, const sh_stored_page *stored,
+                  uint64_t num_pages, uint64_t epoch, sh_plan *out);
 void sh_plan_free(sh_plan *plan);
 
 /* The order in which segment `s` serves its records: fills perm[0..records)

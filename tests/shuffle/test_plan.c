@@ -102,7 +102,7 @@ Test(plan, page_shuffle_is_a_permutation_tiled_by_segments)
     sh_page *pages = make_pages(n);
     sh_params p = params(7, SH_SHUFFLE_PAGE);
     sh_plan plan;
-    cr_assert_eq(sh_plan_build(&p, pages, n, 3, &plan), 0);
+    cr_assert_eq(sh_plan_build(&p, pages, NULL, n, 3, &plan), 0);
     check_plan(&plan, pages, n, &p);
     uint64_t fixed = 0;
     for (uint64_t i = 0; i < n; i++)
@@ -119,10 +119,10 @@ Test(plan, same_inputs_same_plan_and_different_seed_or_epoch_differ)
     sh_page *pages = make_pages(n);
     sh_params p = params(1, SH_SHUFFLE_PAGE), q = params(2, SH_SHUFFLE_PAGE);
     sh_plan a, b, c, d;
-    sh_plan_build(&p, pages, n, 0, &a);
-    sh_plan_build(&p, pages, n, 0, &b);
-    sh_plan_build(&q, pages, n, 0, &c);
-    sh_plan_build(&p, pages, n, 1, &d);
+    sh_plan_build(&p, pages, NULL, n, 0, &a);
+    sh_plan_build(&p, pages, NULL, n, 0, &b);
+    sh_plan_build(&q, pages, NULL, n, 0, &c);
+    sh_plan_build(&p, pages, NULL, n, 1, &d);
     cr_assert_eq(memcmp(a.order, b.order, n * sizeof *a.order), 0);
     cr_assert_neq(memcmp(a.order, c.order, n * sizeof *a.order), 0);
     cr_assert_neq(memcmp(a.order, d.order, n * sizeof *a.order), 0);
@@ -139,7 +139,7 @@ Test(plan, shuffle_none_is_the_natural_order)
     sh_page *pages = make_pages(n);
     sh_params p = params(9, SH_SHUFFLE_NONE);
     sh_plan plan;
-    sh_plan_build(&p, pages, n, 5, &plan);
+    sh_plan_build(&p, pages, NULL, n, 5, &plan);
     check_plan(&plan, pages, n, &p);
     for (uint64_t i = 0; i < n; i++)
         cr_assert_eq(plan.order[i], i);
@@ -159,7 +159,7 @@ Test(plan, segment_order_is_a_seeded_permutation)
     sh_page *pages = make_pages(n);
     sh_params p = params(3, SH_SHUFFLE_PAGE);
     sh_plan plan;
-    sh_plan_build(&p, pages, n, 0, &plan);
+    sh_plan_build(&p, pages, NULL, n, 0, &plan);
     cr_assert_gt(plan.num_segments, 2);
     for (uint64_t s = 0; s < plan.num_segments; s++) {
         uint32_t rec = plan.segments[s].records;
@@ -190,7 +190,7 @@ Test(plan, parts_partition_the_segments_and_find_offsets)
     sh_page *pages = make_pages(n);
     sh_params p = params(11, SH_SHUFFLE_PAGE);
     sh_plan plan;
-    sh_plan_build(&p, pages, n, 2, &plan);
+    sh_plan_build(&p, pages, NULL, n, 2, &plan);
     uint64_t parts_list[] = { 1, 3, 8, 1000 };
     for (size_t t = 0; t < sizeof parts_list / sizeof parts_list[0]; t++) {
         uint64_t parts = parts_list[t], total = 0, count = 0;
@@ -229,7 +229,7 @@ Test(plan, small_datasets_still_get_many_segments)
         pages[i] = (sh_page){ 100, 10 };
     sh_params p = params(0, SH_SHUFFLE_PAGE);
     sh_plan plan;
-    cr_assert_eq(sh_plan_build(&p, pages, 200, 0, &plan), 0);
+    cr_assert_eq(sh_plan_build(&p, pages, NULL, 200, 0, &plan), 0);
     check_plan(&plan, pages, 200, &p);
     /* "about": segments close on page boundaries, so they overshoot a little */
     cr_assert_geq(plan.num_segments, SH_MIN_SEGMENTS / 2);
@@ -240,7 +240,7 @@ Test(plan, empty_and_single_page_inputs)
 {
     sh_params p = params(0, SH_SHUFFLE_PAGE);
     sh_plan plan;
-    cr_assert_eq(sh_plan_build(&p, NULL, 0, 0, &plan), 0);
+    cr_assert_eq(sh_plan_build(&p, NULL, NULL, 0, 0, &plan), 0);
     cr_assert_eq(plan.num_segments, 0);
     cr_assert_eq(plan.total_bytes, 0);
     sh_part pt;
@@ -250,7 +250,7 @@ Test(plan, empty_and_single_page_inputs)
     sh_plan_free(&plan);
 
     sh_page one = { 100, 3 };
-    cr_assert_eq(sh_plan_build(&p, &one, 1, 0, &plan), 0);
+    cr_assert_eq(sh_plan_build(&p, &one, NULL, 1, 0, &plan), 0);
     cr_assert_eq(plan.num_segments, 1);
     cr_assert_eq(plan.total_bytes, 100);
     sh_plan_free(&plan);

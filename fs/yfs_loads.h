@@ -1,0 +1,39 @@
+/* yfs_loads.h — where the read path gets a page's bytes: executing the
+ * plan's I/O schedule (Redox chunk loads, sh_redirect.h).
+ *
+ * Each load of the schedule runs at most once per plan: the first segment
+ * build that needs a page it brings reads the whole physical chunk in one
+ * I/O, keeps the page it needs, and leaves the chunk's other brought pages
+ * in the mount's store of loaded pages (yfs_pages.h) for the segments that
+ * serve them; builds that need the same load meanwhile wait for it. A page
+ * whose load already ran but which is no longer in the store (dropped for
+ * memory, or taken by an earlier build of the same segment) is read on its
+ * own, as is every page when the plan has no schedule (chunk=0). The bytes
+ * are the same either way: only the I/O differs. Thread-safe.
+ */
+#ifndef YFS_LOADS_H
+#define YFS_LOADS_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "pq_error.h"
+
+typedef struct yfs_mount yfs_mount;
+typedef struct yfs_plan yfs_plan;
+
+/* Progress of one plan's loads. */
+typedef struct yfs_loads {
+    pthread_mutex_t lock;
+    pthread_cond_t finished; /* a load left the LOADING state */
+    uint8_t *state;          /* per load: not started, loading, done */
+} yfs_loads;
+
+int yfs_loads_init(yfs_loads *l, uint64_t num_loads);
+void yfs_loads_destroy(yfs_loads *l);
+
+/* The raw bytes (header and compressed body: the page's ix_page.length) of
+ * the page at order position `pos` of the plan, malloc'ed for the caller. */
+int yfs_page_fetch(yfs_mount *m, yfs_plan *plan, uint64_t pos, uint8_t **raw, pq_error *err);
+
+#endif
