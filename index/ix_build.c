@@ -1,4 +1,5 @@
 /* ix_build: from a dataset path to the global page index. */
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,87 +11,23 @@
 
 typedef struct build {
     const ix_options *opts;
-    ix_source *sources;
-    size_t num_sources;
+    ix_sources ss;
     ix_index *ix;
-    ix_scan *scans; /* one per chunk */
+    ix_scan *scans;     /* one per chunk; run only for chunks of files not cached */
+    uint32_t *todo;     /* the chunks the page pass scans */
+    uint32_t num_todo;
     ix_cache *cache;
     ix_cache_key *keys; /* one per file */
 } build;
 
-static int open_source(void *ctx, size_t i, pq_error *err)
-{
-    build *b = ctx;
-    return ix_source_open(&b->sources[i], err);
-}
-
-/* The page pass's result from the persistent index: the cached pages with
- * global row numbers, provided they lie inside the file. */
-static int reuse_chunk(ix_scan *scan, pq_error *err)
-{
-    const ix_cache_chunk *cc = scan->cached;
-    uint64_t file_size = (uint64_t)scan->src->st.st_size;
-    scan->pages = malloc((cc->num_pages ? cc->num_pages : 1) * sizeof *scan->pages);
-    if (!scan->pages)
-        return pq_error_set(err, "out of memory");
-    for (uint32_t k = 0; k < cc->num_pages; k++) {
-        ix_page pg = cc->pages[k];
-        if (pg.offset > file_size || pg.length > file_size - pg.offset)
-            return pq_error_set(err, "the persistent index places a page outside the file");
-        pg.first_row += scan->first_row;
-        scan->pages[k] = pg;
-    }
-    scan->num_pages = cc->num_pages;
-    scan->dict_offset = cc->dict_offset;
-    scan->dict_length = cc->dict_length;
-    scan->has_offset_index = cc->has_offset_index;
-    return 0;
-}
-
 static int scan_chunk(void *ctx, size_t i, pq_error *err)
 {
     build *b = ctx;
-    ix_scan *scan = &b->scans[i];
-    if (scan->cached && reuse_chunk(scan, err) == 0)
-        return 0;
-    if (scan->cached) { /* the cache is untrusted: scan instead of failing */
-        free(scan->pages);
-        scan->pages = NULL;
-        scan->cached = NULL;
-    }
+    ix_scan *scan = &b->scans[b->todo[i]];
     if (ix_scan_chunk(scan, err) < 0)
         return pq_error_prefix(err, "%s: row group %u, column %s: ", scan->src->name,
                                scan->row_group, b->ix->column.path);
     return 0;
-}
-
-static int open_sources(build *b, pq_error *err)
-{
-    char **paths;
-    size_t count;
-    if (ix_list_files(b->opts->dataset, &paths, &count, err) < 0)
-        return -1;
-    b->sources = calloc(count, sizeof *b->sources);
-    if (!b->sources) {
-        for (size_t i = 0; i < count; i++)
-            free(paths[i]);
-        free(paths);
-        return pq_error_set(err, "out of memory for %zu files", count);
-    }
-    /* Names in messages are relative to the dataset directory. */
-    size_t root_len = strlen(b->opts->dataset);
-    for (size_t i = 0; i < count; i++) {
-        ix_source *s = &b->sources[i];
-        s->path = paths[i];
-        s->fd = -1;
-        s->name = s->path;
-        if (count > 1 || strcmp(s->path, b->opts->dataset) != 0)
-            s->name = s->path + root_len + (s->path[root_len] == '/');
-    }
-    free(paths);
-    b->num_sources = count;
-    return ix_parallel_for(count, b->opts->threads, open_source, b, "youmufs: reading footers",
-                           err);
 }
 
 static int copy_leaf(pq_leaf *dst, const pq_leaf *src)
@@ -100,27 +37,84 @@ static int copy_leaf(pq_leaf *dst, const pq_leaf *src)
     return dst->path ? 0 : -1;
 }
 
-/* Files and chunks of the index, and one scan job per chunk. */
+/* The chunks of a file its cache entry describes: nothing to scan. */
+static void plan_cached(build *b, const ix_source *s, uint32_t c)
+{
+    ix_index *ix = b->ix;
+    for (uint32_t g = 0; g < s->cached->num_chunks; g++, c++) {
+        const ix_cache_chunk *cc = &s->cached->chunks[g];
+        ix_chunk *ch = &ix->chunks[c];
+        ch->desc = (pq_column_desc){ ix->column.type, cc->type_length, ix->column.max_def,
+                                     ix->column.max_rep, cc->codec };
+        b->scans[c] = (ix_scan){
+            .src = s,
+            .row_group = g,
+            .num_rows = cc->num_rows,
+            .num_pages = cc->num_pages,
+            .dict_offset = cc->dict_offset,
+            .dict_length = cc->dict_length,
+            .has_offset_index = cc->has_offset_index,
+        };
+    }
+}
+
+/* The chunks of a file whose footer was parsed: one scan each. */
+static int plan_parsed(build *b, const ix_source *s, uint32_t c, uint64_t row, pq_error *err)
+{
+    ix_index *ix = b->ix;
+    const pq_leaf *leaf = &s->leaves[s->column];
+    for (int32_t g = 0; g < s->meta.num_row_groups; g++, c++) {
+        const pq_row_group *rg = &s->meta.row_groups[g];
+        const pq_column_meta *m = &rg->columns[s->column];
+        if (m->encrypted)
+            return pq_error_set(err, "%s: column %s is encrypted; youmufs cannot read "
+                                "encrypted Parquet", s->name, leaf->path);
+        if (m->type != leaf->type)
+            return pq_error_set(err, "%s: row group %d: column chunk type %d differs from "
+                                "the schema's %d", s->name, g, m->type, leaf->type);
+        ix_chunk *ch = &ix->chunks[c];
+        ch->desc = (pq_column_desc){ leaf->type, leaf->type_length, leaf->max_def,
+                                     leaf->max_rep, m->codec };
+        b->scans[c] = (ix_scan){
+            .src = s,
+            .row_group = (uint32_t)g,
+            .meta = m,
+            .desc = ch->desc,
+            .framing = &ix->framing,
+            .verify_crc = ix->verify_crc,
+            .first_row = row,
+            .num_rows = (uint64_t)rg->num_rows,
+        };
+        b->todo[b->num_todo++] = c;
+        row += (uint64_t)rg->num_rows;
+    }
+    return 0;
+}
+
+/* Files and chunks of the index, and one scan job per chunk not cached. */
 static int plan_scans(build *b, pq_error *err)
 {
     ix_index *ix = b->ix;
-    size_t chunks = 0;
-    for (size_t i = 0; i < b->num_sources; i++)
-        chunks += (size_t)b->sources[i].meta.num_row_groups;
+    size_t chunks = 0, n = b->ss.count;
+    for (size_t i = 0; i < n; i++) {
+        const ix_source *s = &b->ss.files[i];
+        chunks += s->cached ? s->cached->num_chunks : (size_t)s->meta.num_row_groups;
+    }
     if (chunks > UINT32_MAX)
         return pq_error_set(err, "too many row groups (%zu)", chunks);
 
-    ix->files = calloc(b->num_sources, sizeof *ix->files);
+    ix->files = calloc(n, sizeof *ix->files);
     ix->chunks = calloc(chunks ? chunks : 1, sizeof *ix->chunks);
     b->scans = calloc(chunks ? chunks : 1, sizeof *b->scans);
-    b->keys = calloc(b->num_sources, sizeof *b->keys);
-    if (!ix->files || !ix->chunks || !b->scans || !b->keys)
+    b->todo = malloc((chunks ? chunks : 1) * sizeof *b->todo);
+    b->keys = calloc(n, sizeof *b->keys);
+    if (!ix->files || !ix->chunks || !b->scans || !b->todo || !b->keys)
         return pq_error_set(err, "out of memory for %zu column chunks", chunks);
 
     uint64_t row = 0;
     uint32_t c = 0;
-    for (size_t i = 0; i < b->num_sources; i++) {
-        ix_source *s = &b->sources[i];
+    for (size_t i = 0; i < n; i++) {
+        ix_source *s = &b->ss.files[i];
         ix_file *f = &ix->files[i];
         ix->num_files++;
         f->path = s->path;
@@ -132,50 +126,45 @@ static int plan_scans(build *b, pq_error *err)
         f->ctime = s->st.st_ctim;
         f->first_row = row;
         f->first_chunk = c;
-        const pq_leaf *leaf = &s->leaves[s->column];
+        f->num_chunks = s->cached ? s->cached->num_chunks : (uint32_t)s->meta.num_row_groups;
+        f->num_rows = ix_source_rows(s);
         b->keys[i] = (ix_cache_key){ f->name, f->size, (int64_t)f->mtime.tv_sec,
-                                     (int64_t)f->mtime.tv_nsec, s->footer_crc, row };
-        const ix_cache_chunk *cached = ix_cache_lookup(
-            b->cache, &b->keys[i], ix->framing.rowid, (uint32_t)s->meta.num_row_groups);
-        for (int32_t g = 0; g < s->meta.num_row_groups; g++, c++) {
-            const pq_row_group *rg = &s->meta.row_groups[g];
-            const pq_column_meta *m = &rg->columns[s->column];
-            if (rg->num_rows < 0)
-                return pq_error_set(err, "%s: row group %d has %lld rows", f->name, g,
-                                    (long long)rg->num_rows);
-            if (m->encrypted)
-                return pq_error_set(err, "%s: column %s is encrypted; youmufs cannot read "
-                                    "encrypted Parquet", f->name, leaf->path);
-            if (m->type != leaf->type)
-                return pq_error_set(err, "%s: row group %d: column chunk type %d differs from "
-                                    "the schema's %d", f->name, g, m->type, leaf->type);
-            ix_chunk *ch = &ix->chunks[c];
-            ch->file = (uint32_t)i;
-            ch->row_group = (uint32_t)g;
-            ch->desc = (pq_column_desc){ leaf->type, leaf->type_length, leaf->max_def,
-                                         leaf->max_rep, m->codec };
-            ch->first_row = row;
-            ix_scan *scan = &b->scans[c];
-            scan->src = s;
-            scan->row_group = (uint32_t)g;
-            scan->meta = m;
-            scan->desc = ch->desc;
-            scan->framing = &ix->framing;
-            scan->verify_crc = ix->verify_crc;
-            scan->cached = cached ? &cached[g] : NULL;
-            scan->first_row = row;
-            scan->num_rows = (uint64_t)rg->num_rows;
-            row += (uint64_t)rg->num_rows;
+                                     (int64_t)f->mtime.tv_nsec, s->footer_len, s->footer_crc,
+                                     row };
+        if (s->cached)
+            plan_cached(b, s, c);
+        else if (plan_parsed(b, s, c, row, err) < 0)
+            return -1;
+        for (uint32_t g = 0; g < f->num_chunks; g++, c++) {
+            ix->chunks[c].file = (uint32_t)i;
+            ix->chunks[c].row_group = g;
+            ix->chunks[c].first_row = row;
+            row += b->scans[c].num_rows;
         }
-        f->num_chunks = c - f->first_chunk;
-        f->num_rows = row - f->first_row;
     }
     ix->num_chunks = c;
     ix->num_rows = row;
     return 0;
 }
 
-/* Concatenate the scans' pages into the global page array. */
+/* The pages of chunk c, with global row numbers, at dst. */
+static void place_pages(const build *b, uint32_t c, ix_page *dst)
+{
+    const ix_scan *scan = &b->scans[c];
+    const ix_chunk *ch = &b->ix->chunks[c];
+    if (!scan->src->cached) {
+        if (scan->num_pages) /* an empty row group has no page array at all */
+            memcpy(dst, scan->pages, scan->num_pages * sizeof *dst);
+        return;
+    }
+    const ix_cache_chunk *cc = &scan->src->cached->chunks[ch->row_group];
+    for (uint32_t k = 0; k < cc->num_pages; k++) {
+        dst[k] = cc->pages[k];
+        dst[k].first_row += ch->first_row;
+    }
+}
+
+/* Concatenate the chunks' pages into the global page array. */
 static int assemble(build *b, pq_error *err)
 {
     ix_index *ix = b->ix;
@@ -193,15 +182,19 @@ static int assemble(build *b, pq_error *err)
         ix_file *f = &ix->files[ch->file];
         if (ch->row_group == 0)
             f->first_page = page;
+        ix_page *pages = ix->pages + page;
+        place_pages(b, c, pages);
         uint64_t rows = 0;
-        for (uint32_t k = 0; k < scan->num_pages; k++)
-            rows += scan->pages[k].rows;
-        const pq_row_group *rg = &scan->src->meta.row_groups[ch->row_group];
-        if (rows != (uint64_t)rg->num_rows)
+        for (uint32_t k = 0; k < scan->num_pages; k++) {
+            rows += pages[k].rows;
+            ix->num_records += pages[k].records;
+            ix->framed_bytes += pages[k].framed;
+        }
+        if (rows != scan->num_rows)
             return pq_error_set(err, "%s: row group %u: the pages of column %s hold %llu rows, "
-                                "the row group has %lld", f->name, ch->row_group,
+                                "the row group has %llu", f->name, ch->row_group,
                                 ix->column.path, (unsigned long long)rows,
-                                (long long)rg->num_rows);
+                                (unsigned long long)scan->num_rows);
         ch->first_page = page;
         ch->num_pages = scan->num_pages;
         ch->dict_offset = scan->dict_offset;
@@ -211,12 +204,6 @@ static int assemble(build *b, pq_error *err)
         ix->metadata_sized_chunks += scan->from_metadata;
         ix->header_sized_pages += scan->pages_sized_by_header;
         ix->bytes_scanned += scan->bytes_read;
-        for (uint32_t k = 0; k < scan->num_pages; k++) {
-            ix->num_records += scan->pages[k].records;
-            ix->framed_bytes += scan->pages[k].framed;
-        }
-        if (scan->num_pages) /* an empty row group has no page array at all */
-            memcpy(ix->pages + page, scan->pages, scan->num_pages * sizeof *ix->pages);
         page += scan->num_pages;
     }
     /* Files without row groups start where the next file does. */
@@ -230,15 +217,21 @@ static int assemble(build *b, pq_error *err)
     return 0;
 }
 
-/* What a cache file is for: the dataset, the column and everything that
- * changes a record's framed size. */
+/* What a cache file is for: the dataset, the column's leaf as the first file
+ * describes it (every other file's was matched to it) and everything else
+ * that changes a record's framed size. */
 static char *cache_key(const build *b)
 {
     const ix_options *o = b->opts;
+    const pq_leaf *l = &b->ix->column;
+    const pq_logical *t = &l->logical;
     char *real = realpath(o->dataset, NULL);
     char *key;
-    if (asprintf(&key, "dataset=%s\ncolumn=%s\nformat=%s rowid=%d dtype=%s sep=%d:%lld\n",
-                 real ? real : o->dataset, b->ix->column.path, ix_format_name(o->frame.format),
+    if (asprintf(&key, "dataset=%s\ncolumn=%s\nleaf=%d:%d def=%d rep=%d:%d map=%d "
+                 "logical=%d:%d:%d:%d:%d:%d:%d\nformat=%s rowid=%d dtype=%s sep=%d:%lld\n",
+                 real ? real : o->dataset, l->path, l->type, (int)l->type_length, l->max_def,
+                 l->max_rep, l->rep_def, l->in_map, t->kind, (int)t->scale, (int)t->precision,
+                 t->bit_width, t->is_signed, t->unit, t->utc, ix_format_name(o->frame.format),
                  o->frame.rowid, ix_dtype_name(o->frame.dtype), o->frame.has_sep,
                  (long long)o->frame.sep) < 0)
         key = NULL;
@@ -254,46 +247,39 @@ static void open_cache(build *b)
     free(key);
 }
 
-/* Rewrite the persistent index when any chunk was scanned, or files are
+/* Rewrite the persistent index when any file was read afresh, or files are
  * gone from the dataset. */
 static void save_cache(build *b)
 {
     ix_index *ix = b->ix;
-    int stale = ix_cache_entries(b->cache) != ix->num_files;
     ix->files_cached = 0;
-    for (uint32_t f = 0; f < ix->num_files; f++) {
-        int reused = 1;
-        for (uint32_t c = 0; c < ix->files[f].num_chunks; c++)
-            reused &= b->scans[ix->files[f].first_chunk + c].cached != NULL;
-        ix->files_cached += (uint32_t)reused;
-        stale |= !reused;
-    }
-    if (!stale)
+    for (size_t i = 0; i < b->ss.count; i++)
+        ix->files_cached += b->ss.files[i].cached != NULL;
+    if (ix->files_cached == ix->num_files && ix_cache_entries(b->cache) == ix->num_files)
         return;
     pq_error err;
     if (ix_cache_save(b->cache, ix, b->keys, &err) < 0)
         snprintf(ix->cache_note, sizeof ix->cache_note, "%s", err.msg);
 }
 
+/* The column, from the first file. */
 static int resolve_column(build *b, pq_error *err)
 {
     ix_index *ix = b->ix;
-    if (ix_resolve_column(&b->sources[0], b->opts->column, err) < 0)
+    ix_source *first = &b->ss.files[0];
+    if (ix_resolve_column(first, b->opts->column, err) < 0)
         return -1;
-    const pq_leaf *leaf = &b->sources[0].leaves[b->sources[0].column];
-    for (size_t i = 1; i < b->num_sources; i++)
-        if (ix_match_column(&b->sources[i], leaf, err) < 0)
-            return -1;
+    const pq_leaf *leaf = &first->leaves[first->column];
     if (copy_leaf(&ix->column, leaf) < 0)
         return pq_error_set(err, "out of memory");
     if (ix_framing_init(&ix->framing, &b->opts->frame, leaf, err) < 0)
-        return pq_error_prefix(err, "%s: ", b->sources[0].name);
+        return pq_error_prefix(err, "%s: ", first->name);
     return 0;
 }
 
 int ix_build(const ix_options *opts, ix_index **out, pq_error *err)
 {
-    build b = { .opts = opts };
+    build b = { .opts = opts, .ss = { .dir_fd = AT_FDCWD } };
     ix_index *ix = calloc(1, sizeof *ix);
     if (!ix)
         return pq_error_set(err, "out of memory");
@@ -305,38 +291,37 @@ int ix_build(const ix_options *opts, ix_index **out, pq_error *err)
         pq_error_set(err, "out of memory");
         goto done;
     }
-    if (open_sources(&b, err) < 0 || resolve_column(&b, err) < 0)
+    if (ix_sources_list(&b.ss, opts->dataset, err) < 0 || resolve_column(&b, err) < 0)
         goto done;
     open_cache(&b);
     if (!b.cache) {
         pq_error_set(err, "out of memory");
         goto done;
     }
+    if (ix_sources_load(&b.ss, b.cache, &ix->column, ix->framing.rowid, opts->threads, err) < 0)
+        goto done;
     if (plan_scans(&b, err) < 0)
         goto done;
     double t1 = ix_now();
     ix->seconds_footers = t1 - t0;
-    if (ix_parallel_for(ix->num_chunks, opts->threads, scan_chunk, &b,
+    if (ix_parallel_for(b.num_todo, opts->threads, scan_chunk, &b,
                         opts->progress ? "youmufs: indexing pages" : NULL, err) < 0 ||
         assemble(&b, err) < 0)
         goto done;
     ix->seconds_pages = ix_now() - t1;
     for (uint32_t i = 0; i < ix->num_files; i++) {
-        ix->files[i].fd = b.sources[i].fd;
-        b.sources[i].fd = -1;
+        ix->files[i].fd = b.ss.files[i].fd;
+        b.ss.files[i].fd = -1;
     }
     save_cache(&b);
     rc = 0;
 done:
-    for (size_t i = 0; i < b.num_sources; i++) {
-        ix_source_release(&b.sources[i], 0);
-        free(b.sources[i].path);
-    }
-    free(b.sources);
     for (uint32_t c = 0; b.scans && c < ix->num_chunks; c++)
         free(b.scans[c].pages);
     free(b.scans);
+    free(b.todo);
     free(b.keys);
+    ix_sources_free(&b.ss);
     ix_cache_free(b.cache);
     if (rc < 0)
         ix_free(ix);

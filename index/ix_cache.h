@@ -1,20 +1,23 @@
-/* ix_cache.h — the persistent index: what the page pass learned about each
- * file, kept on disk so that the next mount of unchanged files skips it.
+/* ix_cache.h — the persistent index: what the mount learned about each file
+ * (from its footer and from the page pass), kept on disk so that the next
+ * mount of an unchanged file neither parses its footer nor scans its pages.
  *
- * One cache file per (dataset path, column, framing) in the cache directory,
- * named by a hash of those; any number of mounts and nodes may share the
- * directory. Inside, one entry per source file, valid only while the file
- * has the same name, size, mtime and footer bytes (a CRC of them) — and, under
- * rowid, the same first row, since row numbers change record sizes. Stale
- * entries are simply not used; the file is scanned again and the cache
- * rewritten.
+ * One cache file per (dataset path, column leaf, framing) in the cache
+ * directory, named by a hash of those; any number of mounts and nodes may
+ * share the directory. Inside, one entry per source file, valid only while
+ * the file has the same name, size, mtime and footer bytes (their length and
+ * CRC-32) — and, under rowid, the same first row, since row numbers change
+ * record sizes. Stale entries are simply not used; the file is read again and
+ * the cache rewritten.
  *
  * Format (little-endian): "YFSIDX" 0 0, version u32, the key text
- * (u32 length + bytes), u32 file count, the entries, then a CRC-32 of
- * everything before it. Writes go to a temporary file that is fsync'ed and
- * renamed over the old one, so readers see the old or the new file, never a
- * torn one. A cache file is untrusted input: it is read through pq_cursor,
- * and anything malformed makes it be ignored, never trusted.
+ * (u32 length + bytes), u32 file count, the entries in strictly increasing
+ * name order, then a CRC-32 of everything before it. Writes go to a temporary
+ * file that is fsync'ed and renamed over the old one, so readers see the old
+ * or the new file, never a torn one. A cache file is untrusted input: it is
+ * read through pq_cursor, every count is checked against the bytes left and
+ * every page against the file size its entry names; anything malformed makes
+ * the whole file be ignored, never trusted.
  */
 #ifndef IX_CACHE_H
 #define IX_CACHE_H
@@ -23,7 +26,7 @@
 
 #include "ix_index.h"
 
-#define IX_CACHE_VERSION 2
+#define IX_CACHE_VERSION 3
 
 /* A file's identity as the cache keys it. */
 typedef struct ix_cache_key {
@@ -31,23 +34,42 @@ typedef struct ix_cache_key {
     uint64_t size;
     int64_t mtime_sec;
     int64_t mtime_nsec;
-    uint32_t footer_crc;
+    uint32_t footer_len; /* the FileMetaData's length, as in the file's last 8 bytes */
+    uint32_t footer_crc; /* CRC-32 of those footer_len bytes */
     uint64_t first_row;  /* only compared under rowid */
 } ix_cache_key;
 
-/* The page pass's result for one file. */
+/* What the mount needs of one column chunk: from the footer, its codec and
+ * (for FIXED_LEN_BYTE_ARRAY) width; from the page pass, its pages. Its row
+ * count is the sum of the pages' rows. */
 typedef struct ix_cache_chunk {
+    int codec;
+    int32_t type_length;
     int64_t dict_offset;
     uint32_t dict_length;
     int has_offset_index;
     uint32_t num_pages;
-    ix_page *pages;      /* first_row relative to the chunk */
+    const ix_page *pages; /* first_row relative to the chunk */
+    uint64_t num_rows;
 } ix_cache_chunk;
+
+/* One file's entry. Every page and dictionary lies inside `size` bytes. */
+typedef struct ix_cache_file {
+    const char *name;    /* not NUL-terminated: name_len bytes */
+    uint32_t name_len;
+    uint64_t size;
+    int64_t mtime_sec, mtime_nsec;
+    uint32_t footer_len, footer_crc;
+    uint64_t first_row;
+    uint32_t num_chunks; /* one per row group */
+    const ix_cache_chunk *chunks;
+} ix_cache_file;
 
 typedef struct ix_cache ix_cache;
 
-/* Open the cache for this dataset and framing: loads the existing cache file
- * if there is a valid one. Never fails: without a usable directory it is an
+/* Open the cache for this key (dataset, leaf and framing, as text): loads the
+ * existing cache file if there is a valid one, with one read and no
+ * allocation per entry. Never fails: without a usable directory it is an
  * empty cache that does not save (*warning says why, or is ""). */
 ix_cache *ix_cache_open(const char *dir, const char *dataset_key, char *warning,
                         size_t warning_cap);
@@ -56,14 +78,14 @@ void ix_cache_free(ix_cache *c);
 /* Number of file entries loaded. */
 uint32_t ix_cache_entries(const ix_cache *c);
 
-/* The cached chunks of a file, if its entry matches key and has `chunks`
- * chunks; NULL otherwise. Valid until ix_cache_free. */
-const ix_cache_chunk *ix_cache_lookup(const ix_cache *c, const ix_cache_key *key,
-                                      int use_first_row, uint32_t chunks);
+/* The entry named key->name if it has key's size and mtime, else NULL. The
+ * caller still compares the footer (footer_len, footer_crc) and, under rowid,
+ * first_row. Valid until ix_cache_free; safe from several threads. */
+const ix_cache_file *ix_cache_find(const ix_cache *c, const ix_cache_key *key);
 
-/* Replace the cache file with the given index's files and pages (their keys
- * in keys[], one per file). Returns 0, or -1 with a message (the mount goes
- * on without saving). */
+/* Replace the cache file with the given index's files, chunks and pages
+ * (their keys in keys[], one per file). Returns 0, or -1 with a message (the
+ * mount goes on without saving). */
 int ix_cache_save(ix_cache *c, const ix_index *ix, const ix_cache_key *keys, pq_error *err);
 
 #endif

@@ -15,19 +15,20 @@ typedef struct file_list {
     size_t count, cap;
 } file_list;
 
-static int push(file_list *l, const char *path, pq_error *err)
+/* Appends path, which the list now owns (it is freed on failure too). */
+static int push(file_list *l, char *path, pq_error *err)
 {
     if (l->count == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 64;
         char **grown = realloc(l->paths, cap * sizeof *grown);
-        if (!grown)
+        if (!grown) {
+            free(path);
             return pq_error_set(err, "out of memory listing files");
+        }
         l->paths = grown;
         l->cap = cap;
     }
-    if (!(l->paths[l->count] = strdup(path)))
-        return pq_error_set(err, "out of memory listing files");
-    l->count++;
+    l->paths[l->count++] = path;
     return 0;
 }
 
@@ -69,10 +70,12 @@ static int walk(const char *dir, int depth, file_list *l, pq_error *err)
             is_dir = S_ISDIR(st.st_mode);
             is_file = S_ISREG(st.st_mode);
         }
+        if (is_file && has_parquet_suffix(e->d_name)) {
+            rc = push(l, path, err);
+            continue;
+        }
         if (is_dir)
             rc = walk(path, depth + 1, l, err);
-        else if (is_file && has_parquet_suffix(e->d_name))
-            rc = push(l, path, err);
         free(path);
     }
     closedir(d);
@@ -91,8 +94,10 @@ int ix_list_files(const char *dataset, char ***paths, size_t *count, pq_error *e
     int rc;
     if (stat(dataset, &st) != 0)
         rc = pq_error_set(err, "%s: %s", dataset, strerror(errno));
-    else if (S_ISREG(st.st_mode))
-        rc = push(&l, dataset, err);
+    else if (S_ISREG(st.st_mode)) {
+        char *path = strdup(dataset);
+        rc = path ? push(&l, path, err) : pq_error_set(err, "out of memory listing files");
+    }
     else if (S_ISDIR(st.st_mode))
         rc = walk(dataset, 0, &l, err);
     else

@@ -9,7 +9,9 @@
  * framing. Page locations come from the OffsetIndex when a chunk has one and
  * from walking the page headers otherwise. Framed sizes need the values, so
  * every page is decoded once at mount (in parallel, with progress on stderr
- * after a second).
+ * after a second). With a cache directory (ix_cache.h), a file unchanged
+ * since an earlier build comes from the persistent index instead: its footer
+ * bytes are read to recognise it, but neither parsed nor followed to a page.
  *
  * Global page numbers are the positions in `pages`. ix_locate() maps one to
  * its file and column chunk by layered binary search (files by their first

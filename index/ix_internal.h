@@ -14,23 +14,55 @@
  * the array). A dataset that is a regular file yields just that file. */
 int ix_list_files(const char *dataset, char ***paths, size_t *count, pq_error *err);
 
-/* ix_source.c: one file being indexed: open, its footer parsed, its leaves. */
+/* ix_source.c: one file being indexed: open, and either recognised by the
+ * persistent index or its footer parsed. */
 typedef struct ix_source {
     char *path;
     const char *name;   /* points into path: relative to the dataset root */
     int fd;             /* -1 when not open */
     struct stat st;
+    const ix_cache_file *cached; /* the file's entry in the persistent index, or NULL */
+    int has_footer;     /* meta and leaves are parsed */
     pq_file_meta meta;
     pq_leaf *leaves;
     int num_leaves;
     int column;         /* chosen leaf, once resolved */
-    uint32_t footer_crc;/* CRC-32 of the footer bytes: part of the file's cache key */
+    uint32_t footer_len;/* FileMetaData bytes ... */
+    uint32_t footer_crc;/* ... and their CRC-32: part of the file's cache key */
 } ix_source;
 
-/* Open the file and parse its footer. Errors are prefixed with the name. */
-int ix_source_open(ix_source *s, pq_error *err);
-/* Free metadata and leaves; close the fd unless keep_fd. */
-void ix_source_release(ix_source *s, int keep_fd);
+/* Open the file (its name relative to dir_fd, or a path with AT_FDCWD) and
+ * fstat it. Errors are prefixed with the name. */
+int ix_source_open(ix_source *s, int dir_fd, pq_error *err);
+/* 1 if the open file still ends with a footer of footer_len bytes whose
+ * CRC-32 is footer_crc (one read of footer_len + 8 bytes), else 0. */
+int ix_source_footer_is(const ix_source *s, uint32_t footer_len, uint32_t footer_crc);
+/* Read and parse the footer and the schema's leaves (sets has_footer,
+ * footer_len, footer_crc). Errors are prefixed with the name. */
+int ix_source_read_footer(ix_source *s, pq_error *err);
+/* Free metadata and leaves; close the fd if still open. */
+void ix_source_release(ix_source *s);
+
+/* ix_sources.c: the dataset's files. */
+typedef struct ix_sources {
+    int dir_fd;         /* the dataset directory (names are relative to it), or AT_FDCWD */
+    ix_source *files;   /* in path order */
+    size_t count;
+} ix_sources;
+
+/* List the dataset's files, open the first and parse its footer (it resolves
+ * the column). On failure ix_sources_free still frees what was made. */
+int ix_sources_list(ix_sources *ss, const char *dataset, pq_error *err);
+/* Open every file, in parallel. A file the persistent index recognises
+ * (same name, size, mtime and footer; under rowid the same first row) gets
+ * its entry in `cached` and no footer parse; every other one has its footer
+ * parsed and `column` found in it. */
+int ix_sources_load(ix_sources *ss, const ix_cache *cache, const pq_leaf *column, int rowid,
+                    int threads, pq_error *err);
+/* Rows of a loaded file, from its cache entry or its footer. */
+uint64_t ix_source_rows(const ix_source *s);
+/* Release every file (closing the fds still owned) and the directory. */
+void ix_sources_free(ix_sources *ss);
 
 /* ix_column.c: choose the leaf of the first file (want == NULL: the only
  * string column), then find the same leaf in every other file. */
@@ -48,7 +80,6 @@ typedef struct ix_scan {
     int verify_crc;
     uint64_t first_row;  /* global row of the chunk's first row (for rowid sizes) */
     uint64_t num_rows;   /* rows of the row group */
-    const ix_cache_chunk *cached; /* the pass's result from the persistent index, or NULL */
     /* out */
     ix_page *pages;      /* page first_row values are global */
     uint32_t num_pages;
