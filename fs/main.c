@@ -253,25 +253,32 @@ static int run_mount(yfs_mount *m, command *c)
     return rc;
 }
 
-int main(int argc, char **argv)
+/* Decoded pages and record lists are up to MiBs each and come and go all the
+ * time (segment buffers are mapped on their own, yfs_segment.c). One arena, a
+ * fixed mmap threshold above their size and a trim threshold of a few of them
+ * make freed buffers be reused from the free lists. Mmapping each afresh
+ * costs a page fault per 4 KiB (sys time 0.9 s -> 5 s for a 2.3 GB epoch); a
+ * fixed mmap threshold alone also freezes the trim threshold at 128 KiB, so
+ * the heap shrinks and refaults on every page (PLAIN decode 4x slower,
+ * bench/results/decode.md); glibc's defaults (a threshold that grows, an
+ * arena per thread) let freed buffers pile up as resident memory. The free
+ * memory kept at the top of the heap is resident too: it is held to a small
+ * share of mem=. */
+static void tune_malloc(uint64_t mem)
 {
-    /* Page, segment and window buffers are MiBs each and come and go all the
-     * time. One arena, a fixed mmap threshold above their size and a trim
-     * threshold of a few of them make freed buffers be reused from the free
-     * lists. Mmapping each afresh costs a page fault per 4 KiB (sys time 0.9 s
-     * -> 5 s for a 2.3 GB epoch); a fixed mmap threshold alone also freezes
-     * the trim threshold at 128 KiB, so the heap shrinks and refaults on
-     * every page (PLAIN decode 4x slower, bench/results/decode.md); glibc's
-     * defaults (a threshold that grows, an arena per thread) let freed
-     * buffers pile up as resident memory (peak RSS 440 MB vs 343-357 MB here
-     * with mem=256M). Measured with bench/throughput.py's corpus. */
+    uint64_t keep = mem / 16 < (32u << 20) ? mem / 16 : (32u << 20);
     mallopt(M_ARENA_MAX, 1);
     mallopt(M_MMAP_THRESHOLD, 64 << 20);
-    mallopt(M_TRIM_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, (int)keep);
+}
+
+int main(int argc, char **argv)
+{
     command c;
     memset(&c, 0, sizeof c);
     yfs_options_init(&c.opts);
     int rc = parse(argc, argv, &c);
+    tune_malloc(c.opts.mem);
     if (rc == 0 && c.help) {
         fputs(USAGE, stdout);
         if (!c.cat) {

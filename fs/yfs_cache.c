@@ -14,6 +14,7 @@ enum seg_state { QUEUED, BUILDING, READY, FAILED };
 struct yfs_seg {
     uint64_t epoch, index;   /* key */
     uint64_t size;           /* framed bytes, known from the plan */
+    uint64_t work;           /* working memory reserved while QUEUED or BUILDING */
     uint8_t *data;           /* READY only */
     /* Fields below are guarded by the cache lock. */
     enum seg_state state;
@@ -33,10 +34,9 @@ struct yfs_cache {
     pthread_cond_t work;     /* the queue got a job, or stopping */
     yfs_seg *buckets[BUCKETS];
     yfs_seg *lru_head, *lru_tail; /* head: least recently used */
-    uint64_t bytes;          /* sizes of every segment in the table */
+    uint64_t bytes;          /* sizes and work of every segment in the table */
     yfs_seg *queue[QUEUE_CAP];
     size_t queue_head, queue_len;
-    int over_budget_builds;  /* demand builds let past a full budget (at most one) */
     pthread_t *workers;
     int num_workers;
     int stopping;
@@ -62,7 +62,7 @@ static void table_remove(yfs_cache *c, yfs_seg *e)
     while (*p != e)
         p = &(*p)->chain;
     *p = e->chain;
-    c->bytes -= e->size;
+    c->bytes -= e->size + e->work;
 }
 
 static void lru_unlink(yfs_cache *c, yfs_seg *e)
@@ -80,7 +80,7 @@ static void lru_unlink(yfs_cache *c, yfs_seg *e)
 
 static void seg_free(yfs_seg *e)
 {
-    free(e->data);
+    yfs_segment_free(e->data, e->size);
     free(e);
 }
 
@@ -143,12 +143,13 @@ static yfs_seg *insert(yfs_cache *c, yfs_plan *plan, uint64_t s, enum seg_state 
     e->epoch = plan->plan.epoch;
     e->index = s;
     e->size = plan->plan.segments[s].bytes;
+    e->work = yfs_segment_work(&plan->plan, s);
     e->state = state;
     e->refs = 1;
     size_t b = bucket_of(e->epoch, s);
     e->chain = c->buckets[b];
     c->buckets[b] = e;
-    c->bytes += e->size;
+    c->bytes += e->size + e->work;
     return e;
 }
 
@@ -158,6 +159,8 @@ static int build(yfs_cache *c, yfs_seg *e, yfs_plan *plan, pq_error *err)
     uint8_t *data = NULL;
     int rc = yfs_segment_build(c->m, plan, e->index, &data, &e->err);
     pthread_mutex_lock(&c->lock);
+    c->bytes -= e->work;
+    e->work = 0;
     if (rc == 0) {
         e->data = data;
         e->state = READY;
@@ -175,8 +178,7 @@ static int build(yfs_cache *c, yfs_seg *e, yfs_plan *plan, pq_error *err)
 int yfs_cache_get(yfs_cache *c, yfs_plan *plan, uint64_t s, yfs_seg **out, pq_error *err)
 {
     yfs_stats *st = &c->m->stats;
-    uint64_t size = plan->plan.segments[s].bytes;
-    int over_budget = 0;
+    uint64_t need = plan->plan.segments[s].bytes + yfs_segment_work(&plan->plan, s);
     pthread_mutex_lock(&c->lock);
     yfs_seg *e;
     for (;;) {
@@ -206,16 +208,11 @@ int yfs_cache_get(yfs_cache *c, yfs_plan *plan, uint64_t s, yfs_seg **out, pq_er
                 *out = e;
             return rc;
         }
-        /* Absent (or queued) and to be built here. Memory is the budget; one
-         * demand build at a time may go beyond it, so that readers always
-         * progress, and the others wait until room frees or it ends. */
-        if (e || make_room(c, size, 0))
+        /* Absent (or queued) and to be built here, within the budget but
+         * for the exception in the header. */
+        if (e || make_room(c, need, 0) || c->bytes == 0)
             break;
-        if (c->over_budget_builds == 0) {
-            c->over_budget_builds++;
-            over_budget = 1;
-            break;
-        }
+        yfs_count(&st->memory_waits, 1);
         pthread_cond_wait(&c->changed, &c->lock);
     }
 
@@ -226,22 +223,17 @@ int yfs_cache_get(yfs_cache *c, yfs_plan *plan, uint64_t s, yfs_seg **out, pq_er
         e->refs++;
         e->state = BUILDING;
     } else if (!(e = insert(c, plan, s, BUILDING))) {
-        c->over_budget_builds -= over_budget;
         pthread_mutex_unlock(&c->lock);
         return pq_error_set(err, "out of memory");
     }
     pthread_mutex_unlock(&c->lock);
     int rc = build(c, e, plan, err);
-    pthread_mutex_lock(&c->lock);
-    if (over_budget) {
-        c->over_budget_builds--;
-        pthread_cond_broadcast(&c->changed);
-    }
-    if (rc < 0)
+    if (rc < 0) {
+        pthread_mutex_lock(&c->lock);
         release(c, e);
-    pthread_mutex_unlock(&c->lock);
-    if (rc < 0)
+        pthread_mutex_unlock(&c->lock);
         return -1;
+    }
     *out = e;
     return 0;
 }
@@ -268,7 +260,7 @@ int yfs_cache_prefetch(yfs_cache *c, yfs_plan *plan, uint64_t s)
         goto out;
     rc = -1;
     if (c->num_workers == 0 || c->queue_len == QUEUE_CAP ||
-        !make_room(c, plan->plan.segments[s].bytes, 1))
+        !make_room(c, plan->plan.segments[s].bytes + yfs_segment_work(&plan->plan, s), 1))
         goto out;
     yfs_seg *e = insert(c, plan, s, QUEUED);
     if (!e)

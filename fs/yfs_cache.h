@@ -2,15 +2,19 @@
  *
  * Segments (framed bytes of one segment of one epoch plan) are built on
  * demand by the reading thread, or ahead of time by workers when the read
- * path asks for a prefetch. Bytes of built and building segments are
- * accounted against the budget:
+ * path asks for a prefetch. Bytes of built and building segments, and the
+ * working memory of builds (yfs_segment_work), are accounted against the
+ * budget:
  *   - idle segments that a reader has read to the end go first, least
  *     recently used first;
  *   - a prefetch is refused when dropping those does not meet the budget
  *     (prefetched or half-read segments are never dropped for a prefetch);
  *   - a demand read then drops any idle segment; if that still does not
- *     meet the budget, one demand build at a time goes ahead regardless
- *     (correctness never depends on memory) and the others wait.
+ *     meet the budget it waits for room (readers finishing, builds ending).
+ *     It goes ahead regardless (correctness never depends on memory) only
+ *     when the cache holds nothing else: a segment larger than the budget.
+ * Readers wait for room holding no segment (yfs_view.h), and everything
+ * else that holds room ends without waiting for room, so waits end.
  * A segment still waiting in the prefetch queue when a reader needs it is
  * taken over and built by the reader at once. A failed build is not kept:
  * the error goes to everyone waiting for it and the next read retries.
@@ -32,7 +36,8 @@ int yfs_cache_start(yfs_cache *c, int threads, pq_error *err);
 /* Stop the workers and free everything. No reader may be active. */
 void yfs_cache_free(yfs_cache *c);
 
-/* Segment s of the plan, built if needed; release with yfs_cache_put. */
+/* Segment s of the plan, built if needed; release with yfs_cache_put. The
+ * caller must not hold another segment (see above). */
 int yfs_cache_get(yfs_cache *c, yfs_plan *plan, uint64_t s, yfs_seg **out, pq_error *err);
 void yfs_cache_put(yfs_cache *c, yfs_seg *seg);
 /* A reader has read the segment to its end (it may be dropped first). */

@@ -124,6 +124,7 @@ char *yfs_stats_json(yfs_mount *m)
         { "segment_waits", &s->segment_waits },
         { "segment_misses", &s->segment_misses },
         { "segments_evicted", &s->segments_evicted },
+        { "memory_waits", &s->memory_waits },
     };
     json_t *o = json_object();
     for (size_t i = 0; o && i < sizeof counters / sizeof *counters; i++)

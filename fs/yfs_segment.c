@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "ix_read.h"
@@ -67,15 +68,41 @@ static int decode_page(yfs_mount *m, yfs_plan *plan, uint64_t pos, decoded *d, i
     return 0;
 }
 
+/* Per record: its ix_record, its value slice, and its place in the order. */
+#define WORK_PER_RECORD (sizeof(ix_record) + sizeof(pq_bytes) + sizeof(uint32_t))
+
+uint64_t yfs_segment_work(const sh_plan *plan, uint64_t s)
+{
+    const sh_segment *seg = &plan->segments[s];
+    return seg->bytes + (uint64_t)seg->records * WORK_PER_RECORD;
+}
+
+/* Segment buffers are mapped, not taken from the heap: they are large and
+ * live long, and freed heap memory between them would stay resident
+ * (fragmentation) beyond the budget. MAP_POPULATE faults the pages in one
+ * go, which costs less than a fault per page while framing. */
+static uint8_t *segment_alloc(uint64_t size)
+{
+    void *p = mmap(NULL, size ? size : 1, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void yfs_segment_free(uint8_t *data, uint64_t size)
+{
+    if (data)
+        munmap(data, size ? size : 1);
+}
+
 static int frame(yfs_mount *m, const sh_plan *plan, uint64_t s, const ix_record *recs,
                  uint8_t **data, pq_error *err)
 {
     const sh_segment *seg = &plan->segments[s];
     uint32_t *order = malloc((seg->records ? seg->records : 1) * sizeof *order);
-    uint8_t *buf = malloc(seg->bytes ? seg->bytes : 1);
+    uint8_t *buf = segment_alloc(seg->bytes);
     if (!order || !buf) {
         free(order);
-        free(buf);
+        yfs_segment_free(buf, seg->bytes);
         return pq_error_set(err, "out of memory for a %llu-byte segment",
                             (unsigned long long)seg->bytes);
     }
@@ -105,7 +132,7 @@ static int frame(yfs_mount *m, const sh_plan *plan, uint64_t s, const ix_record 
                           (unsigned long long)seg->bytes);
     free(order);
     if (rc < 0) {
-        free(buf);
+        yfs_segment_free(buf, seg->bytes);
         return -1;
     }
     *data = buf;

@@ -15,8 +15,16 @@
 #include "yfs_mount.h"
 #include "yfs_plans.h"
 
-/* On success *data is a malloc'ed buffer of plan->segments[s].bytes bytes. */
+/* On success *data holds plan->segments[s].bytes bytes; free it with
+ * yfs_segment_free. */
 int yfs_segment_build(yfs_mount *m, yfs_plan *plan, uint64_t s, uint8_t **data,
                       pq_error *err);
+void yfs_segment_free(uint8_t *data, uint64_t size);
+
+/* Memory a build of segment s needs besides the segment itself, for the
+ * memory budget: its decoded pages (their values are about as large as
+ * their framed records, or smaller) and its record lists. An estimate: the
+ * exact figure is known only after decoding. */
+uint64_t yfs_segment_work(const sh_plan *plan, uint64_t s);
 
 #endif

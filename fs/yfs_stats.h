@@ -24,6 +24,7 @@ typedef struct yfs_stats {
     _Atomic uint64_t segment_waits;     /* ... found it being built, and waited */
     _Atomic uint64_t segment_misses;    /* ... had to build it itself */
     _Atomic uint64_t segments_evicted;
+    _Atomic uint64_t memory_waits;      /* demand builds that waited for room in mem */
     _Atomic uint64_t bytes_served;
     _Atomic uint64_t read_requests;
     _Atomic uint64_t read_errors;

@@ -1,6 +1,7 @@
 #include "yfs_view.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "yfs_plans.h"
 
@@ -69,6 +70,28 @@ static void prefetch_after(yfs_view *v, uint64_t k)
     }
 }
 
+/* Replace the extents so far by one copy, with room for `more` bytes after
+ * them, and let their segments go. */
+static int bounce(yfs_mount *m, yfs_extent *ext, int *n, size_t more, pq_error *err)
+{
+    size_t len = 0;
+    for (int i = 0; i < *n; i++)
+        len += ext[i].len;
+    uint8_t *copy = malloc(len + more), *at = copy;
+    if (!copy) {
+        yfs_extents_release(m, ext, *n);
+        return pq_error_set(err, "out of memory");
+    }
+    for (int i = 0; i < *n; i++) {
+        memcpy(at, ext[i].data, ext[i].len);
+        at += ext[i].len;
+    }
+    yfs_extents_release(m, ext, *n);
+    ext[0] = (yfs_extent){ NULL, copy, len };
+    *n = 1;
+    return 0;
+}
+
 int yfs_view_read(yfs_view *v, uint64_t offset, size_t size, yfs_extent *ext, int max,
                   int *count, pq_error *err)
 {
@@ -88,6 +111,8 @@ int yfs_view_read(yfs_view *v, uint64_t offset, size_t size, yfs_extent *ext, in
             k++;
             continue;
         }
+        if (n > 0 && bounce(v->m, ext, &n, size, err) < 0)
+            return -1;
         if (yfs_cache_get(v->m->cache, v->plan, s, &seg, err) < 0) {
             yfs_extents_release(v->m, ext, n);
             return -1;
@@ -109,6 +134,10 @@ int yfs_view_read(yfs_view *v, uint64_t offset, size_t size, yfs_extent *ext, in
 
 void yfs_extents_release(yfs_mount *m, yfs_extent *ext, int count)
 {
-    for (int i = 0; i < count; i++)
-        yfs_cache_put(m->cache, ext[i].seg);
+    for (int i = 0; i < count; i++) {
+        if (ext[i].seg)
+            yfs_cache_put(m->cache, ext[i].seg);
+        else
+            free((void *)ext[i].data);
+    }
 }

@@ -25,7 +25,11 @@ int yfs_view_open(yfs_mount *m, uint64_t epoch, uint64_t part, uint64_t parts, y
 void yfs_view_close(yfs_view *v);
 uint64_t yfs_view_size(const yfs_view *v);
 
-/* A piece of a read: `len` bytes at `data`, valid until released. */
+/* A piece of a read: `len` bytes at `data`, valid until released. The
+ * bytes are in a segment (seg), or, for the part of a read before a segment
+ * boundary, in a copy the extent owns (seg NULL): a reader never holds a
+ * segment while it waits for the next to be built, so waiting for memory
+ * cannot deadlock. */
 typedef struct yfs_extent {
     yfs_seg *seg;
     const uint8_t *data;

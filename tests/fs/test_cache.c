@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "yfs_plans.h"
+#include "yfs_segment.h"
 #include "yfs_view.h"
 
 #define SAMPLE YFS_SOURCE_DIR "/examples/sample"
@@ -16,7 +17,7 @@ static yfs_mount *open_sample(uint64_t mem)
     yfs_options_init(&o);
     pq_error err;
     char *rest = NULL;
-    cr_assert_eq(yfs_options_apply_list(&o, "buffer=300,cache=none", &rest, &err), 0);
+    cr_assert_eq(yfs_options_apply_list(&o, "buffer=300,cache=none,chunk=0", &rest, &err), 0);
     o.mem = mem;
     yfs_mount *m;
     cr_assert_eq(yfs_mount_open(&o, SAMPLE, 0, &m, &err), 0, "%s", err.msg);
@@ -36,26 +37,32 @@ static void touch(yfs_mount *m, yfs_view *v, uint64_t off, size_t len)
 
 Test(cache, half_read_segments_outlive_finished_ones)
 {
-    /* sizes of the first three segments of epoch 0 */
+    /* sizes of the first three segments of epoch 0, and their builds' work */
     yfs_mount *probe = open_sample(64u << 20);
     yfs_plan *p;
     pq_error err;
     cr_assert_eq(yfs_plans_get(probe->plans, 0, &p, &err), 0);
     cr_assert_geq(p->plan.num_segments, 3);
     uint64_t s0 = p->plan.segments[0].bytes, s1 = p->plan.segments[1].bytes,
-             s2 = p->plan.segments[2].bytes;
+             s2 = p->plan.segments[2].bytes, w0 = yfs_segment_work(&p->plan, 0),
+             w2 = yfs_segment_work(&p->plan, 2);
     yfs_plans_put(probe->plans, p);
     yfs_mount_close(probe);
 
-    /* a segment budget (3/4 of mem) that holds any two of them, not all three */
-    uint64_t total = s0 + s1 + s2, mem = total;
-    while (mem - mem / 4 < total - 1)
-        mem++;
-    while (mem - mem / 4 >= total)
-        mem--;
-    yfs_mount *m = open_sample(mem);
-    cr_assert_lt(yfs_mount_segment_budget(m), total);
-    cr_assert_geq(yfs_mount_segment_budget(m) + s0, total, "room for segments 1 and 2");
+    /* A segment budget that holds segment 1 while segment 0 or 2 is built,
+     * but not all three while segment 2 is built. */
+    uint64_t need = s1 + s0 + w0 > s1 + s2 + w2 ? s1 + s0 + w0 : s1 + s2 + w2;
+    uint64_t too_much = s0 + s1 + s2 + w2;
+    cr_assert_lt(need, too_much);
+    uint64_t mem = need + need / 7 - 16; /* the segment budget is 7/8 of mem with chunk=0 */
+    yfs_mount *m = NULL;
+    for (;; mem++) { /* the smallest mem whose segment budget is at least need */
+        m = open_sample(mem);
+        if (yfs_mount_segment_budget(m) >= need)
+            break;
+        yfs_mount_close(m);
+    }
+    cr_assert_lt(yfs_mount_segment_budget(m), too_much);
     yfs_view *v;
     cr_assert_eq(yfs_view_open(m, 0, 0, 0, &v, &err), 0);
 
