@@ -5,17 +5,21 @@ index, measured in one run (issue 5: re-mount of 10,000 unchanged files <= 0.2 s
     python3 bench/remount.py --files 10000 --out bench/results/remount.md
 
 Writes the dataset under bench/data/ (small text files, one or two row groups each),
-then mounts it three ways with a fresh cache directory: first mount (page pass, saves the
-index), re-mount (reuses it), and re-mount after touching 1% of the files (those are
-scanned again). Time is from starting youmufs until the mount point answers.
+then mounts it three ways, each --repeat times: first mount with an empty cache
+directory (page pass, saves the index), re-mount (reuses it), and re-mount after giving
+1% of the files a new mtime (those are read again). Time is from starting youmufs until
+the mount point answers; the table gives the median of the repeats and their range, and
+the index.json figures of the median run.
 """
 import argparse
 import json
 import os
 import random
 import shutil
+import statistics
 import sys
 import tempfile
+import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -44,32 +48,56 @@ def mount_time(binary, dataset, cache):
             return elapsed, json.load(f)
 
 
+def repeated(times, prepare, binary, dataset, cache):
+    """(median seconds, min, max, index.json of the median run) of `times` mounts,
+    each after prepare()."""
+    runs = []
+    for _ in range(times):
+        prepare()
+        runs.append(mount_time(binary, dataset, cache))
+    runs.sort(key=lambda r: r[0])
+    secs = [r[0] for r in runs]
+    return statistics.median(secs), secs[0], secs[-1], runs[len(runs) // 2][1]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--files", type=int, default=10000)
     ap.add_argument("--rows", type=int, default=200)
+    ap.add_argument("--repeat", type=int, default=5, help="mounts of each kind (default 5)")
     ap.add_argument("--binary", default=os.path.join(ROOT, "build", "youmufs"))
     ap.add_argument("--out")
     args = ap.parse_args()
     dataset = os.path.join(ROOT, "bench", "data", f"many-{args.files}")
     make(dataset, args.files, args.rows)
     cache = tempfile.mkdtemp(prefix="yfs-remount-cache-")
+    names = sorted(os.listdir(dataset))[:: 100]
+
+    def empty_cache():
+        for n in os.listdir(cache):
+            os.unlink(os.path.join(cache, n))
+
+    def touch():  # 1% of the files get a new mtime
+        now = time.time()
+        for n in names:
+            os.utime(os.path.join(dataset, n), (now, now))
+
     try:
-        first, ix = mount_time(args.binary, dataset, cache)
-        again, ix2 = mount_time(args.binary, dataset, cache)
-        names = sorted(os.listdir(dataset))[:: 100]
-        for n in names:  # 1% of the files get a new mtime
-            os.utime(os.path.join(dataset, n))
-        touched, ix3 = mount_time(args.binary, dataset, cache)
+        first = repeated(args.repeat, empty_cache, args.binary, dataset, cache)
+        again = repeated(args.repeat, lambda: None, args.binary, dataset, cache)
+        touched = repeated(args.repeat, touch, args.binary, dataset, cache)
     finally:
         shutil.rmtree(cache)
-    rows = [("first mount (page pass, saves the index)", first, ix),
-            ("re-mount, unchanged", again, ix2),
-            (f"re-mount, {len(names)} files touched", touched, ix3)]
-    lines = [f"{args.files} files, {ix['rows']} rows, {ix['pages']} pages, {ix['row_groups']} row groups.",
+    rows = [("first mount (page pass, saves the index)", first),
+            ("re-mount, unchanged", again),
+            (f"re-mount, {len(names)} files touched", touched)]
+    ix = first[3]
+    lines = [f"{args.files} files, {ix['rows']} rows, {ix['pages']} pages, {ix['row_groups']} row groups; "
+             f"median of {args.repeat} mounts each, range in brackets.",
              "", "| mount | seconds | files reused | footers s | page pass s |", "|---|---|---|---|---|"]
-    for name, t, i in rows:
-        lines.append(f"| {name} | {t:.3f} | {i['persistent_index']['files_reused']} | "
+    for name, (t, lo, hi, i) in rows:
+        lines.append(f"| {name} | {t:.3f} [{lo:.3f}-{hi:.3f}] | "
+                     f"{i['persistent_index']['files_reused']} | "
                      f"{i['seconds_footers']:.3f} | {i['seconds_pages']:.3f} |")
     table = "\n".join(lines) + "\n"
     print(table)
