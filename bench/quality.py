@@ -209,21 +209,31 @@ def page_map(files, column):
 
 # ---------------------------------------------------------------- methods
 
-def youmufs_rows(binary, dataset, opts):
-    cmd = [binary, "cat", "-o", opts, dataset, "epoch-0.jsonl"]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    parts, tail = [], b""
-    while True:
-        buf = p.stdout.read(64 << 20)
+def parse_rows(stream, limit=None):
+    """The "_row" fields of `-o rowid` jsonl read from a binary stream (a pipe or an
+    epoch file of a mount), in order, as int64. Stops after about `limit` bytes if given
+    (whole records only). Returns (rows, trailing bytes that are not a whole record)."""
+    parts, tail, got = [], b"", 0
+    while limit is None or got < limit:
+        buf = stream.read(64 << 20 if limit is None else min(64 << 20, limit - got))
         if not buf:
             break
+        got += len(buf)
         buf = tail + buf
         cut = buf.rfind(b"\n") + 1
         tail = buf[cut:]
         parts.append(np.array(ROW_RE.findall(buf, 0, cut), dtype=np.int64))
+    rows = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+    return rows, tail
+
+
+def youmufs_rows(binary, dataset, opts):
+    cmd = [binary, "cat", "-o", opts, dataset, "epoch-0.jsonl"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    rows, tail = parse_rows(p.stdout)
     if p.wait() != 0 or tail:
         sys.exit(f"{shlex.join(cmd)} failed (exit {p.returncode})")
-    return np.concatenate(parts)
+    return rows
 
 
 def classic_buffer(src, buffer_size, seed):
@@ -305,21 +315,38 @@ def expected_distinct(sizes, n, w):
     return sum(1.0 - (math.exp(lc(n - s, w) - base) if n - s >= w else 0.0) for s in sizes)
 
 
-def metrics(r, file_of, page_of, window):
+def metrics(r, file_of, page_of, window, prefix=False):
+    """Quality metrics of the row sequence r. r must be a permutation of all rows,
+    unless prefix=True: then r is the first len(r) records of an epoch, rho is taken
+    between output position and the rank of the source row within r, and MAD/N uses the
+    dataset's row count."""
     n = len(r)
-    if not np.array_equal(np.sort(r), np.arange(n)):
-        raise ValueError("not a permutation of the rows")
-    pos = np.arange(n, dtype=np.float64)
-    d = pos - r
-    rho = 1.0 - 6.0 * float(np.dot(d, d)) / (n * (n * n - 1.0))
+    if prefix:
+        if n < 2 or np.unique(r).size != n:
+            raise ValueError("a prefix needs at least two distinct rows")
+        ranks = np.empty(n, dtype=np.float64)
+        ranks[np.argsort(r, kind="stable")] = np.arange(n)
+        d = np.arange(n, dtype=np.float64) - ranks
+        rho = 1.0 - 6.0 * float(np.dot(d, d)) / (n * (n * n - 1.0))
+        d = np.arange(n, dtype=np.float64) - r
+        n_all = len(file_of)
+    else:
+        if not np.array_equal(np.sort(r), np.arange(n)):
+            raise ValueError("not a permutation of the rows")
+        pos = np.arange(n, dtype=np.float64)
+        d = pos - r
+        rho = 1.0 - 6.0 * float(np.dot(d, d)) / (n * (n * n - 1.0))
+        n_all = n
     f, p = file_of[r], page_of[r]
     nw = n // window
     fw = f[:nw * window].reshape(nw, window)
     pw = p[:nw * window].reshape(nw, window)
     distinct = lambda m: float(np.mean([np.unique(row).size for row in m]))
     return {"rho": abs(rho), "same_page": float(np.mean(p[1:] == p[:-1])),
-            "same_file": float(np.mean(f[1:] == f[:-1])), "files_win": distinct(fw),
-            "pages_win": distinct(pw), "mad": float(np.mean(np.abs(d))) / n}
+            "same_file": float(np.mean(f[1:] == f[:-1])),
+            "files_win": distinct(fw) if nw else float("nan"),
+            "pages_win": distinct(pw) if nw else float("nan"),
+            "mad": float(np.mean(np.abs(d))) / n_all}
 
 
 # ---------------------------------------------------------------- main
