@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "yfs_fuse.h"
@@ -272,6 +273,21 @@ static void tune_malloc(uint64_t mem)
     mallopt(M_TRIM_THRESHOLD, (int)keep);
 }
 
+/* Every source file stays open for the life of the mount (a file replaced
+ * under the mount then keeps serving its old bytes or fails cleanly). Many
+ * systems start processes with a soft limit of 1024 descriptors and a much
+ * higher hard limit, so a dataset of a few thousand files needs the soft
+ * limit raised to the hard one; a dataset beyond the hard limit fails to open
+ * with a message naming the file and "Too many open files". */
+static void raise_open_file_limit(void)
+{
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+        lim.rlim_cur = lim.rlim_max;
+        (void)setrlimit(RLIMIT_NOFILE, &lim);
+    }
+}
+
 int main(int argc, char **argv)
 {
     command c;
@@ -279,6 +295,7 @@ int main(int argc, char **argv)
     yfs_options_init(&c.opts);
     int rc = parse(argc, argv, &c);
     tune_malloc(c.opts.mem);
+    raise_open_file_limit();
     if (rc == 0 && c.help) {
         fputs(USAGE, stdout);
         if (!c.cat) {
