@@ -94,6 +94,34 @@ void yfs_segment_free(uint8_t *data, uint64_t size)
         munmap(data, size ? size : 1);
 }
 
+/* Framing visits the records of a segment in shuffled order, so each record
+ * costs up to three dependent cache misses (its ix_record, its value slice,
+ * the value's bytes) that the hardware prefetcher cannot foresee; unhidden,
+ * they made a page-shuffled epoch cost ~40% more user CPU than shuffle=none
+ * (bench/data/epoch-4g, youmufs cat: 7.8 s against 5.5 s; 5.9 s with this). The
+ * order is known, so fetch ahead in stages: the record PREFETCH_RECORD
+ * positions ahead, its value slice at PREFETCH_SLICE, its first value bytes
+ * at PREFETCH_BYTES (flat columns only: a flat record has exactly one value,
+ * while a list record may have none and its slice pointer must not be
+ * followed). Each stage reads only what the one before brought in.
+ * always_inline: GCC 12 at -O2 judges an out-of-line prefetch_ahead free of
+ * side effects and deletes every call to it. */
+enum { PREFETCH_RECORD = 24, PREFETCH_SLICE = 12, PREFETCH_BYTES = 4 };
+
+static inline __attribute__((always_inline)) void
+prefetch_ahead(const ix_record *recs, const uint32_t *order, uint32_t r, uint32_t n)
+{
+    if (r + PREFETCH_RECORD < n)
+        __builtin_prefetch(&recs[order[r + PREFETCH_RECORD]]);
+    if (r + PREFETCH_SLICE < n)
+        __builtin_prefetch(recs[order[r + PREFETCH_SLICE]].values);
+    if (r + PREFETCH_BYTES < n) {
+        const ix_record *next = &recs[order[r + PREFETCH_BYTES]];
+        if (!next->defs)
+            __builtin_prefetch(next->values->ptr);
+    }
+}
+
 static int frame(yfs_mount *m, const sh_plan *plan, uint64_t s, const ix_record *recs,
                  uint8_t **data, pq_error *err)
 {
@@ -111,6 +139,7 @@ static int frame(yfs_mount *m, const sh_plan *plan, uint64_t s, const ix_record 
     uint8_t *out = buf, *end = buf + seg->bytes;
     int rc = 0;
     for (uint32_t r = 0; r < seg->records; r++) {
+        prefetch_ahead(recs, order, r, seg->records);
         const ix_record *rec = &recs[order[r]];
         /* The index promised the sizes; check them without rescanning values
          * unless the record might not fit. */
