@@ -314,6 +314,26 @@ void pq_page_values_free(pq_page_values *v)
     memset(v, 0, sizeof *v);
 }
 
+int pq_page_values_own(pq_page_values *v, pq_error *err)
+{
+    size_t total = 0;
+    for (uint32_t i = 0; i < v->num_values; i++)
+        total += v->values[i].len;
+    uint8_t *copy = malloc(total ? total : 1), *at = copy;
+    if (!copy)
+        return pq_error_set(err, "out of memory copying %zu bytes of page values", total);
+    for (uint32_t i = 0; i < v->num_values; i++) {
+        if (v->values[i].len)
+            memcpy(at, v->values[i].ptr, v->values[i].len);
+        v->values[i].ptr = at;
+        at += v->values[i].len;
+    }
+    free(v->extra);
+    v->extra = copy;
+    v->extra_len = total;
+    return 0;
+}
+
 size_t pq_page_values_bytes(const pq_page_values *v)
 {
     size_t levels = (v->def_levels ? 2 : 0) + (v->rep_levels ? 2 : 0);

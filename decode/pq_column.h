@@ -88,6 +88,11 @@ int pq_page_decode(const pq_column_desc *col, const pq_page_header *h, const uin
                    size_t body_len, const pq_dictionary *dict, pq_page_values *out,
                    pq_error *err);
 void pq_page_values_free(pq_page_values *v);
+/* Copy the bytes of every value into memory the page values own (a new
+ * `extra`), so that values decoded from a dictionary outlive it: the caller
+ * may then release the dictionary at once instead of holding it as long as
+ * the values. Fails only when out of memory (v is then unchanged). */
+int pq_page_values_own(pq_page_values *v, pq_error *err);
 /* Heap bytes held by the page values (for memory budgets). */
 size_t pq_page_values_bytes(const pq_page_values *v);
 

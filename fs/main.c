@@ -221,6 +221,8 @@ static char *fsname_option(const char *dataset)
     return opt;
 }
 
+#define YFS_FUSE_THREADS "64"
+
 static int run_mount(yfs_mount *m, command *c)
 {
     /* The source shows as the dataset, the type as fuse.youmufs; the user's
@@ -234,6 +236,13 @@ static int run_mount(yfs_mount *m, command *c)
         free(fsname);
     }
     fuse_opt_add_arg(&c->fuse_args, "-osubtype=youmufs");
+    /* A read may wait in its FUSE thread for room in mem= (yfs_cache.h)
+     * while the requests that would make room, other readers finishing their
+     * segments, queue behind it. With libfuse's default of 10 threads, 8
+     * part readers in mem=64M stalled each other until segments went stale
+     * (epoch-4g: 164 s, against 18 s with 64 threads). A waiting thread holds
+     * no memory. The user's own max_threads= comes later and wins. */
+    fuse_opt_add_arg(&c->fuse_args, "-omax_threads=" YFS_FUSE_THREADS);
     if (c->fuse_opts) {
         fuse_opt_add_arg(&c->fuse_args, "-o");
         fuse_opt_add_arg(&c->fuse_args, c->fuse_opts);
@@ -263,11 +272,14 @@ static int run_mount(yfs_mount *m, command *c)
  * the heap shrinks and refaults on every page (PLAIN decode 4x slower,
  * bench/results/decode.md); glibc's defaults (a threshold that grows, an
  * arena per thread) let freed buffers pile up as resident memory. The free
- * memory kept at the top of the heap is resident too: it is held to a small
- * share of mem=. */
+ * memory kept at the top of the heap is resident too: it is held to the
+ * share of mem= left untracked; free memory inside the heap is handed back
+ * when readers wait for room (yfs_cache.c). */
 static void tune_malloc(uint64_t mem)
 {
-    uint64_t keep = mem / 16 < (32u << 20) ? mem / 16 : (32u << 20);
+    uint64_t keep = yfs_untracked_budget(mem);
+    if (keep > (32u << 20))
+        keep = 32u << 20;
     mallopt(M_ARENA_MAX, 1);
     mallopt(M_MMAP_THRESHOLD, 64 << 20);
     mallopt(M_TRIM_THRESHOLD, (int)keep);

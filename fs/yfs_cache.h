@@ -9,12 +9,16 @@
  *     recently used first;
  *   - a prefetch is refused when dropping those does not meet the budget
  *     (prefetched or half-read segments are never dropped for a prefetch);
- *   - a demand read then drops any idle segment; if that still does not
- *     meet the budget it waits for room (readers finishing, builds ending).
- *     It goes ahead regardless (correctness never depends on memory) only
- *     when the cache holds nothing else: a segment larger than the budget.
+ *   - a demand read then drops prefetched segments no reader has asked for
+ *     and those its own reader left half-read, then those untouched for a
+ *     second (their readers paused or left); if that does not meet the budget it
+ *     waits for room (readers finishing, builds ending, segments going
+ *     stale). It goes ahead regardless (correctness never depends on
+ *     memory) only when the cache holds nothing else: a segment larger than
+ *     the budget.
  * Readers wait for room holding no segment (yfs_view.h), and everything
- * else that holds room ends without waiting for room, so waits end.
+ * else that holds room ends without waiting for room or goes stale, so
+ * waits end.
  * A segment still waiting in the prefetch queue when a reader needs it is
  * taken over and built by the reader at once. A failed build is not kept:
  * the error goes to everyone waiting for it and the next read retries.
@@ -37,8 +41,11 @@ int yfs_cache_start(yfs_cache *c, int threads, pq_error *err);
 void yfs_cache_free(yfs_cache *c);
 
 /* Segment s of the plan, built if needed; release with yfs_cache_put. The
- * caller must not hold another segment (see above). */
-int yfs_cache_get(yfs_cache *c, yfs_plan *plan, uint64_t s, yfs_seg **out, pq_error *err);
+ * caller must not hold another segment (see above). reader (not NULL)
+ * identifies the reader asking, say its open file: segments it left
+ * half-read may make room for it at once. */
+int yfs_cache_get(yfs_cache *c, yfs_plan *plan, uint64_t s, const void *reader, yfs_seg **out,
+                  pq_error *err);
 void yfs_cache_put(yfs_cache *c, yfs_seg *seg);
 /* A reader has read the segment to its end (it may be dropped first). */
 void yfs_cache_consumed(yfs_cache *c, yfs_seg *seg);

@@ -25,9 +25,15 @@ uint64_t yfs_mount_loaded_budget(const yfs_mount *m)
     return m->opts.chunk ? m->opts.mem / 4 : 0;
 }
 
+uint64_t yfs_untracked_budget(uint64_t mem)
+{
+    return mem / 8;
+}
+
 uint64_t yfs_mount_segment_budget(const yfs_mount *m)
 {
-    return m->opts.mem - yfs_mount_dict_budget(m) - yfs_mount_loaded_budget(m);
+    return m->opts.mem - yfs_mount_dict_budget(m) - yfs_mount_loaded_budget(m) -
+           yfs_untracked_budget(m->opts.mem);
 }
 
 int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, yfs_mount **out,

@@ -45,8 +45,13 @@ int yfs_mount_start(yfs_mount *m, pq_error *err);
 void yfs_mount_close(yfs_mount *m);
 
 /* Memory budgets derived from opts.mem: dictionaries get an eighth, loaded
- * pages waiting to be served a quarter (none with chunk=0), segment buffers
- * the rest. */
+ * pages waiting to be served a quarter (none with chunk=0), memory that no
+ * budget tracks a sixteenth (yfs_untracked_budget), segment buffers and the
+ * working memory of their builds the rest. */
+/* Of `mem`, what is left for memory no budget tracks: free heap that malloc
+ * keeps for reuse (main.c caps it at this), FUSE request buffers and chunk
+ * loads in flight. */
+uint64_t yfs_untracked_budget(uint64_t mem);
 uint64_t yfs_mount_dict_budget(const yfs_mount *m);
 uint64_t yfs_mount_loaded_budget(const yfs_mount *m);
 uint64_t yfs_mount_segment_budget(const yfs_mount *m);

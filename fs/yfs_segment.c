@@ -10,11 +10,6 @@
 #include "yfs_dicts.h"
 #include "yfs_loads.h"
 
-typedef struct decoded {
-    pq_page_values values;
-    void *dict; /* yfs_dict handle, held until the values (which may point into it) are framed */
-} decoded;
-
 static uint64_t now_ns(void)
 {
     struct timespec ts;
@@ -33,10 +28,17 @@ static int cached_dictionary(void *ctx, uint32_t chunk, const pq_dictionary **di
     return 0;
 }
 
-/* Decode the page at order position `pos` into d and append its records at
- * recs[*next], where room for the page's records (as indexed) is left. */
-static int decode_page(yfs_mount *m, yfs_plan *plan, uint64_t pos, decoded *d, ix_record *recs,
-                       uint32_t *next, pq_error *err)
+/* Decode the page at order position `pos` into values and append its
+ * records at recs[*next], where room for the page's records (as indexed) is
+ * left.
+ * Values decoded from a dictionary point into it, and a page-shuffled
+ * segment's pages come from as many column chunks: holding their
+ * dictionaries until framing held dozens at once (pyarrow writes up to 1 MiB
+ * each), outside the memory budget. So such values are copied into the
+ * page's own memory, which the segment's work reservation covers, and the
+ * dictionary goes back to the cache at once. */
+static int decode_page(yfs_mount *m, yfs_plan *plan, uint64_t pos, pq_page_values *values,
+                       ix_record *recs, uint32_t *next, pq_error *err)
 {
     const ix_index *ix = m->ix;
     uint64_t page = plan->plan.order[pos];
@@ -46,7 +48,14 @@ static int decode_page(yfs_mount *m, yfs_plan *plan, uint64_t pos, decoded *d, i
     if (yfs_page_fetch(m, plan, pos, &raw, err) < 0)
         return -1;
     uint64_t start = now_ns();
-    int rc = ix_decode_page(ix, page, raw, &dicts, &d->values, &d->dict, err);
+    void *dict = NULL;
+    int rc = ix_decode_page(ix, page, raw, &dicts, values, &dict, err);
+    if (rc == 0 && dict && pq_page_values_own(values, err) < 0) {
+        pq_page_values_free(values);
+        rc = -1;
+    }
+    if (dict)
+        yfs_dicts_put(m->dicts, dict);
     yfs_count(&m->stats.decode_nanoseconds, now_ns() - start);
     free(raw);
     if (rc < 0)
@@ -56,7 +65,7 @@ static int decode_page(yfs_mount *m, yfs_plan *plan, uint64_t pos, decoded *d, i
     yfs_count(&m->stats.page_bytes, p->length);
 
     uint32_t count, rows;
-    if (ix_page_records(&ix->framing.shape, &d->values, p->first_row, recs + *next, p->records,
+    if (ix_page_records(&ix->framing.shape, values, p->first_row, recs + *next, p->records,
                         &count, &rows, err) < 0 ||
         (count != p->records || rows != p->rows))
         return pq_error_prefix(err, "%s: data page at offset %llu: %s",
@@ -182,7 +191,7 @@ int yfs_segment_build(yfs_mount *m, yfs_plan *plan, uint64_t s, uint8_t **data,
 
     /* The index knows every page's record count (decode_page enforces it),
      * so all buffers are sized before any byte is read. */
-    decoded *pages = calloc(seg->pages ? seg->pages : 1, sizeof *pages);
+    pq_page_values *pages = calloc(seg->pages ? seg->pages : 1, sizeof *pages);
     ix_record *recs = malloc((seg->records ? seg->records : 1) * sizeof *recs);
     int rc = 0;
     uint32_t decoded_pages = 0, next = 0;
@@ -195,11 +204,8 @@ int yfs_segment_build(yfs_mount *m, yfs_plan *plan, uint64_t s, uint8_t **data,
     if (rc == 0)
         rc = frame(m, &plan->plan, s, recs, data, err);
 
-    for (uint32_t i = 0; i < decoded_pages && pages; i++) {
-        pq_page_values_free(&pages[i].values);
-        if (pages[i].dict)
-            yfs_dicts_put(m->dicts, pages[i].dict);
-    }
+    for (uint32_t i = 0; i < decoded_pages && pages; i++)
+        pq_page_values_free(&pages[i]);
     free(pages);
     free(recs);
     if (rc == 0)

@@ -113,7 +113,7 @@ int yfs_view_read(yfs_view *v, uint64_t offset, size_t size, yfs_extent *ext, in
         }
         if (n > 0 && bounce(v->m, ext, &n, size, err) < 0)
             return -1;
-        if (yfs_cache_get(v->m->cache, v->plan, s, &seg, err) < 0) {
+        if (yfs_cache_get(v->m->cache, v->plan, s, v, &seg, err) < 0) {
             yfs_extents_release(v->m, ext, n);
             return -1;
         }

@@ -1,7 +1,8 @@
-/* The segment cache's eviction order: with room for two segments, a
- * segment a reader is in the middle of outlives one already read to its end,
- * even when it was used less recently (plain LRU would drop it and build it
- * again on the reader's next request). */
+/* The segment cache's eviction order: segments read to the end go first; a
+ * segment a reader is in the middle of outlives them even when used less
+ * recently (plain LRU would drop it and build it again on the reader's next
+ * request); it gives way at once to its own reader, and to others once
+ * stale. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -25,6 +26,53 @@ static yfs_mount *open_sample(uint64_t mem)
     return m; /* not started: no prefetch workers, every build is a demand build */
 }
 
+/* A mount of the sample with the smallest mem whose segment budget is at
+ * least need. The budget grows with mem, so bisect (lo too small, hi
+ * enough). */
+static yfs_mount *open_with_segment_budget(uint64_t need)
+{
+    uint64_t lo = need, hi = 4 * need;
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        yfs_mount *probe = open_sample(mid);
+        if (yfs_mount_segment_budget(probe) >= need)
+            hi = mid;
+        else
+            lo = mid;
+        yfs_mount_close(probe);
+    }
+    yfs_mount *m = open_sample(hi);
+    cr_assert_geq(yfs_mount_segment_budget(m), need);
+    return m;
+}
+
+/* Framed sizes of the first n segments of epoch 0, and their builds' work. */
+static void first_segments(int n, uint64_t *bytes, uint64_t *work)
+{
+    yfs_mount *probe = open_sample(64u << 20);
+    yfs_plan *p;
+    pq_error err;
+    cr_assert_eq(yfs_plans_get(probe->plans, 0, &p, &err), 0);
+    cr_assert_geq(p->plan.num_segments, (uint64_t)n);
+    for (int s = 0; s < n; s++) {
+        bytes[s] = p->plan.segments[s].bytes;
+        work[s] = yfs_segment_work(&p->plan, (uint64_t)s);
+    }
+    yfs_plans_put(probe->plans, p);
+    yfs_mount_close(probe);
+}
+
+/* A mount with room to build segment 1 but not while segment 0 is kept. */
+static yfs_mount *open_one_segment_at_a_time(uint64_t *s0)
+{
+    uint64_t bytes[2], work[2];
+    first_segments(2, bytes, work);
+    *s0 = bytes[0];
+    yfs_mount *m = open_with_segment_budget(bytes[1] + work[1] + bytes[0] / 2);
+    cr_assert_lt(yfs_mount_segment_budget(m), bytes[0] + bytes[1] + work[1]);
+    return m;
+}
+
 /* Read [off, off+len) of v and drop the extents. */
 static void touch(yfs_mount *m, yfs_view *v, uint64_t off, size_t len)
 {
@@ -37,31 +85,17 @@ static void touch(yfs_mount *m, yfs_view *v, uint64_t off, size_t len)
 
 Test(cache, half_read_segments_outlive_finished_ones)
 {
-    /* sizes of the first three segments of epoch 0, and their builds' work */
-    yfs_mount *probe = open_sample(64u << 20);
-    yfs_plan *p;
+    uint64_t bytes[3], work[3];
+    first_segments(3, bytes, work);
+    uint64_t s0 = bytes[0], s1 = bytes[1], s2 = bytes[2], w0 = work[0], w2 = work[2];
     pq_error err;
-    cr_assert_eq(yfs_plans_get(probe->plans, 0, &p, &err), 0);
-    cr_assert_geq(p->plan.num_segments, 3);
-    uint64_t s0 = p->plan.segments[0].bytes, s1 = p->plan.segments[1].bytes,
-             s2 = p->plan.segments[2].bytes, w0 = yfs_segment_work(&p->plan, 0),
-             w2 = yfs_segment_work(&p->plan, 2);
-    yfs_plans_put(probe->plans, p);
-    yfs_mount_close(probe);
 
     /* A segment budget that holds segment 1 while segment 0 or 2 is built,
      * but not all three while segment 2 is built. */
     uint64_t need = s1 + s0 + w0 > s1 + s2 + w2 ? s1 + s0 + w0 : s1 + s2 + w2;
     uint64_t too_much = s0 + s1 + s2 + w2;
     cr_assert_lt(need, too_much);
-    uint64_t mem = need + need / 7 - 16; /* the segment budget is 7/8 of mem with chunk=0 */
-    yfs_mount *m = NULL;
-    for (;; mem++) { /* the smallest mem whose segment budget is at least need */
-        m = open_sample(mem);
-        if (yfs_mount_segment_budget(m) >= need)
-            break;
-        yfs_mount_close(m);
-    }
+    yfs_mount *m = open_with_segment_budget(need);
     cr_assert_lt(yfs_mount_segment_budget(m), too_much);
     yfs_view *v;
     cr_assert_eq(yfs_view_open(m, 0, 0, 0, &v, &err), 0);
@@ -76,5 +110,57 @@ Test(cache, half_read_segments_outlive_finished_ones)
                  (unsigned long long)yfs_counter(&m->stats.segments_built));
     cr_assert_eq(yfs_counter(&m->stats.segments_evicted), 1);
     yfs_view_close(v);
+    yfs_mount_close(m);
+}
+
+/* A reader that moves on (seeks) leaves its half-read segment to be dropped
+ * at once when it needs room: it does not wait for it to go stale. */
+Test(cache, a_reader_that_seeks_drops_its_own_half_read_segment)
+{
+    uint64_t s0;
+    yfs_mount *m = open_one_segment_at_a_time(&s0);
+    yfs_view *v;
+    pq_error err;
+    cr_assert_eq(yfs_view_open(m, 0, 0, 0, &v, &err), 0);
+    touch(m, v, 0, 1);  /* segment 0: first byte only */
+    touch(m, v, s0, 1); /* segment 1 */
+    cr_assert_eq(yfs_counter(&m->stats.memory_waits), 0);
+    cr_assert_eq(yfs_counter(&m->stats.segments_evicted), 1);
+    cr_assert_eq(yfs_counter(&m->stats.segments_built), 2);
+    yfs_view_close(v);
+    yfs_mount_close(m);
+}
+
+/* Another reader's half-read segment is not dropped at once: that reader
+ * would build it again on its next request. The demand read waits for room,
+ * and takes it when the segment goes stale (its reader paused), so the wait
+ * ends; the paused reader then gets its segment built again, same bytes. */
+Test(cache, another_readers_half_read_segment_is_dropped_only_when_stale)
+{
+    uint64_t s0;
+    yfs_mount *m = open_one_segment_at_a_time(&s0);
+    yfs_view *paused, *reader;
+    pq_error err;
+    cr_assert_eq(yfs_view_open(m, 0, 0, 0, &paused, &err), 0);
+    cr_assert_eq(yfs_view_open(m, 0, 0, 0, &reader, &err), 0);
+
+    yfs_extent ext[YFS_MAX_EXTENTS];
+    int n;
+    cr_assert_eq(yfs_view_read(paused, 0, 2, ext, YFS_MAX_EXTENTS, &n, &err), 0);
+    uint8_t first[2];
+    memcpy(first, ext[0].data, 2);
+    yfs_extents_release(m, ext, n);
+
+    touch(m, reader, s0, 1); /* segment 1: waits until segment 0 is stale */
+    cr_assert_geq(yfs_counter(&m->stats.memory_waits), 1, "segment 0 was dropped at once");
+    cr_assert_eq(yfs_counter(&m->stats.segments_evicted), 1);
+
+    cr_assert_eq(yfs_view_read(paused, 1, 1, ext, YFS_MAX_EXTENTS, &n, &err), 0);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(ext[0].data[0], first[1], "segment 0 came back with other bytes");
+    yfs_extents_release(m, ext, n);
+    cr_assert_eq(yfs_counter(&m->stats.segments_built), 3);
+    yfs_view_close(reader);
+    yfs_view_close(paused);
     yfs_mount_close(m);
 }
