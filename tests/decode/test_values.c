@@ -236,6 +236,21 @@ Test(values, dictionary_page_and_indices)
     assert_str(pv.values[2], "green");
     assert_str(pv.values[3], "blue");
     cr_assert_gt(pq_page_values_bytes(&pv), 0);
+    /* owned values outlive the dictionary: a copy of it is decoded from,
+     * then freed before the values are read again */
+    pq_dictionary copy;
+    make_dict(&copy);
+    pq_page_values_free(&pv);
+    cr_assert_eq(pq_page_decode(&col, &h, body, sizeof body, &copy, &pv, &err), 0, "%s", err.msg);
+    size_t before = pq_page_values_bytes(&pv);
+    cr_assert_eq(pq_page_values_own(&pv, &err), 0, "%s", err.msg);
+    pq_dictionary_free(&copy);
+    assert_str(pv.values[0], "blue");
+    assert_str(pv.values[1], "red");
+    assert_str(pv.values[2], "green");
+    assert_str(pv.values[3], "blue");
+    cr_assert_eq(pq_page_values_bytes(&pv), before + 4 + 3 + 5 + 4,
+                 "the copied bytes are counted as the page's");
     pq_page_values_free(&pv);
 
     /* no dictionary */
