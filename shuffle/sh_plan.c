@@ -5,12 +5,17 @@
 
 #include "sh_random.h"
 
+/* Records per segment: buffer_rows, or fewer on a small dataset. */
+static uint64_t segment_record_limit(const sh_params *p, uint64_t total_records)
+{
+    uint64_t small_share = (total_records + SH_MIN_SEGMENTS - 1) / SH_MIN_SEGMENTS;
+    uint64_t limit = p->buffer_rows < small_share ? p->buffer_rows : small_share;
+    return limit ? limit : 1;
+}
+
 static int build_segments(const sh_params *p, const sh_page *pages, sh_plan *plan)
 {
-    uint64_t small_share = (plan->total_records + SH_MIN_SEGMENTS - 1) / SH_MIN_SEGMENTS;
-    uint64_t limit = p->buffer_rows < small_share ? p->buffer_rows : small_share;
-    if (limit == 0)
-        limit = 1;
+    uint64_t limit = segment_record_limit(p, plan->total_records);
 
     /* At most one segment per page; shrink once the count is known. */
     uint64_t cap = plan->num_pages ? plan->num_pages : 1;
@@ -86,8 +91,76 @@ int sh_plan_build(const sh_params *p, const sh_page *pages, const sh_stored_page
     return 0;
 }
 
+/* Append seg to the growing array *segs of *n entries (room for *cap). */
+static int push_segment(sh_segment **segs, uint64_t *n, uint64_t *cap, sh_segment seg)
+{
+    if (*n == *cap) {
+        uint64_t more = *cap ? *cap * 2 : 64;
+        sh_segment *grown = realloc(*segs, more * sizeof *grown);
+        if (!grown)
+            return -1;
+        *segs = grown;
+        *cap = more;
+    }
+    (*segs)[(*n)++] = seg;
+    return 0;
+}
+
+/* Segments of consecutive records of plan->rows, closed like page
+ * segments; pages stays 0. */
+static int build_row_segments(const sh_params *p, const uint32_t *record_bytes, sh_plan *plan)
+{
+    uint64_t limit = segment_record_limit(p, plan->total_records);
+    uint64_t n = 0, cap = 0, total = 0;
+    sh_segment *segs = NULL, cur = { 0, 0, 0, 0 };
+    for (uint64_t i = 0; i < plan->total_records; i++) {
+        if (cur.records == 0)
+            cur.first = i;
+        cur.records++;
+        cur.bytes += record_bytes[plan->rows[i]];
+        if (cur.records >= limit || cur.bytes >= p->max_segment_bytes ||
+            i + 1 == plan->total_records) {
+            total += cur.bytes;
+            if (push_segment(&segs, &n, &cap, cur) < 0) {
+                free(segs);
+                return -1;
+            }
+            cur.records = 0;
+            cur.bytes = 0;
+        }
+    }
+    plan->segments = segs;
+    plan->num_segments = n;
+    plan->total_bytes = total;
+    return 0;
+}
+
+int sh_plan_build_rows(const sh_params *p, const uint32_t *record_bytes, uint64_t num_records,
+                       uint64_t epoch, sh_plan *out)
+{
+    memset(out, 0, sizeof *out);
+    if (num_records > UINT32_MAX)
+        return -1;
+    out->epoch = epoch;
+    out->total_records = num_records;
+    out->rows = malloc((num_records ? num_records : 1) * sizeof *out->rows);
+    if (!out->rows)
+        return -1;
+    for (uint64_t i = 0; i < num_records; i++)
+        out->rows[i] = (uint32_t)i;
+    sh_rng rng;
+    sh_rng_init(&rng, sh_derive_seed(p->seed, epoch, SH_PURPOSE_RECORDS, 0));
+    sh_permute_u32(&rng, out->rows, num_records);
+    if (build_row_segments(p, record_bytes, out) < 0) {
+        sh_plan_free(out);
+        return -1;
+    }
+    return 0;
+}
+
 void sh_plan_free(sh_plan *plan)
 {
+    free(plan->rows);
     free(plan->order);
     free(plan->segments);
     sh_schedule_free(&plan->schedule);
@@ -99,7 +172,7 @@ void sh_segment_order(const sh_params *p, const sh_plan *plan, uint64_t s, uint3
     uint32_t n = plan->segments[s].records;
     for (uint32_t i = 0; i < n; i++)
         perm[i] = i;
-    if (p->mode == SH_SHUFFLE_NONE)
+    if (p->mode != SH_SHUFFLE_PAGE)
         return;
     sh_rng rng;
     sh_rng_init(&rng, sh_derive_seed(p->seed, plan->epoch, SH_PURPOSE_ROWS, s));

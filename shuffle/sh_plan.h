@@ -25,6 +25,16 @@
  * shuffle=none keeps the natural page order and the natural record order
  * (its schedule loads the chunks in storage order).
  *
+ * Construction (shuffle=row, Youmu's fully random baseline): the records
+ * themselves (numbered in index order: pages in order, records in page
+ * order) are permuted with Fisher-Yates seeded by
+ * sh_derive_seed(seed, epoch, SH_PURPOSE_RECORDS, 0), and consecutive
+ * records of that order form segments under the same limits. It needs the
+ * framed size of every record, so that segment sizes (and so every offset)
+ * are exact before any segment is built. A segment's records come from
+ * anywhere in the dataset: building one decodes a page per record, or
+ * nearly, which is the cost this mode exists to show.
+ *
  * Parts: part i of n holds segments i, i+n, i+2n, ... in that order, so the
  * n parts together hold every segment exactly once.
  *
@@ -41,7 +51,7 @@
 /* A dataset with few records is still cut into about this many segments. */
 #define SH_MIN_SEGMENTS 64
 
-typedef enum sh_mode { SH_SHUFFLE_PAGE = 0, SH_SHUFFLE_NONE = 1 } sh_mode;
+typedef enum sh_mode { SH_SHUFFLE_PAGE = 0, SH_SHUFFLE_NONE = 1, SH_SHUFFLE_ROW = 2 } sh_mode;
 
 /* Per-page input, in global page order (index order). */
 typedef struct sh_page {
@@ -58,8 +68,9 @@ typedef struct sh_params {
 } sh_params;
 
 typedef struct sh_segment {
-    uint64_t first;   /* position in sh_plan.order of the segment's first page */
-    uint32_t pages;   /* number of pages */
+    uint64_t first;   /* position in sh_plan.order of the segment's first page;
+                         shuffle=row: in sh_plan.rows of its first record */
+    uint32_t pages;   /* number of pages (0 for shuffle=row) */
     uint32_t records; /* records in the segment */
     uint64_t bytes;   /* framed bytes */
 } sh_segment;
@@ -67,7 +78,10 @@ typedef struct sh_segment {
 typedef struct sh_plan {
     uint64_t epoch;
     uint64_t num_pages;
-    uint32_t *order;        /* num_pages global page numbers, the epoch's page order */
+    uint32_t *order;        /* num_pages global page numbers, the epoch's page order
+                               (shuffle=row: NULL, num_pages 0) */
+    uint32_t *rows;         /* shuffle=row: total_records record numbers, the epoch's
+                               record order; else NULL */
     uint64_t num_segments;
     sh_segment *segments;
     uint64_t total_bytes;
@@ -81,11 +95,17 @@ typedef struct sh_plan {
  * with sh_plan_free. */
 int sh_plan_build(const sh_params *p, const sh_page *pages, const sh_stored_page *stored,
                   uint64_t num_pages, uint64_t epoch, sh_plan *out);
+/* Build the shuffle=row plan of `epoch` from the framed size of each of
+ * num_records records (fewer than 2^32). Returns 0, or -1 on allocation
+ * failure or too many records. */
+int sh_plan_build_rows(const sh_params *p, const uint32_t *record_bytes, uint64_t num_records,
+                       uint64_t epoch, sh_plan *out);
 void sh_plan_free(sh_plan *plan);
 
 /* The order in which segment `s` serves its records: fills perm[0..records)
- * with a permutation of 0..records-1 (identity for shuffle=none). Record r
- * of a segment is the r-th record when its pages are read in plan order. */
+ * with a permutation of 0..records-1 (identity for shuffle=none, and for
+ * shuffle=row, whose order is in plan->rows already). Record r of a segment
+ * is the r-th record when its pages are read in plan order. */
 void sh_segment_order(const sh_params *p, const sh_plan *plan, uint64_t s, uint32_t *perm);
 
 /* A part file's layout: part `part` of `parts` holds segments part,
