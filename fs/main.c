@@ -44,6 +44,8 @@ static const char USAGE[] =
     "    epochs=N        epoch files listed at the root (default 1); any epoch-<k>\n"
     "                    opens by name\n"
     "    shuffle=MODE    page (default): shuffled pages, rows shuffled per segment\n"
+    "                    row: every record shuffled over the whole dataset (a slow\n"
+    "                    baseline: sizes every record at mount, reads a page per record)\n"
     "                    none: the natural order\n"
     "    mem=SIZE        memory for data held: segments, loaded pages and\n"
     "                    dictionaries (default 256M); never changes the bytes\n"

@@ -30,7 +30,7 @@ void yfs_loads_destroy(yfs_loads *l)
     l->state = NULL;
 }
 
-static int read_alone(yfs_mount *m, uint64_t page, uint8_t **raw, pq_error *err)
+int yfs_page_read(yfs_mount *m, uint64_t page, uint8_t **raw, pq_error *err)
 {
     const ix_index *ix = m->ix;
     const ix_page *p = &ix->pages[page];
@@ -113,7 +113,7 @@ int yfs_page_fetch(yfs_mount *m, yfs_plan *plan, uint64_t pos, uint8_t **raw, pq
     const sh_plan *sp = &plan->plan;
     uint32_t page = sp->order[pos];
     if (sp->schedule.num_loads == 0)
-        return read_alone(m, page, raw, err);
+        return yfs_page_read(m, page, raw, err);
 
     yfs_loads *l = &plan->loads;
     uint32_t load = sp->schedule.source[pos];
@@ -133,7 +133,7 @@ int yfs_page_fetch(yfs_mount *m, yfs_plan *plan, uint64_t pos, uint8_t **raw, pq
         *raw = yfs_pages_take(m->loaded, sp->epoch, page);
     }
     if (!*raw)
-        return read_alone(m, page, raw, err);
+        return yfs_page_read(m, page, raw, err);
     yfs_count(&m->stats.pages_from_chunks, 1);
     return 0;
 }

@@ -35,5 +35,7 @@ void yfs_loads_destroy(yfs_loads *l);
 /* The raw bytes (header and compressed body: the page's ix_page.length) of
  * the page at order position `pos` of the plan, malloc'ed for the caller. */
 int yfs_page_fetch(yfs_mount *m, yfs_plan *plan, uint64_t pos, uint8_t **raw, pq_error *err);
+/* The same for global page `page`, read on its own. */
+int yfs_page_read(yfs_mount *m, uint64_t page, uint8_t **raw, pq_error *err);
 
 #endif

@@ -9,6 +9,7 @@
 #include "yfs_dicts.h"
 #include "yfs_pages.h"
 #include "yfs_plans.h"
+#include "yfs_rows.h"
 
 /* A segment also closes at this many framed bytes, so that huge values
  * cannot make one segment huge. A constant, not derived from mem=: the bytes
@@ -22,7 +23,7 @@ uint64_t yfs_mount_dict_budget(const yfs_mount *m)
 
 uint64_t yfs_mount_loaded_budget(const yfs_mount *m)
 {
-    return m->opts.chunk ? m->opts.mem / 4 : 0;
+    return m->params.chunk_bytes ? m->opts.mem / 4 : 0;
 }
 
 uint64_t yfs_untracked_budget(uint64_t mem)
@@ -34,6 +35,15 @@ uint64_t yfs_mount_segment_budget(const yfs_mount *m)
 {
     return m->opts.mem - yfs_mount_dict_budget(m) - yfs_mount_loaded_budget(m) -
            yfs_untracked_budget(m->opts.mem);
+}
+
+uint64_t yfs_mount_index_bytes(const yfs_mount *m)
+{
+    uint64_t per_page = sizeof *m->page_summary + sizeof *m->page_storage;
+    uint64_t rows = m->record_bytes ? m->ix->num_records * sizeof *m->record_bytes +
+                                          (m->ix->num_pages + 1) * sizeof *m->page_first_record
+                                    : 0;
+    return ix_memory_bytes(m->ix) + m->ix->num_pages * per_page + rows;
 }
 
 int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, yfs_mount **out,
@@ -77,14 +87,19 @@ int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, y
         .mode = opts->shuffle,
         .buffer_rows = opts->buffer,
         .max_segment_bytes = SEGMENT_MAX_BYTES,
-        .chunk_bytes = opts->chunk,
+        /* shuffle=row reads pages on their own: it has no chunks */
+        .chunk_bytes = opts->shuffle == SH_SHUFFLE_ROW ? 0 : opts->chunk,
     };
-    m->plans = yfs_plans_new(&m->params, m->page_summary, m->page_storage, ix->num_pages,
-                             &m->stats);
     m->loaded = yfs_pages_new(yfs_mount_loaded_budget(m), &m->stats);
     m->dicts = yfs_dicts_new(ix, yfs_mount_dict_budget(m), &m->stats);
     m->cache = yfs_cache_new(m, yfs_mount_segment_budget(m));
-    if (!m->plans || !m->dicts || !m->cache || !m->loaded)
+    if (!m->dicts || !m->cache || !m->loaded)
+        goto oom;
+    if (m->params.mode == SH_SHUFFLE_ROW && yfs_rows_measure(m, err) < 0)
+        goto fail;
+    m->plans = yfs_plans_new(&m->params, m->page_summary, m->page_storage, ix->num_pages,
+                             m->record_bytes, ix->num_records, &m->stats);
+    if (!m->plans)
         goto oom;
     m->index_seconds = ix_now() - start;
     clock_gettime(CLOCK_REALTIME, &m->mounted_at);
@@ -112,6 +127,8 @@ void yfs_mount_close(yfs_mount *m)
     yfs_pages_free(m->loaded);
     free(m->page_summary);
     free(m->page_storage);
+    free(m->record_bytes);
+    free(m->page_first_record);
     ix_free(m->ix);
     yfs_options_free(&m->opts);
     free(m);

@@ -27,6 +27,8 @@ typedef struct yfs_mount {
     sh_params params;
     sh_page *page_summary; /* ix->num_pages entries: the plan's input */
     sh_stored_page *page_storage; /* ix->num_pages entries: the plan's I/O input */
+    uint32_t *record_bytes;        /* shuffle=row: framed size of every record (yfs_rows.h) */
+    uint64_t *page_first_record;   /* shuffle=row: ix->num_pages+1 record-number starts */
     yfs_plans *plans;
     yfs_dicts *dicts;
     yfs_cache *cache;
@@ -55,5 +57,9 @@ uint64_t yfs_untracked_budget(uint64_t mem);
 uint64_t yfs_mount_dict_budget(const yfs_mount *m);
 uint64_t yfs_mount_loaded_budget(const yfs_mount *m);
 uint64_t yfs_mount_segment_budget(const yfs_mount *m);
+
+/* Memory of the index and what the mount keeps beside it for every page or
+ * record (the "index" of the memory bound index + mem). */
+uint64_t yfs_mount_index_bytes(const yfs_mount *m);
 
 #endif

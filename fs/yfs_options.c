@@ -56,6 +56,16 @@ static int parse_u64(const char *s, uint64_t *out)
     return 0;
 }
 
+const char *yfs_shuffle_name(sh_mode mode)
+{
+    switch (mode) {
+    case SH_SHUFFLE_PAGE: return "page";
+    case SH_SHUFFLE_NONE: return "none";
+    case SH_SHUFFLE_ROW: return "row";
+    }
+    return "?";
+}
+
 int yfs_parse_size(const char *s, uint64_t *out)
 {
     if (!*s || *s == '-' || *s == '+')
@@ -133,12 +143,13 @@ int yfs_options_apply(yfs_options *o, const char *item, pq_error *err)
         o->frame.sep = sep;
         o->frame.has_sep = 1;
     } else if (KEY("shuffle")) {
-        if (strcmp(v, "page") == 0)
-            o->shuffle = SH_SHUFFLE_PAGE;
-        else if (strcmp(v, "none") == 0)
-            o->shuffle = SH_SHUFFLE_NONE;
-        else
-            return pq_error_set(err, "shuffle=%s: expected page or none", v);
+        sh_mode mode;
+        for (mode = SH_SHUFFLE_PAGE; mode <= SH_SHUFFLE_ROW; mode++)
+            if (strcmp(v, yfs_shuffle_name(mode)) == 0)
+                break;
+        if (mode > SH_SHUFFLE_ROW)
+            return pq_error_set(err, "shuffle=%s: expected page, row or none", v);
+        o->shuffle = mode;
     } else if (KEY("mem")) {
         if (yfs_parse_size(v, &o->mem) < 0 || o->mem < (1u << 20))
             return pq_error_set(err, "mem=%s: expected a size of at least 1M (e.g. 256M)", v);

@@ -51,5 +51,7 @@ int yfs_options_apply_list(yfs_options *o, const char *list, char **rest, pq_err
 
 /* "256M", "1G", "65536", "64k": binary multiples. -1 on junk or overflow. */
 int yfs_parse_size(const char *s, uint64_t *out);
+/* The shuffle= value that selects mode. */
+const char *yfs_shuffle_name(sh_mode mode);
 
 #endif

@@ -3,7 +3,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-/* Plans kept without readers: a plan costs ~4 bytes per page. */
+/* Plans kept without readers: a plan costs ~4 bytes per page (shuffle=row:
+ * per record). */
 #define KEPT_PLANS 8
 
 struct yfs_plans {
@@ -11,6 +12,8 @@ struct yfs_plans {
     const sh_page *pages;
     const sh_stored_page *stored;
     uint64_t num_pages;
+    const uint32_t *record_bytes;
+    uint64_t num_records;
     yfs_stats *stats;
     pthread_mutex_t lock;      /* guards everything below and every plan's refs/last_use */
     yfs_plan *slots[KEPT_PLANS];
@@ -18,7 +21,8 @@ struct yfs_plans {
 };
 
 yfs_plans *yfs_plans_new(const sh_params *params, const sh_page *pages,
-                         const sh_stored_page *stored, uint64_t num_pages, yfs_stats *stats)
+                         const sh_stored_page *stored, uint64_t num_pages,
+                         const uint32_t *record_bytes, uint64_t num_records, yfs_stats *stats)
 {
     yfs_plans *c = calloc(1, sizeof *c);
     if (!c)
@@ -28,6 +32,8 @@ yfs_plans *yfs_plans_new(const sh_params *params, const sh_page *pages,
     c->stored = stored;
     c->stats = stats;
     c->num_pages = num_pages;
+    c->record_bytes = record_bytes;
+    c->num_records = num_records;
     pthread_mutex_init(&c->lock, NULL);
     return c;
 }
@@ -72,8 +78,11 @@ int yfs_plans_get(yfs_plans *c, uint64_t epoch, yfs_plan **out, pq_error *err)
     /* Built under the lock: a plan takes milliseconds even for a million
      * pages, and building it twice would be worse. */
     yfs_plan *p = calloc(1, sizeof *p);
-    int built = p && sh_plan_build(c->params, c->pages, c->stored, c->num_pages, epoch,
-                                   &p->plan) == 0;
+    int built = p && (c->params->mode == SH_SHUFFLE_ROW
+                          ? sh_plan_build_rows(c->params, c->record_bytes, c->num_records, epoch,
+                                               &p->plan)
+                          : sh_plan_build(c->params, c->pages, c->stored, c->num_pages, epoch,
+                                          &p->plan)) == 0;
     if (!built || yfs_loads_init(&p->loads, p->plan.schedule.num_loads) < 0) {
         if (built)
             sh_plan_free(&p->plan);

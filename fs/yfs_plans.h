@@ -18,9 +18,11 @@ typedef struct yfs_plan {
     uint64_t last_use; /* guarded by the cache mutex */
 } yfs_plan;
 
-/* The inputs (params, pages, stored) must outlive the cache. */
+/* The inputs (params, pages, stored, record_bytes) must outlive the cache.
+ * record_bytes (num_records entries) is for shuffle=row only, else NULL. */
 yfs_plans *yfs_plans_new(const sh_params *params, const sh_page *pages,
-                         const sh_stored_page *stored, uint64_t num_pages, yfs_stats *stats);
+                         const sh_stored_page *stored, uint64_t num_pages,
+                         const uint32_t *record_bytes, uint64_t num_records, yfs_stats *stats);
 void yfs_plans_free(yfs_plans *c);
 
 /* A referenced plan of `epoch`; release with yfs_plans_put. */

@@ -79,7 +79,7 @@ char *yfs_index_json(yfs_mount *m)
     json_t *options = json_pack(
         "{s:s, s:I, s:I, s:s, s:I, s:I, s:I, s:b, s:i, s:i}", "format",
         ix_format_name(o->frame.format), "seed", (json_int_t)o->seed, "epochs",
-        (json_int_t)o->epochs, "shuffle", o->shuffle == SH_SHUFFLE_NONE ? "none" : "page", "mem",
+        (json_int_t)o->epochs, "shuffle", yfs_shuffle_name(o->shuffle), "mem",
         (json_int_t)o->mem, "buffer", (json_int_t)o->buffer, "chunk", (json_int_t)o->chunk,
         "rowid", o->frame.rowid, "threads", o->threads, "readahead", o->readahead);
     json_t *cache = json_pack("{s:s?, s:I, s:s}", "directory", o->cache_dir, "files_reused",
@@ -96,7 +96,7 @@ char *yfs_index_json(yfs_mount *m)
         (json_int_t)ix->framed_bytes, "bytes_scanned", (json_int_t)ix->bytes_scanned,
         "file_list", files, "persistent_index", cache, "seconds_footers", ix->seconds_footers, "seconds_pages",
         ix->seconds_pages, "seconds_total", m->index_seconds, "index_memory_bytes",
-        (json_int_t)ix_memory_bytes(ix)));
+        (json_int_t)yfs_mount_index_bytes(m)));
 }
 
 char *yfs_stats_json(yfs_mount *m)

@@ -9,6 +9,7 @@
 #include "ix_record.h"
 #include "yfs_dicts.h"
 #include "yfs_loads.h"
+#include "yfs_rows.h"
 
 static uint64_t now_ns(void)
 {
@@ -28,25 +29,18 @@ static int cached_dictionary(void *ctx, uint32_t chunk, const pq_dictionary **di
     return 0;
 }
 
-/* Decode the page at order position `pos` into values and append its
- * records at recs[*next], where room for the page's records (as indexed) is
- * left.
- * Values decoded from a dictionary point into it, and a page-shuffled
+/* Values decoded from a dictionary point into it, and a page-shuffled
  * segment's pages come from as many column chunks: holding their
  * dictionaries until framing held dozens at once (pyarrow writes up to 1 MiB
  * each), outside the memory budget. So such values are copied into the
  * page's own memory, which the segment's work reservation covers, and the
  * dictionary goes back to the cache at once. */
-static int decode_page(yfs_mount *m, yfs_plan *plan, uint64_t pos, pq_page_values *values,
-                       ix_record *recs, uint32_t *next, pq_error *err)
+int yfs_page_records(yfs_mount *m, uint64_t page, const uint8_t *raw, pq_page_values *values,
+                     ix_record *recs, pq_error *err)
 {
     const ix_index *ix = m->ix;
-    uint64_t page = plan->plan.order[pos];
     const ix_chunk *chunk = &ix->chunks[ix_locate(ix, page)];
     ix_dict_source dicts = { cached_dictionary, m->dicts };
-    uint8_t *raw;
-    if (yfs_page_fetch(m, plan, pos, &raw, err) < 0)
-        return -1;
     uint64_t start = now_ns();
     void *dict = NULL;
     int rc = ix_decode_page(ix, page, raw, &dicts, values, &dict, err);
@@ -57,7 +51,6 @@ static int decode_page(yfs_mount *m, yfs_plan *plan, uint64_t pos, pq_page_value
     if (dict)
         yfs_dicts_put(m->dicts, dict);
     yfs_count(&m->stats.decode_nanoseconds, now_ns() - start);
-    free(raw);
     if (rc < 0)
         return -1;
     const ix_page *p = &ix->pages[page];
@@ -65,15 +58,34 @@ static int decode_page(yfs_mount *m, yfs_plan *plan, uint64_t pos, pq_page_value
     yfs_count(&m->stats.page_bytes, p->length);
 
     uint32_t count, rows;
-    if (ix_page_records(&ix->framing.shape, values, p->first_row, recs + *next, p->records,
-                        &count, &rows, err) < 0 ||
-        (count != p->records || rows != p->rows))
+    if (ix_page_records(&ix->framing.shape, values, p->first_row, recs, p->records, &count,
+                        &rows, err) < 0 ||
+        (count != p->records || rows != p->rows)) {
+        pq_page_values_free(values);
         return pq_error_prefix(err, "%s: data page at offset %llu: %s",
                                ix->files[chunk->file].name, (unsigned long long)p->offset,
                                count != p->records || rows != p->rows
                                    ? "holds other records than indexed (file changed?)"
                                    : "");
-    *next += count;
+    }
+    return 0;
+}
+
+/* Decode the page at order position `pos` into values and append its
+ * records at recs[*next], where room for the page's records (as indexed) is
+ * left. */
+static int decode_page(yfs_mount *m, yfs_plan *plan, uint64_t pos, pq_page_values *values,
+                       ix_record *recs, uint32_t *next, pq_error *err)
+{
+    uint64_t page = plan->plan.order[pos];
+    uint8_t *raw;
+    if (yfs_page_fetch(m, plan, pos, &raw, err) < 0)
+        return -1;
+    int rc = yfs_page_records(m, page, raw, values, recs + *next, err);
+    free(raw);
+    if (rc < 0)
+        return -1;
+    *next += m->ix->pages[page].records;
     return 0;
 }
 
@@ -90,7 +102,7 @@ uint64_t yfs_segment_work(const sh_plan *plan, uint64_t s)
  * live long, and freed heap memory between them would stay resident
  * (fragmentation) beyond the budget. MAP_POPULATE faults the pages in one
  * go, which costs less than a fault per page while framing. */
-static uint8_t *segment_alloc(uint64_t size)
+uint8_t *yfs_segment_alloc(uint64_t size)
 {
     void *p = mmap(NULL, size ? size : 1, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
@@ -137,12 +149,27 @@ prefetch_ahead(const ix_record *recs, const uint32_t *order, uint32_t r, uint32_
     }
 }
 
+uint8_t *yfs_frame_record(const ix_framing *f, const ix_record *rec, uint8_t *out, size_t room,
+                          pq_error *err)
+{
+    /* The index promised the sizes; check them without rescanning values
+     * unless the record might not fit. */
+    size_t size;
+    if (ix_frame_size_bound(f, rec) > room &&
+        (ix_frame_measure(f, rec, &size, err) < 0 || size > room)) {
+        pq_error_set(err, "records outgrow the bytes indexed at mount (a source file "
+                     "changed?)");
+        return NULL;
+    }
+    return ix_frame_write(f, rec, out, err);
+}
+
 static int frame(yfs_mount *m, const sh_plan *plan, uint64_t s, const ix_record *recs,
                  uint8_t **data, pq_error *err)
 {
     const sh_segment *seg = &plan->segments[s];
     uint32_t *order = malloc((seg->records ? seg->records : 1) * sizeof *order);
-    uint8_t *buf = segment_alloc(seg->bytes);
+    uint8_t *buf = yfs_segment_alloc(seg->bytes);
     if (!order || !buf) {
         free(order);
         yfs_segment_free(buf, seg->bytes);
@@ -155,17 +182,8 @@ static int frame(yfs_mount *m, const sh_plan *plan, uint64_t s, const ix_record 
     int rc = 0;
     for (uint32_t r = 0; r < seg->records; r++) {
         prefetch_ahead(recs, order, r, seg->records);
-        const ix_record *rec = &recs[order[r]];
-        /* The index promised the sizes; check them without rescanning values
-         * unless the record might not fit. */
-        size_t room = (size_t)(end - out), size;
-        if (ix_frame_size_bound(f, rec) > room &&
-            (ix_frame_measure(f, rec, &size, err) < 0 || size > room)) {
-            rc = pq_error_set(err, "records outgrow the %llu bytes indexed at mount (a source "
-                              "file changed?)", (unsigned long long)seg->bytes);
-            break;
-        }
-        if (!(out = ix_frame_write(f, rec, out, err))) {
+        out = yfs_frame_record(f, &recs[order[r]], out, (size_t)(end - out), err);
+        if (!out) {
             rc = -1;
             break;
         }
@@ -183,10 +201,11 @@ static int frame(yfs_mount *m, const sh_plan *plan, uint64_t s, const ix_record 
     return 0;
 }
 
-int yfs_segment_build(yfs_mount *m, yfs_plan *plan, uint64_t s, uint8_t **data,
-                      pq_error *err)
+/* A page-ordered segment: decode its pages in plan order, then frame their
+ * records in sh_segment_order. */
+static int build_from_pages(yfs_mount *m, yfs_plan *plan, uint64_t s, uint8_t **data,
+                            pq_error *err)
 {
-    uint64_t start = now_ns();
     const sh_segment *seg = &plan->plan.segments[s];
 
     /* The index knows every page's record count (decode_page enforces it),
@@ -208,6 +227,15 @@ int yfs_segment_build(yfs_mount *m, yfs_plan *plan, uint64_t s, uint8_t **data,
         pq_page_values_free(&pages[i]);
     free(pages);
     free(recs);
+    return rc;
+}
+
+int yfs_segment_build(yfs_mount *m, yfs_plan *plan, uint64_t s, uint8_t **data,
+                      pq_error *err)
+{
+    uint64_t start = now_ns();
+    int rc = m->params.mode == SH_SHUFFLE_ROW ? yfs_rows_build(m, &plan->plan, s, data, err)
+                                              : build_from_pages(m, plan, s, data, err);
     if (rc == 0)
         yfs_count(&m->stats.segments_built, 1);
     yfs_count(&m->stats.build_nanoseconds, now_ns() - start);
