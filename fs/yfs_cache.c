@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "yfs_segment.h"
+#include "yfs_thread.h"
 
 #define BUCKETS 4096
 #define QUEUE_CAP 256
@@ -412,7 +413,7 @@ int yfs_cache_start(yfs_cache *c, int threads, pq_error *err)
     if (!c->workers)
         return pq_error_set(err, "out of memory");
     for (int i = 0; i < threads; i++) {
-        if (pthread_create(&c->workers[i], NULL, worker, c) != 0)
+        if (yfs_thread_create(&c->workers[i], worker, c) != 0)
             return pq_error_set(err, "cannot start prefetch worker %d", i);
         pthread_mutex_lock(&c->lock);
         c->num_workers++;

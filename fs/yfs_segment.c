@@ -1,5 +1,7 @@
 #include "yfs_segment.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -10,6 +12,7 @@
 #include "yfs_dicts.h"
 #include "yfs_loads.h"
 #include "yfs_rows.h"
+#include "yfs_thread.h"
 
 static uint64_t now_ns(void)
 {
@@ -71,21 +74,85 @@ int yfs_page_records(yfs_mount *m, uint64_t page, const uint8_t *raw, pq_page_va
     return 0;
 }
 
-/* Decode the page at order position `pos` into values and append its
- * records at recs[*next], where room for the page's records (as indexed) is
- * left. */
-static int decode_page(yfs_mount *m, yfs_plan *plan, uint64_t pos, pq_page_values *values,
-                       ix_record *recs, uint32_t *next, pq_error *err)
+/* Rinas: the pages of a segment are fetched and decoded by up to this many
+ * threads at once (the builder and helpers), each taking the next page not
+ * yet taken, so they finish out of order. The result cannot depend on it:
+ * every page decodes into its own slot, and its records go to the place the
+ * index's record counts give them. */
+#define DECODE_THREADS_MAX 4
+
+typedef struct page_jobs {
+    yfs_mount *m;
+    yfs_plan *plan;
+    const sh_segment *seg;
+    pq_page_values *pages;   /* seg->pages slots */
+    ix_record *recs;
+    const uint32_t *rec_at;  /* where each page's records go in recs */
+    _Atomic uint32_t next;   /* the next page to take */
+    _Atomic int failed;
+    pthread_mutex_t lock;    /* guards err */
+    pq_error err;            /* the first failure */
+} page_jobs;
+
+static void *decode_pages(void *arg)
 {
-    uint64_t page = plan->plan.order[pos];
-    uint8_t *raw;
-    if (yfs_page_fetch(m, plan, pos, &raw, err) < 0)
+    page_jobs *j = arg;
+    for (;;) {
+        uint32_t i = atomic_fetch_add(&j->next, 1);
+        if (i >= j->seg->pages || atomic_load(&j->failed))
+            return NULL;
+        uint64_t pos = j->seg->first + i, page = j->plan->plan.order[pos];
+        uint8_t *raw = NULL;
+        pq_error err;
+        int rc = yfs_page_fetch(j->m, j->plan, pos, &raw, &err);
+        if (rc == 0)
+            rc = yfs_page_records(j->m, page, raw, &j->pages[i], j->recs + j->rec_at[i], &err);
+        free(raw);
+        if (rc < 0) {
+            pthread_mutex_lock(&j->lock);
+            if (!atomic_exchange(&j->failed, 1))
+                j->err = err;
+            pthread_mutex_unlock(&j->lock);
+        }
+    }
+}
+
+/* Decode the segment's pages into pages[] and their records into recs, in
+ * parallel when the mount has threads= to spare. */
+static int decode_segment(yfs_mount *m, yfs_plan *plan, const sh_segment *seg,
+                          pq_page_values *pages, ix_record *recs, pq_error *err)
+{
+    uint32_t *rec_at = malloc((seg->pages ? seg->pages : 1) * sizeof *rec_at);
+    if (!rec_at)
+        return pq_error_set(err, "out of memory for a segment of %u pages", seg->pages);
+    uint32_t at = 0;
+    for (uint32_t i = 0; i < seg->pages; i++) {
+        rec_at[i] = at;
+        at += m->ix->pages[plan->plan.order[seg->first + i]].records;
+    }
+    page_jobs j = { .m = m, .plan = plan, .seg = seg, .pages = pages, .recs = recs,
+                    .rec_at = rec_at };
+    atomic_init(&j.next, 0);
+    atomic_init(&j.failed, 0);
+    pthread_mutex_init(&j.lock, NULL);
+
+    uint32_t want = (uint32_t)(m->opts.threads < DECODE_THREADS_MAX ? m->opts.threads
+                                                                    : DECODE_THREADS_MAX);
+    pthread_t helper[DECODE_THREADS_MAX];
+    uint32_t helpers = 0;
+    while (helpers + 1 < want && helpers + 1 < seg->pages &&
+           yfs_thread_create(&helper[helpers], decode_pages, &j) == 0)
+        helpers++; /* fewer helpers (even none) only slow the build down */
+    decode_pages(&j);
+    for (uint32_t h = 0; h < helpers; h++)
+        pthread_join(helper[h], NULL);
+
+    pthread_mutex_destroy(&j.lock);
+    free(rec_at);
+    if (atomic_load(&j.failed)) {
+        *err = j.err;
         return -1;
-    int rc = yfs_page_records(m, page, raw, values, recs + *next, err);
-    free(raw);
-    if (rc < 0)
-        return -1;
-    *next += m->ix->pages[page].records;
+    }
     return 0;
 }
 
@@ -213,17 +280,14 @@ static int build_from_pages(yfs_mount *m, yfs_plan *plan, uint64_t s, uint8_t **
     pq_page_values *pages = calloc(seg->pages ? seg->pages : 1, sizeof *pages);
     ix_record *recs = malloc((seg->records ? seg->records : 1) * sizeof *recs);
     int rc = 0;
-    uint32_t decoded_pages = 0, next = 0;
     if (!pages || !recs)
         rc = pq_error_set(err, "out of memory for a segment of %u records", seg->records);
-    for (; rc == 0 && decoded_pages < seg->pages; decoded_pages++) {
-        rc = decode_page(m, plan, seg->first + decoded_pages, &pages[decoded_pages], recs,
-                         &next, err);
-    }
+    if (rc == 0)
+        rc = decode_segment(m, plan, seg, pages, recs, err);
     if (rc == 0)
         rc = frame(m, &plan->plan, s, recs, data, err);
 
-    for (uint32_t i = 0; i < decoded_pages && pages; i++)
+    for (uint32_t i = 0; i < seg->pages && pages; i++)
         pq_page_values_free(&pages[i]);
     free(pages);
     free(recs);

@@ -1,7 +1,8 @@
 /* yfs_segment.h — producing the bytes of one segment of an epoch plan.
  *
- * Reads and decodes the segment's pages in plan order, lists their records,
- * orders them with sh_segment_order and frames them (shuffle=row segments
+ * Reads and decodes the segment's pages (several at once, finishing out of
+ * order, with threads= > 1), lists their records in plan order, orders them
+ * with sh_segment_order and frames them (shuffle=row segments
  * are built by yfs_rows.h, from the pages their records are in). The result depends only
  * on the index, the plan parameters and (epoch, segment): never on timing or
  * on what else is cached (invariant 2). Its length is checked against the
