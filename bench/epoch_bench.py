@@ -510,6 +510,30 @@ def phase_latency(args, ctx):
     return out
 
 
+def phase_chunks(args, ctx):
+    """The chunk= sweep the default was chosen from: shuffle=page with each chunk size, with and
+    without the injected read latency (warm cache, one read each, stopped after
+    --chunk-seconds)."""
+    out = []
+    for chunk in args.chunks:
+        opts = f"shuffle=page,chunk={chunk}"
+        row = {"chunk": chunk, "options": opts}
+        for key, delay in (("base", 0), ("slow", args.delay_us)):
+            try:
+                r = youmufs_run(args, ctx, f"page chunk={chunk}", opts, False,
+                                limit_s=args.chunk_seconds,
+                                env={"YOUMUFS_READ_DELAY_US": str(delay)})
+            except Unsupported as e:
+                row["unsupported"] = str(e)
+                log(f"chunks {chunk}: not supported by this binary ({e})")
+                break
+            row[key] = r
+            log(f"chunks {chunk} delay={delay}us: {r['mb_s']:.0f} MB/s, read amplification "
+                f"{r['stats'].get('read_amplification', float('nan')):.2f}, RSS {r['rss_mib']:.0f} MiB")
+        out.append(row)
+    return out
+
+
 def phase_memory(args, ctx):
     out = []
     n = args.parts
@@ -623,7 +647,7 @@ def git_state():
         return "?"
 
 
-def report(args, ctx, thr, qual, exp, lat, memr, plots, elapsed):
+def report(args, ctx, thr, qual, exp, lat, chunks, memr, plots, elapsed):
     ds = ctx["ds"]
     nproc, free, cpu, kernel = machine_info()
     L = ["# Shuffled epochs at sequential speed (issue 4)", "",
@@ -763,6 +787,22 @@ def report(args, ctx, thr, qual, exp, lat, memr, plots, elapsed):
     L += ["", f"Each read stops after {args.latency_seconds:.0f} s; the rate is taken over what was "
           f"read; median of {args.latency_repeat} read(s) per cell.", ""]
 
+    if chunks:
+        L += [f"## chunk= sweep (shuffle=page, warm cache, YOUMUFS_READ_DELAY_US=0 and {args.delay_us})", "",
+              "| chunk | MB/s | MB/s delayed | delayed ÷ no delay | read amplification | chunk loads | pages read alone | peak RSS MiB |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for c in chunks:
+            if "unsupported" in c or "slow" not in c:
+                L.append(f"| {c['chunk']} | not supported by this binary ({c.get('unsupported', '?')}) |||||||")
+                continue
+            b, s = c["base"], c["slow"]
+            st = b["stats"]
+            L.append(f"| {c['chunk']} | {b['mb_s']:.0f} | {s['mb_s']:.0f} | {s['rec_s'] / b['rec_s']:.2f} | "
+                     f"{fmt(st.get('read_amplification'), '.2f')} | {st.get('chunk_loads', '-')} | "
+                     f"{st.get('pages_read_alone', '-')} | {b['rss_mib']:.0f} |")
+        L += ["", f"One read per cell, stopped after {args.chunk_seconds:.0f} s; counters from the "
+              "undelayed read.", ""]
+
     L += [f"## Memory: {args.parts} part files read at once", "",
           "| mem | peak RSS MiB | index MiB | 1.1 × (index + mem) MiB | RSS ÷ (index + mem) | within bound | aggregate MB/s | share read | part sizes add up to the epoch |",
           "|---|---:|---:|---:|---:|---|---:|---:|---|"]
@@ -882,7 +922,10 @@ def main():
     ap.add_argument("--quick", action="store_true", help="~200 MB dataset and short limits")
     ap.add_argument("--column", default="text")
     ap.add_argument("--no-cold", action="store_true", help="warm page cache only")
-    ap.add_argument("--phases", default="throughput,quality,latency,memory")
+    ap.add_argument("--phases", default="throughput,quality,latency,chunks,memory")
+    ap.add_argument("--chunks", default="256K,1M,4M,16M", help="chunk= values of the chunks phase")
+    ap.add_argument("--chunk-seconds", type=float, default=None,
+                    help="time limit of each read of the chunks phase (30)")
     ap.add_argument("--row-bytes", default=None, help="shuffle=row: bytes of the epoch read (64M)")
     ap.add_argument("--row-seconds", type=float, default=None, help="shuffle=row: time limit (30)")
     ap.add_argument("--sample-seconds", type=float, default=None,
@@ -919,7 +962,7 @@ def main():
     q = args.quick
     defaults = {"row_bytes": ("16M", "64M"), "row_seconds": (10, 30), "sample_seconds": (10, 30),
                 "hf_stream_seconds": (15, 90), "max_seconds": (60, 300),
-                "latency_seconds": (20, 90), "make_size": ("200M", "4G"),
+                "latency_seconds": (20, 90), "make_size": ("200M", "4G"), "chunk_seconds": (10, 30),
                 "latency_repeat": (1, 3)}
     for k, (quick_v, full_v) in defaults.items():
         if getattr(args, k) is None:
@@ -928,6 +971,7 @@ def main():
     if q and "--repeat" not in sys.argv:
         args.repeat = 1
     args.mems = [m for m in args.mem.split(",") if m]
+    args.chunks = [c for c in args.chunks.split(",") if c]
     if args.dataset is None:
         args.dataset = os.path.join(ROOT, "bench", "data", "epoch-quick" if q else "epoch-4g")
     args.dataset = os.path.abspath(args.dataset)
@@ -962,7 +1006,7 @@ def main():
     ctx["cache_dir"] = os.path.join(tmp, "index-cache")
     ctx["hf_cache"] = os.path.join(tmp, "hf-cache")
     os.makedirs(ctx["cache_dir"])
-    thr, qual, lat, memr, exp = [], [], [], [], None
+    thr, qual, lat, chunks, memr, exp = [], [], [], [], [], None
     try:
         with timed_mount(args.bin, args.dataset, f"cache={ctx['cache_dir']},column={args.column}",
                          timeout=args.mount_timeout) as (mnt, first_s, _):
@@ -983,6 +1027,8 @@ def main():
             qual, exp = phase_quality(args, ctx)
         if "latency" in phases:
             lat = phase_latency(args, ctx)
+        if "chunks" in phases:
+            chunks = phase_chunks(args, ctx)
         if "memory" in phases:
             memr = phase_memory(args, ctx)
     finally:
@@ -992,13 +1038,14 @@ def main():
                "same_file": 0.0, "files_win": 1.0, "pages_win": 1.0}
     plots = make_plots(prefix, args, thr, lat, memr) if thr else []
     elapsed = time.monotonic() - T0
-    text = report(args, ctx, thr, qual, exp, lat, memr, plots, elapsed)
+    text = report(args, ctx, thr, qual, exp, lat, chunks, memr, plots, elapsed)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:
         f.write(text)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"throughput": thr, "quality": qual, "latency": lat, "memory": memr,
+            json.dump({"throughput": thr, "quality": qual, "latency": lat, "chunks": chunks,
+                       "memory": memr,
                        "hf_prep": ctx.get("hf_prep")}, f, indent=1, default=str)
     print(text)
     log(f"wrote {args.out} and {len(plots)} plots in {elapsed / 60:.1f} min")
