@@ -35,7 +35,8 @@ of the epoch read).
 
 Other phases: shuffle quality of each youmufs mode from a second, `-o rowid` pass (functions
 of bench/quality.py); slow storage (YOUMUFS_READ_DELAY_US=--delay-us) for page, page with
-chunk=0,readahead=0 and none, each as a ratio to the same configuration without delay; memory
+chunk=0,readahead=0 and none, each as a ratio to the same configuration without delay; the
+chunk= sweep (--chunks, with and without the delay: throughput, read amplification, RSS); memory
 (8 part files read at once with mem=64M and mem=512M, peak RSS against 1.1 x (index + mem)).
 Options a binary does not know (chunk=, readahead=, shuffle=row) make that row "not supported
 by this binary" instead of stopping the run.
@@ -680,7 +681,7 @@ def report(args, ctx, thr, qual, exp, lat, chunks, memr, plots, elapsed):
     def rr(a, ca, b, cb):
         return ratio(find(thr, a, ca), find(thr, b, cb))
     acc = [("page ÷ none, warm (records/s)", rr("page", "warm", "none", "warm"), "≥ 0.95"),
-           ("page ÷ none, cold", rr("page", "cold", "none", "cold"), "≥ 0.95"),
+           ("page ÷ none, cold", rr("page", "cold", "none", "cold"), "≥ 0.9"),
            ("page-noredirect ÷ none, warm", rr("page-noredirect", "warm", "none", "warm"), ""),
            ("page-noredirect ÷ none, cold", rr("page-noredirect", "cold", "none", "cold"), ""),
            ("page ÷ pyarrow-random, cold (records/s)", rr("page", "cold", "pyarrow-random", "cold"), "≥ 50"),
@@ -689,7 +690,8 @@ def report(args, ctx, thr, qual, exp, lat, chunks, memr, plots, elapsed):
            ("page ÷ hf-stream, cold (records/s)", rr("page", "cold", "hf-stream", "cold"), ""),
            ("none ÷ raw, cold (records/s)", rr("none", "cold", "raw", "cold"), "")]
     for p in lat:
-        acc.append((f"{p['config']}: delay {args.delay_us} µs ÷ no delay", p.get("ratio"), ""))
+        acc.append((f"{p['config']}: delay {args.delay_us} µs ÷ no delay", p.get("ratio"),
+                    "≥ 0.8" if p["config"] == "page" else ""))
     for m in memr:
         acc.append((f"mem={m['mem']}: peak RSS ÷ (index + mem)", m.get("ratio"), "≤ 1.1"))
     L += ["## Acceptance ratios", "", "| ratio | value | target |", "|---|---:|---|"]
