@@ -160,8 +160,9 @@ static void evict(yfs_cache *c, uint64_t need, const victim_filter *f)
     }
 }
 
-/* Make room for `need` more bytes (lock held); returns whether the budget is
- * met. Segments read to their end go first, and a prefetch drops nothing
+/* Make room for `need` more bytes (lock held) for a demand read by `reader`,
+ * or for a prefetch (reader NULL); returns whether the budget is met.
+ * Segments read to their end go first, and a prefetch drops nothing
  * else; nor does it take room while a demand read waits for some. A demand
  * read then drops prefetched segments not yet asked for (speculation gives
  * way to demand), and those its own reader left half-read (it seeks). A
