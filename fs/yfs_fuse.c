@@ -458,7 +458,7 @@ static const struct fuse_lowlevel_ops ops = {
 };
 
 int yfs_fuse_run(yfs_mount *m, struct fuse_args *args, const char *mountpoint, int foreground,
-                 int single_thread, unsigned max_threads)
+                 int single_thread, unsigned max_threads, unsigned max_idle_threads)
 {
     session s = { .m = m };
     pthread_mutex_init(&s.lock, NULL);
@@ -487,6 +487,7 @@ int yfs_fuse_run(yfs_mount *m, struct fuse_args *args, const char *mountpoint, i
         struct fuse_loop_config *cfg = fuse_loop_cfg_create();
         if (cfg) {
             fuse_loop_cfg_set_max_threads(cfg, max_threads);
+            fuse_loop_cfg_set_idle_threads(cfg, max_idle_threads);
             status = fuse_session_loop_mt(se, cfg) < 0;
             fuse_loop_cfg_destroy(cfg);
         }

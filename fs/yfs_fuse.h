@@ -14,6 +14,6 @@ struct fuse_args;
 /* Mount at `mountpoint`, daemonize unless foreground, serve until unmounted
  * or signalled. `args` carries the FUSE options. Returns the exit status. */
 int yfs_fuse_run(yfs_mount *m, struct fuse_args *args, const char *mountpoint, int foreground,
-                 int single_thread, unsigned max_threads);
+                 int single_thread, unsigned max_threads, unsigned max_idle_threads);
 
 #endif
