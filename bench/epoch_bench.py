@@ -828,6 +828,12 @@ def make_plots(prefix, args, thr, lat, memr):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    def save(fig, path):
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return path
     paths = []
     configs = []
     for r in thr:
@@ -862,11 +868,7 @@ def make_plots(prefix, args, thr, lat, memr):
         ax.legend(fontsize=8)
     fig.suptitle("Epoch throughput per configuration (log scale; missing bar = not supported / not run)",
                  fontsize=9)
-    fig.tight_layout()
-    p = prefix + "-throughput.png"
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    paths.append(p)
+    paths.append(save(fig, prefix + "-throughput.png"))
 
     fig, ax = plt.subplots(figsize=(7, 4))
     names = [x["config"] for x in lat]
@@ -883,11 +885,7 @@ def make_plots(prefix, args, thr, lat, memr):
     ax.set_ylabel("epoch MB/s (warm)")
     ax.legend(fontsize=8)
     ax.set_title("Slow storage: effect of redirection and readahead", fontsize=9)
-    fig.tight_layout()
-    p = prefix + "-latency.png"
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    paths.append(p)
+    paths.append(save(fig, prefix + "-latency.png"))
 
     fig, ax = plt.subplots(figsize=(6, 4))
     idx = np.arange(len(memr))
@@ -902,11 +900,7 @@ def make_plots(prefix, args, thr, lat, memr):
     ax.set_ylabel("MiB")
     ax.legend(fontsize=8)
     ax.set_title(f"Daemon memory, {args.parts} part files read at once", fontsize=9)
-    fig.tight_layout()
-    p = prefix + "-rss.png"
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    paths.append(p)
+    paths.append(save(fig, prefix + "-rss.png"))
     return paths
 
 

@@ -52,13 +52,6 @@ struct yfs_cache {
     int waiting_for_room;    /* demand reads waiting in yfs_cache_get */
 };
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static size_t bucket_of(uint64_t epoch, uint64_t index)
 {
     uint64_t h = (epoch * 0x9e3779b97f4a7c15ull) ^ (index * 0xc2b2ae3d27d4eb4full);
@@ -180,7 +173,7 @@ static int make_room(yfs_cache *c, uint64_t need, const void *reader)
     f.victims = SPECULATIVE;
     evict(c, need, &f);
     if (c->bytes + need > c->budget) {
-        uint64_t now = now_ns();
+        uint64_t now = yfs_now_ns();
         f.victims = STALE;
         f.stale_before = now > STALE_NS ? now - STALE_NS : 0;
         evict(c, need, &f);
@@ -239,7 +232,7 @@ static int build(yfs_cache *c, yfs_seg *e, yfs_plan *plan, pq_error *err)
     if (rc == 0) {
         e->data = data;
         e->state = READY;
-        e->touched_ns = now_ns();
+        e->touched_ns = yfs_now_ns();
     } else {
         e->state = FAILED;
         table_remove(c, e);
@@ -263,7 +256,7 @@ int yfs_cache_get(yfs_cache *c, yfs_plan *plan, uint64_t s, const void *reader, 
         if (e && e->state == READY) {
             if (e->refs++ == 0)
                 lru_unlink(c, e);
-            e->touched_ns = now_ns();
+            e->touched_ns = yfs_now_ns();
             e->served = 1;
             e->reader = reader;
             pthread_mutex_unlock(&c->lock);

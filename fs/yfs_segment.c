@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 
 #include "ix_read.h"
 #include "ix_record.h"
@@ -13,13 +12,6 @@
 #include "yfs_loads.h"
 #include "yfs_rows.h"
 #include "yfs_thread.h"
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* ix_dict_source over the mount's dictionary cache. */
 static int cached_dictionary(void *ctx, uint32_t chunk, const pq_dictionary **dict,
@@ -44,7 +36,7 @@ int yfs_page_records(yfs_mount *m, uint64_t page, const uint8_t *raw, pq_page_va
     const ix_index *ix = m->ix;
     const ix_chunk *chunk = &ix->chunks[ix_locate(ix, page)];
     ix_dict_source dicts = { cached_dictionary, m->dicts };
-    uint64_t start = now_ns();
+    uint64_t start = yfs_now_ns();
     void *dict = NULL;
     int rc = ix_decode_page(ix, page, raw, &dicts, values, &dict, err);
     if (rc == 0 && dict && pq_page_values_own(values, err) < 0) {
@@ -53,7 +45,7 @@ int yfs_page_records(yfs_mount *m, uint64_t page, const uint8_t *raw, pq_page_va
     }
     if (dict)
         yfs_dicts_put(m->dicts, dict);
-    yfs_count(&m->stats.decode_nanoseconds, now_ns() - start);
+    yfs_count(&m->stats.decode_nanoseconds, yfs_now_ns() - start);
     if (rc < 0)
         return -1;
     const ix_page *p = &ix->pages[page];
@@ -297,11 +289,11 @@ static int build_from_pages(yfs_mount *m, yfs_plan *plan, uint64_t s, uint8_t **
 int yfs_segment_build(yfs_mount *m, yfs_plan *plan, uint64_t s, uint8_t **data,
                       pq_error *err)
 {
-    uint64_t start = now_ns();
+    uint64_t start = yfs_now_ns();
     int rc = m->params.mode == SH_SHUFFLE_ROW ? yfs_rows_build(m, &plan->plan, s, data, err)
                                               : build_from_pages(m, plan, s, data, err);
     if (rc == 0)
         yfs_count(&m->stats.segments_built, 1);
-    yfs_count(&m->stats.build_nanoseconds, now_ns() - start);
+    yfs_count(&m->stats.build_nanoseconds, yfs_now_ns() - start);
     return rc;
 }

@@ -6,6 +6,7 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <time.h>
 
 typedef struct yfs_stats {
     _Atomic uint64_t bytes_read;        /* from storage: pages and dictionaries */
@@ -34,6 +35,15 @@ typedef struct yfs_stats {
 static inline void yfs_count(_Atomic uint64_t *counter, uint64_t n)
 {
     atomic_fetch_add_explicit(counter, n, memory_order_relaxed);
+}
+
+/* CLOCK_MONOTONIC in nanoseconds: for the *_nanoseconds counters, and for
+ * deadlines of condition variables set to that clock. */
+static inline uint64_t yfs_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static inline uint64_t yfs_counter(_Atomic uint64_t *counter)
