@@ -1,5 +1,6 @@
 #include "pq_meta.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,14 +62,33 @@ static int read_string(pq_thrift *t, uint8_t ft, char **out, pq_error *err)
     return 0;
 }
 
-/* Allocate the array of a list field after its header has been read; the
- * count was bounded by the bytes left in pq_thrift_list_begin. */
-static void *list_alloc(uint32_t count, size_t elem, const char *what, pq_error *err)
+/* Make room in the array of a list field for `need` elements (need <= the
+ * list's count, `max`). The array holds *cap zeroed-or-parsed elements and
+ * grows by doubling, never past max, and always exists once called (an
+ * empty list is an array of one unused element, so "present" is *arr !=
+ * NULL). The count was bounded by the bytes left in pq_thrift_list_begin,
+ * but one byte may become a 96-byte struct, so a count is never allocated
+ * up front: the array follows the elements that actually parse, so a
+ * hostile count costs at most twice the elements parsed before the first
+ * bad one (and at least 16). */
+static int list_reserve(void **arr, uint32_t *cap, uint32_t need, uint32_t max, size_t elem,
+                        const char *what, pq_error *err)
 {
-    void *p = calloc(count ? count : 1, elem);
-    if (!p)
-        pq_error_set(err, "out of memory for %u %s", count, what);
-    return p;
+    assert(need <= max);
+    if (*arr && need <= *cap)
+        return 0;
+    size_t want = *cap ? (size_t)*cap * 2 : 16;
+    if (want > max)
+        want = max ? max : 1;
+    if (want < need)
+        want = need;
+    void *grown = realloc(*arr, want * elem);
+    if (!grown)
+        return pq_error_set(err, "out of memory for %zu %s", want, what);
+    memset((char *)grown + (size_t)*cap * elem, 0, (want - *cap) * elem);
+    *arr = grown;
+    *cap = (uint32_t)want;
+    return 0;
 }
 
 static int duplicate(pq_thrift *t, const char *what, pq_error *err)
@@ -80,9 +100,9 @@ static int duplicate(pq_thrift *t, const char *what, pq_error *err)
  * struct's parser). */
 typedef int (*element_parser)(pq_thrift *t, void *elem, pq_error *err);
 
-/* A list<struct> field: allocates *out (the count was bounded by the bytes
- * left) and parses each element. *count is raised before each element so
- * that after a failure the free functions see everything allocated. */
+/* A list<struct> field: parses each element into *out, which grows with
+ * the elements parsed (list_reserve). *count is raised before each element
+ * so that after a failure the free functions see everything allocated. */
 static int read_struct_list(pq_thrift *t, uint8_t ft, const char *field, const char *element,
                             size_t elem_size, void **out, int32_t *count, element_parser parse,
                             pq_error *err)
@@ -90,14 +110,18 @@ static int read_struct_list(pq_thrift *t, uint8_t ft, const char *field, const c
     if (*out)
         return duplicate(t, field, err);
     uint8_t et;
-    uint32_t n;
+    uint32_t n, cap = 0;
     if (pq_thrift_list_begin(t, ft, &et, &n, err) < 0)
         return -1;
     if (et != PQ_TT_STRUCT)
         return pq_error_set(err, "%s is a list of type %u, not structs", field, et);
-    if (!(*out = list_alloc(n, elem_size, field, err)))
+    if (n > INT32_MAX)
+        return pq_error_set(err, "%s has %u elements, more than %d", field, n, INT32_MAX);
+    if (list_reserve(out, &cap, n ? 1 : 0, n, elem_size, field, err) < 0)
         return -1;
     for (uint32_t i = 0; i < n; i++) {
+        if (list_reserve(out, &cap, i + 1, n, elem_size, field, err) < 0)
+            return -1;
         *count = (int32_t)(i + 1);
         if (parse(t, (char *)*out + (size_t)i * elem_size, err) < 0)
             return pq_error_prefix(err, "%s %u: ", element, i);
@@ -642,16 +666,20 @@ static int read_i64_list(pq_thrift *t, uint8_t ft, int64_t **out, uint32_t *coun
     if (*out)
         return duplicate(t, what, err);
     uint8_t et;
-    uint32_t n;
+    uint32_t n, cap = 0;
     if (pq_thrift_list_begin(t, ft, &et, &n, err) < 0)
         return -1;
-    if (!(*out = list_alloc(n, sizeof **out, what, err)))
-        return -1;
-    for (uint32_t i = 0; i < n; i++)
-        if (pq_thrift_i64(t, et, &(*out)[i], err) < 0)
-            return pq_error_prefix(err, "%s %u: ", what, i);
-    *count = n;
-    return 0;
+    void *arr = NULL;
+    int rc = list_reserve(&arr, &cap, n ? 1 : 0, n, sizeof **out, what, err);
+    for (uint32_t i = 0; rc == 0 && i < n; i++) {
+        rc = list_reserve(&arr, &cap, i + 1, n, sizeof **out, what, err);
+        if (rc == 0 && pq_thrift_i64(t, et, (int64_t *)arr + i, err) < 0)
+            rc = pq_error_prefix(err, "%s %u: ", what, i);
+    }
+    *out = arr; /* the caller's free function frees it, after a failure too */
+    if (rc == 0)
+        *count = n;
+    return rc;
 }
 
 static int parse_offset_index(pq_thrift *t, pq_offset_index *oi, pq_error *err)

@@ -181,12 +181,15 @@ int pq_thrift_list_begin(pq_thrift *t, uint8_t type, uint8_t *elem_type, uint32_
     if ((*elem_type == PQ_TT_STOP && n != 0) || *elem_type > PQ_TT_STRUCT)
         return pq_error_set(err, "thrift: list at byte %zu has unknown element type %u", at,
                             *elem_type);
-    /* Every element takes at least one byte, so a count above the bytes
-     * left is corrupt; this also bounds what callers allocate. */
-    if (n > t->cur.left)
+    /* Checked before anyone allocates for the elements: a double takes 8
+     * bytes, every other element at least one (a varint, a binary's length,
+     * a bool, a struct's stop field, a nested list's or map's header). */
+    size_t min_bytes = *elem_type == PQ_TT_DOUBLE ? 8 : 1;
+    if (n > t->cur.left / min_bytes)
         return pq_error_set(err,
-                            "thrift: list at byte %zu declares %llu elements, only %zu bytes left",
-                            at, (unsigned long long)n, t->cur.left);
+                            "thrift: list at byte %zu declares %llu elements, only %zu bytes "
+                            "left (an element takes at least %zu)",
+                            at, (unsigned long long)n, t->cur.left, min_bytes);
     *count = (uint32_t)n;
     t->bool_value = 0;
     return 0;

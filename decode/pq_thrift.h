@@ -61,9 +61,11 @@ int pq_thrift_i64(pq_thrift *t, uint8_t type, int64_t *out, pq_error *err);
 int pq_thrift_binary(pq_thrift *t, uint8_t type, const uint8_t **out, uint32_t *len,
                      pq_error *err);
 /* List or set header. In the compact protocol every list element takes at
- * least one byte (booleans included), so *count is checked against the bytes
- * left and a caller may allocate *count elements without trusting the file
- * further. */
+ * least one byte (booleans and empty structs included; a double 8), so a
+ * *count the bytes left cannot hold fails here, before any caller allocates.
+ * A count that passes is still only a claim: a 1-byte element may become a
+ * much larger structure, so callers grow their arrays as elements parse
+ * rather than allocate *count of them up front. */
 int pq_thrift_list_begin(pq_thrift *t, uint8_t type, uint8_t *elem_type, uint32_t *count,
                          pq_error *err);
 

@@ -1,6 +1,9 @@
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "pq_meta.h"
 #include "pq_page.h"
@@ -207,4 +210,97 @@ Test(meta, every_footer_truncation_fails)
         cr_assert(strncmp(err.msg, "FileMetaData: ", 14) == 0, "%s", err.msg);
         free(copy);
     }
+}
+
+/* Caps this test's address space at its current size plus `extra` bytes
+ * (Criterion runs each test in its own process), so that an allocation of
+ * more fails instead of succeeding lazily. Returns 0, or -1 under ASan, whose
+ * shadow memory needs terabytes of address space. */
+static int limit_address_space(size_t extra)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    (void)extra;
+    return -1;
+#else
+    unsigned long pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    cr_assert_not_null(f);
+    cr_assert_eq(fscanf(f, "%lu", &pages), 1);
+    fclose(f);
+    struct rlimit r;
+    cr_assert_eq(getrlimit(RLIMIT_AS, &r), 0);
+    r.rlim_cur = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + extra;
+    cr_assert_eq(setrlimit(RLIMIT_AS, &r), 0);
+    return 0;
+#endif
+}
+
+/* A footer whose list counts claim far more elements than its bytes could
+ * back fails at the list header, naming the count, before anything is
+ * allocated for the elements (2^30 row groups would be 24 GiB). */
+Test(meta, list_count_beyond_the_bytes_fails_before_allocating)
+{
+    int limited = limit_address_space(16u << 20) == 0;
+    tw w;
+    tw_init(&w);
+    tw_i32f(&w, 1, 1);
+    tw_field(&w, 4, PQ_TT_LIST);
+    tw_list(&w, PQ_TT_STRUCT, 1u << 30);
+    tw_byte(&w, 0x19); /* three bytes of a first row group */
+    tw_byte(&w, 0x00);
+    tw_byte(&w, 0x00);
+    pq_file_meta m;
+    pq_error err;
+    cr_assert_eq(pq_file_meta_parse(w.buf, w.len, &m, &err), -1);
+    cr_assert(strstr(err.msg, "FileMetaData: thrift: list at byte") &&
+                  strstr(err.msg, "declares 1073741824 elements") &&
+                  strstr(err.msg, "only 3 bytes left"),
+              "%s (address space limited: %d)", err.msg, limited);
+    /* the same for an OffsetIndex's page locations and a ColumnIndex's null
+     * counts */
+    const uint8_t oi[] = { 0x19, 0xfc, 0x80, 0x80, 0x80, 0x80, 0x04, 0x00, 0x00 };
+    pq_offset_index o;
+    cr_assert_eq(pq_offset_index_parse(oi, sizeof oi, &o, &err), -1);
+    cr_assert(strstr(err.msg, "declares 1073741824 elements"), "%s", err.msg);
+    const uint8_t ci[] = { 0x59, 0xf6, 0x80, 0x80, 0x80, 0x80, 0x04, 0x02, 0x00 };
+    pq_column_index c;
+    cr_assert_eq(pq_column_index_parse(ci, sizeof ci, &c, &err), -1);
+    cr_assert(strstr(err.msg, "declares 1073741824 elements"), "%s", err.msg);
+}
+
+/* A count the bytes allow (each element takes one byte or more) is still
+ * not allocated up front: a 3-byte column chunk becomes a 96-byte structure,
+ * so 1 MiB claiming a million chunks would be ~96 MiB. The array grows with
+ * the chunks that parse; here 1000 parse and the next one is garbage, within
+ * an address space of 16 MiB more than the test has. */
+Test(meta, list_grows_with_the_elements_that_parse)
+{
+    enum { CLAIMED = 1000000, GOOD = 1000 };
+    size_t len = 1u << 20;
+    uint8_t *buf = malloc(len);
+    cr_assert_not_null(buf);
+    memset(buf, 0xff, len); /* 0xff: a field header of unknown type 15 */
+    tw w;
+    tw_init(&w);
+    tw_i32f(&w, 1, 1);
+    tw_field(&w, 4, PQ_TT_LIST);
+    tw_list(&w, PQ_TT_STRUCT, 1);
+    tw_begin(&w);
+    tw_field(&w, 1, PQ_TT_LIST);
+    tw_list(&w, PQ_TT_STRUCT, CLAIMED);
+    memcpy(buf, w.buf, w.len);
+    size_t at = w.len;
+    for (int i = 0; i < GOOD; i++) { /* ColumnChunk { 8: crypto_metadata {} } */
+        buf[at++] = 0x8c;
+        buf[at++] = 0x00;
+        buf[at++] = 0x00;
+    }
+    cr_assert_gt(len - w.len, (size_t)CLAIMED, "the claim must pass the bytes-left check");
+    int limited = limit_address_space(16u << 20) == 0;
+    pq_file_meta m;
+    pq_error err;
+    cr_assert_eq(pq_file_meta_parse(buf, len, &m, &err), -1);
+    cr_assert(strstr(err.msg, "column chunk 1000: ") && strstr(err.msg, "unknown type 15"),
+              "%s (address space limited: %d)", err.msg, limited);
+    free(buf);
 }

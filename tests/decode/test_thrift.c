@@ -194,3 +194,21 @@ Test(thrift, hostile_counts_and_types)
     pq_thrift_init(&t, w.buf, w.len);
     cr_assert_eq(pq_thrift_field(&t, &id, &ty, &err), -1);
 }
+
+Test(thrift, list_count_bounded_by_element_size)
+{
+    pq_error err;
+    /* list of 2 doubles with 10 bytes left: each takes 8 */
+    const uint8_t doubles[] = { 0x19, 0x27, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0 };
+    cr_assert_eq(skip_all(doubles, sizeof doubles, &err), -1);
+    cr_assert(strstr(err.msg, "2 elements, only 10 bytes left (an element takes at least 8)"), "%s",
+              err.msg);
+    /* one double fits */
+    const uint8_t one[] = { 0x19, 0x17, 1, 2, 3, 4, 5, 6, 7, 8, 0 };
+    cr_assert_eq(skip_all(one, sizeof one, &err), 0, "%s", err.msg);
+    /* 2^30 structs in 3 bytes */
+    const uint8_t structs[] = { 0x19, 0xfc, 0x80, 0x80, 0x80, 0x80, 0x04, 0x00, 0x00, 0x00 };
+    cr_assert_eq(skip_all(structs, sizeof structs, &err), -1);
+    cr_assert(strstr(err.msg, "declares 1073741824 elements, only 3 bytes left"), "%s",
+              err.msg);
+}
