@@ -3,7 +3,10 @@ directory .youmufs; unlisted epochs are reachable by name; other names are ENOEN
 exit status 0 means the mount is ready."""
 
 import errno
+import glob
 import os
+import re
+import shutil
 import stat
 import subprocess
 import tempfile
@@ -12,7 +15,7 @@ import time
 import pytest
 
 import conftest
-from datasets import BASIC, BASIC_NONL, check_rowid_jsonl
+from datasets import BASIC, BASIC_NONL, check_rowid_jsonl, oracle
 
 
 @pytest.mark.parametrize("opts,spec,expected", [
@@ -82,3 +85,39 @@ def test_daemon_mode_ready_on_exit(ds):
             subprocess.run(["fusermount3", "-uz", mnt], timeout=30)
     os.rmdir(mnt)
     os.rmdir(work)
+
+
+def test_directory_symlinks_each_directory_once(ds, mount, tmp_path):
+    """Symlink loops (a directory linking to itself, to an ancestor, two directories outside the
+    dataset linking to each other) and a second link to a directory already listed: every
+    directory is listed once, with a warning naming the path skipped; a symlink to a directory
+    outside the dataset is followed. The epoch holds each file's records exactly once, in the
+    row order of a loop-free tree with the same paths (pyarrow's reading of it)."""
+    src = sorted(glob.glob(os.path.join(ds.path(BASIC), "*.parquet")))
+    layout = ["a/inner/part-002.parquet", "a/part-000.parquet", "a/part-001.parquet",
+              "x/part-003.parquet", "x/q/part-004.parquet"]
+    d, out, mirror = tmp_path / "ds", tmp_path / "out", tmp_path / "mirror"
+    for i, rel in enumerate(layout):
+        real = rel.replace("x/q/", "out/q/").replace("x/", "out/p/")
+        for root, name in ((tmp_path, real if real.startswith("out/") else "ds/" + rel),
+                           (mirror, rel)):
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(src[i % len(src)], root / name)
+    os.symlink(".", d / "self")                  # a directory linking to itself
+    os.symlink("..", d / "a" / "inner" / "up")   # a -> inner -> a
+    os.symlink("a", d / "b")                     # a second link to a
+    os.symlink(out / "p", d / "x")               # outside the dataset: followed ...
+    os.symlink("../q", out / "p" / "q")          # ... where p and q link to each other
+    os.symlink("../p", out / "q" / "p")
+    t0 = time.monotonic()
+    with mount(d, "rowid") as m:
+        took = time.monotonic() - t0
+        data = m.read("epoch-0.jsonl")
+        log = m.stderr()
+    problem = check_rowid_jsonl(data, oracle(str(mirror)), "text")
+    assert not problem, f"{problem}\nstderr:\n{log}"
+    assert took < 10, f"mount took {took:.1f} s"
+    for skipped, listed in (("/self", "/ds"), ("/a/inner/up", "/a"), ("/b", "/a"),
+                            ("/x/q/p", "/x")):
+        assert re.search(rf"warning: \S*{re.escape(skipped)} is \S*{re.escape(listed)} again",
+                         log), f"no warning for {skipped}:\n{log}"
