@@ -2,6 +2,7 @@
  * of pq_values_*.c. */
 #include "pq_column.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -339,4 +340,98 @@ size_t pq_page_values_bytes(const pq_page_values *v)
     size_t levels = (v->def_levels ? 2 : 0) + (v->rep_levels ? 2 : 0);
     return v->storage_len + v->extra_len + (size_t)v->num_levels * levels +
            (size_t)v->num_values * sizeof *v->values;
+}
+
+/* Values defined by level entries [begin, end). */
+static uint32_t values_in(const pq_page_values *v, uint32_t begin, uint32_t end, int16_t max_def)
+{
+    if (!v->def_levels)
+        return end - begin;
+    uint32_t n = 0;
+    for (uint32_t i = begin; i < end; i++)
+        n += v->def_levels[i] == max_def;
+    return n;
+}
+
+void pq_page_values_drop_front(pq_page_values *v, uint32_t entries, int16_t max_def)
+{
+    assert(entries <= v->num_levels);
+    uint32_t values = values_in(v, 0, entries, max_def);
+    uint32_t levels_left = v->num_levels - entries;
+    if (v->def_levels)
+        memmove(v->def_levels, v->def_levels + entries, levels_left * sizeof *v->def_levels);
+    if (v->rep_levels)
+        memmove(v->rep_levels, v->rep_levels + entries, levels_left * sizeof *v->rep_levels);
+    memmove(v->values, v->values + values, (v->num_values - values) * sizeof *v->values);
+    v->num_levels = levels_left;
+    v->num_values -= values;
+}
+
+/* Grow *array (of `have` elements of `size` bytes) to `want` elements. */
+static int grow(void *array, size_t have, size_t want, size_t size)
+{
+    void **p = array;
+    if (want <= have && *p)
+        return 0;
+    void *grown = realloc(*p, (want ? want : 1) * size);
+    if (!grown)
+        return -1;
+    *p = grown;
+    return 0;
+}
+
+int pq_page_values_append(pq_page_values *dst, const pq_page_values *src, uint32_t begin,
+                          uint32_t end, int16_t max_def, pq_error *err)
+{
+    assert(begin <= end && end <= src->num_levels);
+    assert(!dst->def_levels == !src->def_levels || dst->num_levels == 0);
+    uint32_t entries = end - begin, first_value = values_in(src, 0, begin, max_def);
+    uint32_t values = values_in(src, begin, end, max_def);
+    if ((uint64_t)dst->num_levels + entries > PQ_MAX_PAGE_VALUES)
+        return pq_error_set(err, "a row continued over several pages has more than %u entries",
+                            PQ_MAX_PAGE_VALUES);
+    size_t bytes = 0;
+    for (uint32_t i = first_value; i < first_value + values; i++)
+        bytes += src->values[i].len;
+
+    /* The new value bytes go at the end of dst->extra; slices into the old
+     * extra are moved along with it. */
+    uint8_t *old_extra = dst->extra;
+    uint8_t *extra = malloc(dst->extra_len + bytes ? dst->extra_len + bytes : 1);
+    size_t levels = (size_t)dst->num_levels + entries;
+    if (!extra ||
+        (src->def_levels && grow(&dst->def_levels, 0, levels, sizeof *dst->def_levels) < 0) ||
+        (src->rep_levels && grow(&dst->rep_levels, 0, levels, sizeof *dst->rep_levels) < 0) ||
+        grow(&dst->values, 0, (size_t)dst->num_values + values, sizeof *dst->values) < 0) {
+        free(extra);
+        return pq_error_set(err, "out of memory joining a row continued on the next page");
+    }
+    if (dst->extra_len)
+        memcpy(extra, old_extra, dst->extra_len);
+    uintptr_t lo = (uintptr_t)old_extra, hi = lo + dst->extra_len;
+    for (uint32_t i = 0; i < dst->num_values && old_extra; i++) {
+        uintptr_t at = (uintptr_t)dst->values[i].ptr;
+        if (at >= lo && at < hi)
+            dst->values[i].ptr = extra + (at - lo);
+    }
+    uint8_t *out = extra + dst->extra_len;
+    for (uint32_t i = 0; i < values; i++) {
+        pq_bytes b = src->values[first_value + i];
+        if (b.len)
+            memcpy(out, b.ptr, b.len);
+        dst->values[dst->num_values + i] = (pq_bytes){ out, b.len };
+        out += b.len;
+    }
+    if (src->def_levels)
+        memcpy(dst->def_levels + dst->num_levels, src->def_levels + begin,
+               entries * sizeof *dst->def_levels);
+    if (src->rep_levels)
+        memcpy(dst->rep_levels + dst->num_levels, src->rep_levels + begin,
+               entries * sizeof *dst->rep_levels);
+    free(old_extra);
+    dst->extra = extra;
+    dst->extra_len += bytes;
+    dst->num_levels += entries;
+    dst->num_values += values;
+    return 0;
 }

@@ -96,4 +96,21 @@ int pq_page_values_own(pq_page_values *v, pq_error *err);
 /* Heap bytes held by the page values (for memory budgets). */
 size_t pq_page_values_bytes(const pq_page_values *v);
 
+/* Rows that continue on the next page. A data page (v1 without a page
+ * index) may begin with the last entries of a row that started on the page
+ * before (repetition level > 0) and end with a row that goes on in the next.
+ * These two functions re-cut decoded pages along rows: */
+/* An entry defines a value when its definition level is max_def (every
+ * entry does when the column has no def levels). */
+/* Drop the first `entries` level entries (entries <= num_levels) and the
+ * values they define, in place. */
+void pq_page_values_drop_front(pq_page_values *v, uint32_t entries, int16_t max_def);
+/* Append level entries [begin, end) of src (end <= src->num_levels) and the
+ * values they define to dst, copying the values' bytes into memory dst owns,
+ * so src may be freed at once. dst and src must have the same level arrays
+ * (both or neither def and rep). Fails only when out of memory or when the
+ * result would exceed PQ_MAX_PAGE_VALUES entries (dst is then unchanged). */
+int pq_page_values_append(pq_page_values *dst, const pq_page_values *src, uint32_t begin,
+                          uint32_t end, int16_t max_def, pq_error *err);
+
 #endif

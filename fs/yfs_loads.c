@@ -53,21 +53,24 @@ int yfs_page_read(yfs_mount *m, uint64_t page, uint8_t **raw, pq_error *err)
 }
 
 /* The byte range of the load's pages in their file, if the index gives them
- * as consecutive non-overlapping ranges (offsets come from the file: a
- * range much longer than its pages is not read whole). */
+ * in ascending order (offsets come from the file: a range much longer than
+ * its pages is not read whole). Ranges may overlap: an entry whose last row
+ * goes on in the next pages covers them too (ix_chunk_scan.c). */
 static int chunk_range(const ix_index *ix, const sh_load *load, uint64_t *start, uint64_t *end)
 {
     const ix_page *first = &ix->pages[load->first_page];
-    uint64_t pages_bytes = 0, prev_end = first->offset;
+    uint64_t pages_bytes = 0, prev_offset = first->offset;
     *start = first->offset;
+    *end = first->offset;
     for (uint32_t q = load->first_page; q < load->first_page + load->pages; q++) {
         const ix_page *p = &ix->pages[q];
-        if (p->offset < prev_end)
+        if (p->offset < prev_offset)
             return -1;
-        prev_end = p->offset + p->length;
+        prev_offset = p->offset;
+        if (p->offset + p->length > *end)
+            *end = p->offset + p->length;
         pages_bytes += p->length;
     }
-    *end = prev_end;
     return *end - *start <= 2 * pages_bytes ? 0 : -1;
 }
 

@@ -81,6 +81,14 @@ typedef struct scan_state {
     int dict_decoded;   /* decoded once a page needs it */
     uint64_t rows_seen; /* rows of the chunk's pages so far */
     uint32_t cap;
+    /* Repeated columns: the last row of the latest page may go on in the
+     * next pages. Its entries so far (copied out of their pages) wait in
+     * open_row until a page starts a new row; then it is measured into the
+     * index entry it started in, whose byte range grows to cover the pages
+     * it continued in. */
+    int row_open;
+    pq_page_values open_row;
+    uint32_t open_entry; /* scan->pages index of the entry the open row belongs to */
 } scan_state;
 
 static int add_page(scan_state *st, const ix_page *pg, pq_error *err)
@@ -120,6 +128,86 @@ static int measure_records(scan_state *st, const pq_page_values *v, ix_page *pg,
     pg->records = count;
     free(recs);
     return rc;
+}
+
+/* Rows that span pages (repeated columns; v1 pages without a page index
+ * may cut a row anywhere). An index entry stands for the rows that START in
+ * one page: its byte range runs from that page to the end of the page where
+ * its last row ends, so the read path finds a whole row in it. A page in
+ * which no row starts gets no entry of its own. */
+
+/* Measure the open row into its entry and close it. */
+static int close_row(scan_state *st, pq_error *err)
+{
+    if (!st->row_open)
+        return 0;
+    ix_page *entry = &st->scan->pages[st->open_entry];
+    ix_page row = { .first_row = entry->first_row + entry->rows - 1 };
+    int rc = measure_records(st, &st->open_row, &row, err);
+    if (rc == 0 && row.rows != 1)
+        rc = pq_error_set(err, "a row continued over pages decodes as %u rows", row.rows);
+    if (rc == 0) {
+        entry->records += row.records;
+        entry->framed += row.framed;
+    }
+    pq_page_values_free(&st->open_row);
+    st->row_open = 0;
+    return rc;
+}
+
+/* Entries [begin, end) of v as values of their own (not owned: never freed). */
+static pq_page_values entries_view(const pq_page_values *v, int16_t max_def, uint32_t begin,
+                                   uint32_t end)
+{
+    uint32_t first_value = 0, values = 0;
+    for (uint32_t i = 0; i < end; i++) {
+        int defined = !v->def_levels || v->def_levels[i] == max_def;
+        first_value += i < begin && defined;
+        values += i >= begin && defined;
+    }
+    return (pq_page_values){
+        .num_levels = end - begin,
+        .num_values = values,
+        .def_levels = v->def_levels ? v->def_levels + begin : NULL,
+        .rep_levels = v->rep_levels + begin,
+        .values = v->values + first_value,
+    };
+}
+
+/* Index the decoded page of a repeated column that starts at file offset
+ * pg->offset and ends at page_end: continue the open row, close it, and add
+ * an entry for the rows that start here, the last of which stays open. */
+static int take_rows(scan_state *st, const pq_page_values *v, ix_page *pg, uint64_t page_end,
+                     pq_error *err)
+{
+    int16_t max_def = st->scan->desc.max_def;
+    uint32_t first = ix_row_start(v, 0), n = v->num_levels;
+    if (first > 0 || n == 0) {
+        if (!st->row_open)
+            return pq_error_set(err, "the page starts in the middle of a row, but no earlier "
+                                "page of the column chunk left one open");
+        ix_page *entry = &st->scan->pages[st->open_entry];
+        if (page_end - entry->offset > UINT32_MAX)
+            return pq_error_set(err, "a row continues over more than 4 GiB of pages");
+        entry->length = (uint32_t)(page_end - entry->offset);
+        if (pq_page_values_append(&st->open_row, v, 0, first, max_def, err) < 0)
+            return -1;
+        if (first == n)
+            return 0; /* no row starts here: the open row goes on */
+    }
+    if (close_row(st, err) < 0)
+        return -1;
+    uint32_t last = ix_last_row_start(v);
+    pq_page_values whole = entries_view(v, max_def, first, last);
+    if (measure_records(st, &whole, pg, err) < 0)
+        return -1;
+    pg->rows += 1; /* the last row, measured once it ends */
+    if (pq_page_values_append(&st->open_row, v, last, n, max_def, err) < 0)
+        return -1;
+    st->row_open = 1;
+    st->open_entry = st->scan->num_pages;
+    st->rows_seen += pg->rows;
+    return add_page(st, pg, err);
 }
 
 /* Framed bytes of a page with `records` records and `value_bytes` bytes of
@@ -279,6 +367,13 @@ static int visit_page(scan_state *st, uint64_t off, uint32_t expect_len, uint64_
         return -1;
     if (pq_page_decode(&st->scan->desc, &h, body, (size_t)h.compressed_size, dict, &v, err) < 0)
         return pq_error_prefix(err, "data page at offset %llu: ", (unsigned long long)off);
+    if (st->scan->desc.max_rep > 0) {
+        int rc = take_rows(st, &v, &pg, off + total, err);
+        pq_page_values_free(&v);
+        return rc < 0 ? pq_error_prefix(err, "data page at offset %llu: ",
+                                        (unsigned long long)off)
+                      : 0;
+    }
     int rc = measure_records(st, &v, &pg, err);
     pq_page_values_free(&v);
     if (rc < 0)
@@ -482,6 +577,9 @@ int ix_scan_chunk(ix_scan *scan, pq_error *err)
     st.w.bytes_read = &scan->bytes_read;
 
     int rc = scan->has_offset_index ? follow_offset_index(&st, err) : walk_headers(&st, err);
+    if (rc == 0 && close_row(&st, err) < 0)
+        rc = pq_error_prefix(err, "the last row of the column chunk: ");
+    pq_page_values_free(&st.open_row);
     if (rc == 0 && !scan->from_metadata && (int64_t)st.rows_seen != m->num_values &&
         scan->desc.max_rep == 0)
         rc = pq_error_set(err, "the pages hold %llu values, the column metadata says %lld",

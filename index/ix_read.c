@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "ix_internal.h"
+#include "ix_record.h"
 #include "pq_page.h"
 
 int ix_check_file(const ix_index *ix, uint32_t file, pq_error *err)
@@ -55,22 +56,27 @@ int ix_read_range(const ix_index *ix, uint32_t file, uint64_t offset, void *buf,
     return 0;
 }
 
-/* Parse the header of the page held in raw[0..length) and check that header
- * and body fill it exactly (and the CRC, when verified). */
-static int parse_page(const ix_index *ix, const uint8_t *raw, uint32_t length,
+/* Parse the header of the page at the start of raw[0..length) and check
+ * that its body lies within (it fills it exactly unless `partial`: a row
+ * continued on the next pages), and the CRC, when verified. */
+static int parse_page(const ix_index *ix, const uint8_t *raw, uint64_t length, int partial,
                       pq_page_header *h, pq_error *err)
 {
     if (pq_page_header_parse(raw, length, h, err) < 0)
         return -1;
-    if (h->header_len + (uint64_t)h->compressed_size != length)
-        return pq_error_set(err, "header and body take %llu bytes, the index says %u (file "
-                            "changed?)",
-                            (unsigned long long)(h->header_len + (uint64_t)h->compressed_size),
-                            length);
+    uint64_t total = h->header_len + (uint64_t)h->compressed_size;
+    if (partial ? total > length : total != length)
+        return pq_error_set(err, "header and body take %llu bytes, the index says %llu (file "
+                            "changed?)", (unsigned long long)total, (unsigned long long)length);
     if (ix->verify_crc &&
         pq_page_check_crc(h, raw + h->header_len, (size_t)h->compressed_size, err) < 0)
         return -1;
     return 0;
+}
+
+static int uses_dictionary(const pq_page_header *h)
+{
+    return h->encoding == PQ_ENC_PLAIN_DICTIONARY || h->encoding == PQ_ENC_RLE_DICTIONARY;
 }
 
 int ix_read_dictionary(const ix_index *ix, uint32_t chunk, pq_dictionary *out,
@@ -84,7 +90,7 @@ int ix_read_dictionary(const ix_index *ix, uint32_t chunk, pq_dictionary *out,
         rc = ix_read_range(ix, c->file, (uint64_t)c->dict_offset, raw, c->dict_length,
                            bytes_read, err);
     if (rc == 0)
-        rc = parse_page(ix, raw, c->dict_length, &h, err);
+        rc = parse_page(ix, raw, c->dict_length, 0, &h, err);
     if (rc == 0)
         rc = pq_dictionary_decode(&c->desc, &h, raw + h.header_len, (size_t)h.compressed_size,
                                   out, err);
@@ -95,9 +101,62 @@ int ix_read_dictionary(const ix_index *ix, uint32_t chunk, pq_dictionary *out,
     return 0;
 }
 
-static int uses_dictionary(const pq_page_header *h)
+/* Decode the data page at the start of raw[0..length), fetching the chunk's
+ * dictionary through `dicts` the first time a page needs it. *used is set
+ * to the page's header and body bytes. */
+static int decode_one(const ix_index *ix, uint32_t chunk, const uint8_t *raw, uint64_t length,
+                      int partial, const ix_dict_source *dicts, const pq_dictionary **dict,
+                      void **dict_handle, pq_page_values *out, uint64_t *used, pq_error *err)
 {
-    return h->encoding == PQ_ENC_PLAIN_DICTIONARY || h->encoding == PQ_ENC_RLE_DICTIONARY;
+    const ix_chunk *c = &ix->chunks[chunk];
+    pq_page_header h;
+    if (parse_page(ix, raw, length, partial, &h, err) < 0)
+        return -1;
+    if (h.type != PQ_PAGE_DATA && h.type != PQ_PAGE_DATA_V2)
+        return pq_error_set(err, "not a data page (page type %d; file changed?)", h.type);
+    if (uses_dictionary(&h) && !*dict) {
+        if (c->dict_offset < 0)
+            return pq_error_set(err, "dictionary-encoded, but the chunk has no dictionary page");
+        if (dicts->get(dicts->ctx, chunk, dict, dict_handle, err) < 0)
+            return -1;
+    }
+    *used = h.header_len + (uint64_t)h.compressed_size;
+    return pq_page_decode(&c->desc, &h, raw + h.header_len, (size_t)h.compressed_size,
+                          uses_dictionary(&h) ? *dict : NULL, out, err);
+}
+
+/* An index entry of a repeated column holds the rows that start in its
+ * first page; its last row may go on in the pages after it, up to the end
+ * of its byte range (ix_chunk_scan.c). Join them into one set of values
+ * that starts and ends at row boundaries. */
+static int join_rows(const ix_index *ix, uint32_t chunk, const uint8_t *raw, uint64_t length,
+                     uint64_t first_len, const ix_dict_source *dicts, const pq_dictionary **dict,
+                     void **dict_handle, pq_page_values *out, pq_error *err)
+{
+    int16_t max_def = ix->chunks[chunk].desc.max_def;
+    uint32_t start = ix_row_start(out, 0);
+    if (start == out->num_levels)
+        return pq_error_set(err, "no row starts in the page (file changed?)");
+    pq_page_values_drop_front(out, start, max_def);
+    for (uint64_t at = first_len; at < length;) {
+        pq_page_values next;
+        uint64_t used;
+        if (decode_one(ix, chunk, raw + at, length - at, 1, dicts, dict, dict_handle, &next,
+                       &used, err) < 0)
+            return pq_error_prefix(err, "continued at offset +%llu: ", (unsigned long long)at);
+        at += used;
+        /* Only the range's last page may start a row (the chunk's last
+         * page need not: its last row ends with the chunk). */
+        uint32_t end = ix_row_start(&next, 0);
+        int rc = end < next.num_levels && at < length
+                     ? pq_error_set(err, "a row starts before the end of the range the index "
+                                    "gives (file changed?)")
+                     : pq_page_values_append(out, &next, 0, end, max_def, err);
+        pq_page_values_free(&next);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
 }
 
 int ix_decode_page(const ix_index *ix, uint64_t page, const uint8_t *raw,
@@ -108,18 +167,16 @@ int ix_decode_page(const ix_index *ix, uint64_t page, const uint8_t *raw,
     const ix_page *p = &ix->pages[page];
     uint32_t chunk = ix_locate(ix, page);
     const ix_chunk *c = &ix->chunks[chunk];
-    pq_page_header h;
+    int repeated = c->desc.max_rep > 0;
     const pq_dictionary *dict = NULL;
-    int rc = parse_page(ix, raw, p->length, &h, err);
-    if (rc == 0 && uses_dictionary(&h)) {
-        if (c->dict_offset < 0)
-            rc = pq_error_set(err, "dictionary-encoded, but the chunk has no dictionary page");
-        else
-            rc = dicts->get(dicts->ctx, chunk, &dict, dict_handle, err);
+    uint64_t used;
+    int rc = decode_one(ix, chunk, raw, p->length, repeated, dicts, &dict, dict_handle, out,
+                        &used, err);
+    if (rc == 0 && repeated) {
+        rc = join_rows(ix, chunk, raw, p->length, used, dicts, &dict, dict_handle, out, err);
+        if (rc < 0)
+            pq_page_values_free(out);
     }
-    if (rc == 0)
-        rc = pq_page_decode(&c->desc, &h, raw + h.header_len, (size_t)h.compressed_size, dict,
-                            out, err);
     if (rc < 0)
         return pq_error_prefix(err, "%s: data page at offset %llu: ", ix->files[c->file].name,
                                (unsigned long long)p->offset);

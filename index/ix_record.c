@@ -28,8 +28,8 @@ static int list_records(const ix_shape *shape, const pq_page_values *v, uint64_t
 {
     const uint16_t *rep = v->rep_levels, *def = v->def_levels;
     if (v->num_levels > 0 && rep[0] != 0)
-        return pq_error_set(err, "page starts in the middle of a row (repetition level %u); "
-                            "rows that span pages are not supported", rep[0]);
+        return pq_error_set(err, "values start in the middle of a row (repetition level %u)",
+                            rep[0]);
     uint32_t k = 0, row = 0, value = 0;
     for (uint32_t i = 0; i < v->num_levels; row++) {
         uint32_t start = i, first_value = value;
@@ -62,4 +62,24 @@ int ix_page_records(const ix_shape *shape, const pq_page_values *v, uint64_t fir
         return flat_records(shape, v, first_row, out, cap, count, err);
     }
     return list_records(shape, v, first_row, out, cap, count, rows, err);
+}
+
+uint32_t ix_row_start(const pq_page_values *v, uint32_t from)
+{
+    if (!v->rep_levels)
+        return from < v->num_levels ? from : v->num_levels;
+    uint32_t i = from;
+    while (i < v->num_levels && v->rep_levels[i] != 0)
+        i++;
+    return i;
+}
+
+uint32_t ix_last_row_start(const pq_page_values *v)
+{
+    if (!v->rep_levels)
+        return v->num_levels ? v->num_levels - 1 : 0;
+    for (uint32_t i = v->num_levels; i-- > 0;)
+        if (v->rep_levels[i] == 0)
+            return i;
+    return v->num_levels;
 }

@@ -33,9 +33,19 @@ typedef struct ix_record {
 /* The records of a decoded page whose first row is `first_row`, in page
  * order, into out[0..cap). *count is the number of records, *rows the
  * number of rows (null rows included). Fails if there are more than cap
- * records, or if the page starts in the middle of a row. */
+ * records, or if the values start in the middle of a row (rows that span
+ * pages are re-cut first: ix_row_start, pq_page_values_append). */
 int ix_page_records(const ix_shape *shape, const pq_page_values *v, uint64_t first_row,
                     ix_record *out, uint32_t cap, uint32_t *count, uint32_t *rows,
                     pq_error *err);
+
+/* Rows that span pages. A row starts at a level entry of repetition level
+ * 0; a page of a repeated column may begin with entries of a row begun on
+ * an earlier page and end with a row that goes on in the next. */
+/* The first entry at or after `from` that starts a row (v->num_levels if
+ * none); every entry starts a row in a flat column. */
+uint32_t ix_row_start(const pq_page_values *v, uint32_t from);
+/* The last entry that starts a row (v->num_levels if none). */
+uint32_t ix_last_row_start(const pq_page_values *v);
 
 #endif

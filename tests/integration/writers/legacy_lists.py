@@ -7,9 +7,12 @@ CONTRACT-TYPES.md says both are served like the standard 3-level LIST. Hand-writ
 compact protocol, one uncompressed PLAIN data page v1 per column chunk per row group, levels as
 RLE runs of one. pyarrow reads these files (it is the oracle).
 
-    write_legacy(path, layout, rows, rows_per_group=..., empty_kv_type0=False)
+    write_legacy(path, layout, rows, rows_per_group=..., empty_kv_type0=False,
+                 entries_per_page=None)
         rows: list of (list of int) or None; empty_kv_type0 adds fastparquet's empty
-        key_value_metadata (list header 0x00) to every ColumnMetaData
+        key_value_metadata (list header 0x00) to every ColumnMetaData; entries_per_page cuts
+        the list column's level entries into data pages of that many entries wherever the cut
+        falls, so rows continue on the next page (as DuckDB writes long lists)
 """
 
 import struct
@@ -151,7 +154,21 @@ def _page(body_parts, num_values):
     return ph.done() + body
 
 
-def write_legacy(path, layout, rows, rows_per_group=50, empty_kv_type0=False):
+def _list_pages(reps, defs, vals, max_def, entries_per_page):
+    """The list column's data pages: one, or one per entries_per_page level entries."""
+    step = entries_per_page or max(len(reps), 1)
+    pages, v = [], 0
+    for a in range(0, max(len(reps), 1), step):
+        r, d = reps[a:a + step], defs[a:a + step]
+        n = sum(1 for x in d if x == max_def)
+        pages.append(_page([_rle_levels(r, 1), _rle_levels(d, max_def.bit_length()),
+                            struct.pack(f"<{n}i", *vals[v:v + n])], len(r)))
+        v += n
+    return b"".join(pages)
+
+
+def write_legacy(path, layout, rows, rows_per_group=50, empty_kv_type0=False,
+                 entries_per_page=None):
     schema, list_path, max_def = _schema(layout)
     out = bytearray(b"PAR1")
     groups = []
@@ -166,8 +183,7 @@ def write_legacy(path, layout, rows, rows_per_group=50, empty_kv_type0=False):
         cols.append((["id"], off, len(page), n))
         reps, defs, vals = _levels(chunk_rows, max_def)
         off = len(out)
-        page = _page([_rle_levels(reps, 1), _rle_levels(defs, max_def.bit_length()),
-                      struct.pack(f"<{len(vals)}i", *vals)], len(reps))
+        page = _list_pages(reps, defs, vals, max_def, entries_per_page)
         out += page
         cols.append((list_path, off, len(page), len(reps)))
         ccs = []
