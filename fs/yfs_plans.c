@@ -81,8 +81,8 @@ int yfs_plans_get(yfs_plans *c, uint64_t epoch, yfs_plan **out, pq_error *err)
     int built = p && (c->params->mode == SH_SHUFFLE_ROW
                           ? sh_plan_build_rows(c->params, c->record_bytes, c->num_records, epoch,
                                                &p->plan)
-                          : sh_plan_build(c->params, c->pages, c->stored, c->num_pages, epoch,
-                                          &p->plan)) == 0;
+                          : sh_plan_build(c->params, c->pages, NULL, c->stored, c->num_pages,
+                                          epoch, &p->plan)) == 0;
     if (!built || yfs_loads_init(&p->loads, p->plan.schedule.num_loads) < 0) {
         if (built)
             sh_plan_free(&p->plan);

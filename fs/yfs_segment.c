@@ -77,7 +77,7 @@ typedef struct page_jobs {
     yfs_mount *m;
     yfs_plan *plan;
     const sh_segment *seg;
-    pq_page_values *pages;   /* seg->pages slots */
+    pq_page_values *pages;   /* seg->units slots */
     ix_record *recs;
     const uint32_t *rec_at;  /* where each page's records go in recs */
     _Atomic uint32_t next;   /* the next page to take */
@@ -91,7 +91,7 @@ static void *decode_pages(void *arg)
     page_jobs *j = arg;
     for (;;) {
         uint32_t i = atomic_fetch_add(&j->next, 1);
-        if (i >= j->seg->pages || atomic_load(&j->failed))
+        if (i >= j->seg->units || atomic_load(&j->failed))
             return NULL;
         uint64_t pos = j->seg->first + i, page = j->plan->plan.order[pos];
         uint8_t *raw = NULL;
@@ -114,11 +114,11 @@ static void *decode_pages(void *arg)
 static int decode_segment(yfs_mount *m, yfs_plan *plan, const sh_segment *seg,
                           pq_page_values *pages, ix_record *recs, pq_error *err)
 {
-    uint32_t *rec_at = malloc((seg->pages ? seg->pages : 1) * sizeof *rec_at);
+    uint32_t *rec_at = malloc((seg->units ? seg->units : 1) * sizeof *rec_at);
     if (!rec_at)
-        return pq_error_set(err, "out of memory for a segment of %u pages", seg->pages);
+        return pq_error_set(err, "out of memory for a segment of %u pages", seg->units);
     uint32_t at = 0;
-    for (uint32_t i = 0; i < seg->pages; i++) {
+    for (uint32_t i = 0; i < seg->units; i++) {
         rec_at[i] = at;
         at += m->ix->pages[plan->plan.order[seg->first + i]].records;
     }
@@ -132,7 +132,7 @@ static int decode_segment(yfs_mount *m, yfs_plan *plan, const sh_segment *seg,
                                                                     : DECODE_THREADS_MAX);
     pthread_t helper[DECODE_THREADS_MAX];
     uint32_t helpers = 0;
-    while (helpers + 1 < want && helpers + 1 < seg->pages &&
+    while (helpers + 1 < want && helpers + 1 < seg->units &&
            yfs_thread_create(&helper[helpers], decode_pages, &j) == 0)
         helpers++; /* fewer helpers (even none) only slow the build down */
     decode_pages(&j);
@@ -269,7 +269,7 @@ static int build_from_pages(yfs_mount *m, yfs_plan *plan, uint64_t s, uint8_t **
 
     /* The index knows every page's record count (decode_page enforces it),
      * so all buffers are sized before any byte is read. */
-    pq_page_values *pages = calloc(seg->pages ? seg->pages : 1, sizeof *pages);
+    pq_page_values *pages = calloc(seg->units ? seg->units : 1, sizeof *pages);
     ix_record *recs = malloc((seg->records ? seg->records : 1) * sizeof *recs);
     int rc = 0;
     if (!pages || !recs)
@@ -279,7 +279,7 @@ static int build_from_pages(yfs_mount *m, yfs_plan *plan, uint64_t s, uint8_t **
     if (rc == 0)
         rc = frame(m, &plan->plan, s, recs, data, err);
 
-    for (uint32_t i = 0; i < seg->pages && pages; i++)
+    for (uint32_t i = 0; i < seg->units && pages; i++)
         pq_page_values_free(&pages[i]);
     free(pages);
     free(recs);

@@ -1,5 +1,6 @@
 #include "sh_plan.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,37 +14,59 @@ static uint64_t segment_record_limit(const sh_params *p, uint64_t total_records)
     return limit ? limit : 1;
 }
 
-static int build_segments(const sh_params *p, const sh_page *pages, sh_plan *plan)
+sh_unit sh_unit_at(const sh_page *pages, const sh_cut *cut, uint64_t num_pages, uint32_t u)
+{
+    if (!cut)
+        return (sh_unit){ u, 0, pages[u].records, pages[u].bytes };
+    /* the page p with first_unit[p] <= u < first_unit[p+1] */
+    uint64_t lo = 0, hi = num_pages;
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (cut->first_unit[mid] <= u)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    uint32_t units = (uint32_t)(cut->first_unit[lo + 1] - cut->first_unit[lo]);
+    uint32_t k = (uint32_t)(u - cut->first_unit[lo]), records = pages[lo].records;
+    assert(k < units);
+    uint32_t first = sh_unit_first_record(records, units, k);
+    return (sh_unit){ (uint32_t)lo, first, sh_unit_first_record(records, units, k + 1) - first,
+                      cut->unit_bytes[u] };
+}
+
+static int build_segments(const sh_params *p, const sh_page *pages, const sh_cut *cut,
+                          sh_plan *plan)
 {
     uint64_t limit = segment_record_limit(p, plan->total_records);
 
-    /* At most one segment per page; shrink once the count is known. */
-    uint64_t cap = plan->num_pages ? plan->num_pages : 1;
+    /* At most one segment per unit; shrink once the count is known. */
+    uint64_t cap = plan->num_units ? plan->num_units : 1;
     sh_segment *segs = malloc(cap * sizeof *segs);
     if (!segs)
         return -1;
 
     uint64_t n = 0, total = 0;
     sh_segment cur = { 0, 0, 0, 0 };
-    for (uint64_t i = 0; i < plan->num_pages; i++) {
-        const sh_page *pg = &pages[plan->order[i]];
-        if ((uint64_t)cur.records + pg->records > UINT32_MAX) {
+    for (uint64_t i = 0; i < plan->num_units; i++) {
+        sh_unit u = sh_unit_at(pages, cut, plan->num_pages, plan->unit_order[i]);
+        if ((uint64_t)cur.records + u.records > UINT32_MAX) {
             free(segs);
             return -1;
         }
-        if (cur.pages == 0)
+        if (cur.units == 0)
             cur.first = i;
-        cur.pages++;
-        cur.records += pg->records;
-        cur.bytes += pg->bytes;
+        cur.units++;
+        cur.records += u.records;
+        cur.bytes += u.bytes;
         if (cur.records >= limit || cur.bytes >= p->max_segment_bytes) {
             total += cur.bytes;
             segs[n++] = cur;
-            cur.pages = cur.records = 0;
+            cur.units = cur.records = 0;
             cur.bytes = 0;
         }
     }
-    if (cur.pages) {
+    if (cur.units) {
         total += cur.bytes;
         segs[n++] = cur;
     }
@@ -55,8 +78,31 @@ static int build_segments(const sh_params *p, const sh_page *pages, sh_plan *pla
     return 0;
 }
 
-int sh_plan_build(const sh_params *p, const sh_page *pages, const sh_stored_page *stored,
-                  uint64_t num_pages, uint64_t epoch, sh_plan *out)
+/* The unit order from the page order: the page order itself when no page
+ * is cut, else the interleaving of sh_units.h. */
+static int order_units(const sh_params *p, const sh_cut *cut, uint64_t epoch, sh_plan *plan)
+{
+    if (!cut) {
+        plan->num_units = plan->num_pages;
+        plan->unit_order = plan->order;
+        return 0;
+    }
+    plan->num_units = cut->first_unit[plan->num_pages];
+    if (plan->num_units > UINT32_MAX)
+        return -1;
+    plan->unit_order = malloc((plan->num_units ? plan->num_units : 1) * sizeof *plan->unit_order);
+    if (!plan->unit_order)
+        return -1;
+    sh_rng rng;
+    sh_rng_init(&rng, sh_derive_seed(p->seed, epoch, SH_PURPOSE_UNITS, 0));
+    sh_units_order(plan->order, plan->num_pages, cut->first_unit,
+                   p->mode == SH_SHUFFLE_PAGE ? &rng : NULL, plan->unit_order);
+    return 0;
+}
+
+int sh_plan_build(const sh_params *p, const sh_page *pages, const sh_cut *cut,
+                  const sh_stored_page *stored, uint64_t num_pages, uint64_t epoch,
+                  sh_plan *out)
 {
     memset(out, 0, sizeof *out);
     if (num_pages > UINT32_MAX)
@@ -84,7 +130,7 @@ int sh_plan_build(const sh_params *p, const sh_page *pages, const sh_stored_page
             return -1;
         }
     }
-    if (build_segments(p, pages, out) < 0) {
+    if (order_units(p, cut, epoch, out) < 0 || build_segments(p, pages, cut, out) < 0) {
         sh_plan_free(out);
         return -1;
     }
@@ -107,7 +153,7 @@ static int push_segment(sh_segment **segs, uint64_t *n, uint64_t *cap, sh_segmen
 }
 
 /* Segments of consecutive records of plan->rows, closed like page
- * segments; pages stays 0. */
+ * segments; units stays 0. */
 static int build_row_segments(const sh_params *p, const uint32_t *record_bytes, sh_plan *plan)
 {
     uint64_t limit = segment_record_limit(p, plan->total_records);
@@ -161,6 +207,8 @@ int sh_plan_build_rows(const sh_params *p, const uint32_t *record_bytes, uint64_
 void sh_plan_free(sh_plan *plan)
 {
     free(plan->rows);
+    if (plan->unit_order != plan->order)
+        free(plan->unit_order);
     free(plan->order);
     free(plan->segments);
     sh_schedule_free(&plan->schedule);

@@ -13,12 +13,17 @@
  *      that permutation of requests into the served order and the I/O
  *      schedule, its candidate draws seeded by
  *      sh_derive_seed(seed, epoch, SH_PURPOSE_CHUNKS, 0);
- *   3. consecutive pages of that order form segments: a segment is closed
+ *   3. pages of many records are cut into units (sh_units.h): the units of
+ *      a few pages at a time are interleaved, keeping the page order, with
+ *      draws seeded by sh_derive_seed(seed, epoch, SH_PURPOSE_UNITS, 0).
+ *      Without cut pages, units are the pages and their order is the page
+ *      order;
+ *   4. consecutive units of that order form segments: a segment is closed
  *      once it holds at least `buffer_rows` records or `max_segment_bytes`
- *      framed bytes (a segment always holds at least one page). On a small
+ *      framed bytes (a segment always holds at least one unit). On a small
  *      dataset the record limit shrinks to total/SH_MIN_SEGMENTS (rounded
  *      up), so that an epoch has enough segments to give every part some;
- *   4. the records of segment s are served in the order given by
+ *   5. the records of segment s are served in the order given by
  *      sh_segment_order(), a permutation seeded by
  *      sh_derive_seed(seed, epoch, SH_PURPOSE_ROWS, s) — Youmu's buffer
  *      shuffle, made seekable because each segment is shuffled on its own.
@@ -47,6 +52,7 @@
 #include <stdint.h>
 
 #include "sh_redirect.h"
+#include "sh_units.h"
 
 /* A dataset with few records is still cut into about this many segments. */
 #define SH_MIN_SEGMENTS 64
@@ -59,6 +65,16 @@ typedef struct sh_page {
     uint32_t records; /* records (non-null values) in the page */
 } sh_page;
 
+/* Pages cut into units (sh_units.h): page p has units first_unit[p] ..
+ * first_unit[p+1]-1 (at least one; first_unit has num_pages+1 ascending
+ * entries, first_unit[0] == 0), unit k of it holding the records from
+ * sh_unit_first_record(records, units, k) on, and unit u unit_bytes[u]
+ * framed bytes (they add up to the page's). */
+typedef struct sh_cut {
+    const uint64_t *first_unit;
+    const uint64_t *unit_bytes;
+} sh_cut;
+
 typedef struct sh_params {
     uint64_t seed;
     sh_mode mode;
@@ -68,9 +84,9 @@ typedef struct sh_params {
 } sh_params;
 
 typedef struct sh_segment {
-    uint64_t first;   /* position in sh_plan.order of the segment's first page;
+    uint64_t first;   /* position in sh_plan.unit_order of the segment's first unit;
                          shuffle=row: in sh_plan.rows of its first record */
-    uint32_t pages;   /* number of pages (0 for shuffle=row) */
+    uint32_t units;   /* number of units (0 for shuffle=row) */
     uint32_t records; /* records in the segment */
     uint64_t bytes;   /* framed bytes */
 } sh_segment;
@@ -80,6 +96,9 @@ typedef struct sh_plan {
     uint64_t num_pages;
     uint32_t *order;        /* num_pages global page numbers, the epoch's page order
                                (shuffle=row: NULL, num_pages 0) */
+    uint64_t num_units;
+    uint32_t *unit_order;   /* num_units unit numbers, the epoch's unit order (the same
+                               array as order when no page is cut) */
     uint32_t *rows;         /* shuffle=row: total_records record numbers, the epoch's
                                record order; else NULL */
     uint64_t num_segments;
@@ -90,11 +109,24 @@ typedef struct sh_plan {
 } sh_plan;
 
 /* Build the plan of `epoch`. `stored` (storage facts per page) is needed
- * when p->chunk_bytes > 0, else may be NULL. Returns 0, or -1 on allocation
- * failure (or a segment that would exceed 2^32-1 records). The caller frees
- * with sh_plan_free. */
-int sh_plan_build(const sh_params *p, const sh_page *pages, const sh_stored_page *stored,
-                  uint64_t num_pages, uint64_t epoch, sh_plan *out);
+ * when p->chunk_bytes > 0, else may be NULL; `cut` is NULL when no page is
+ * cut into units (and must then outlive the plan's users, as pages do).
+ * Returns 0, or -1 on allocation failure (or a segment that would exceed
+ * 2^32-1 records, or 2^32 units or more). The caller frees with
+ * sh_plan_free. */
+int sh_plan_build(const sh_params *p, const sh_page *pages, const sh_cut *cut,
+                  const sh_stored_page *stored, uint64_t num_pages, uint64_t epoch,
+                  sh_plan *out);
+
+/* Unit u of the plan's input: its page, the page's record where it starts,
+ * its records and framed bytes. */
+typedef struct sh_unit {
+    uint32_t page;
+    uint32_t first_record;
+    uint32_t records;
+    uint64_t bytes;
+} sh_unit;
+sh_unit sh_unit_at(const sh_page *pages, const sh_cut *cut, uint64_t num_pages, uint32_t u);
 /* Build the shuffle=row plan of `epoch` from the framed size of each of
  * num_records records (fewer than 2^32). Returns 0, or -1 on allocation
  * failure or too many records. */

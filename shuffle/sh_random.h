@@ -21,7 +21,13 @@ typedef struct sh_rng {
 } sh_rng;
 
 /* Seed-derivation purposes, so the same (seed, epoch) never feeds two uses. */
-enum { SH_PURPOSE_PAGES = 1, SH_PURPOSE_ROWS = 2, SH_PURPOSE_CHUNKS = 3, SH_PURPOSE_RECORDS = 4 };
+enum {
+    SH_PURPOSE_PAGES = 1,
+    SH_PURPOSE_ROWS = 2,
+    SH_PURPOSE_CHUNKS = 3,
+    SH_PURPOSE_RECORDS = 4,
+    SH_PURPOSE_UNITS = 5
+};
 
 uint64_t sh_derive_seed(uint64_t seed, uint64_t epoch, uint64_t purpose, uint64_t index);
 void sh_rng_init(sh_rng *r, uint64_t seed);

@@ -54,10 +54,11 @@ Test(random, bounded_draws_are_in_range_and_cover_it)
         cr_assert(seen[i] > 850 && seen[i] < 1150, "bucket %d has %d of 7000", i, seen[i]);
 }
 
-static void check_plan(const sh_plan *plan, const sh_page *pages, uint64_t n,
-                       const sh_params *p)
+/* Every page once in the page order, every unit once in the unit order, and
+ * segments that tile the unit order, each closed as soon as it is full. */
+static void check_plan_cut(const sh_plan *plan, const sh_page *pages, const sh_cut *cut,
+                           uint64_t n, const sh_params *p)
 {
-    /* every page exactly once */
     char *seen = calloc(n ? n : 1, 1);
     for (uint64_t i = 0; i < n; i++) {
         cr_assert_lt(plan->order[i], n);
@@ -65,16 +66,26 @@ static void check_plan(const sh_plan *plan, const sh_page *pages, uint64_t n,
         seen[plan->order[i]] = 1;
     }
     free(seen);
-    /* segments tile the order; each closes only when full (but the last) */
+    uint64_t units = cut ? cut->first_unit[n] : n;
+    cr_assert_eq(plan->num_units, units);
+    seen = calloc(units ? units : 1, 1);
+    for (uint64_t i = 0; i < units; i++) {
+        cr_assert_lt(plan->unit_order[i], units);
+        cr_assert_eq(seen[plan->unit_order[i]], 0, "unit %u twice", plan->unit_order[i]);
+        seen[plan->unit_order[i]] = 1;
+    }
+    free(seen);
     uint64_t pos = 0, bytes = 0, records = 0;
     for (uint64_t s = 0; s < plan->num_segments; s++) {
         const sh_segment *seg = &plan->segments[s];
         cr_assert_eq(seg->first, pos);
-        cr_assert_gt(seg->pages, 0);
+        cr_assert_gt(seg->units, 0);
         uint64_t sb = 0, sr = 0;
-        for (uint32_t k = 0; k < seg->pages; k++) {
-            sb += pages[plan->order[pos + k]].bytes;
-            sr += pages[plan->order[pos + k]].records;
+        sh_unit last = { 0 };
+        for (uint32_t k = 0; k < seg->units; k++) {
+            last = sh_unit_at(pages, cut, n, plan->unit_order[pos + k]);
+            sb += last.bytes;
+            sr += last.records;
         }
         cr_assert_eq(sb, seg->bytes);
         cr_assert_eq(sr, seg->records);
@@ -83,17 +94,22 @@ static void check_plan(const sh_plan *plan, const sh_page *pages, uint64_t n,
             limit = (plan->total_records + SH_MIN_SEGMENTS - 1) / SH_MIN_SEGMENTS;
         if (s + 1 < plan->num_segments)
             cr_assert(sr >= limit || sb >= p->max_segment_bytes);
-        /* closed as soon as full: without its last page it was not full */
-        uint32_t last = pages[plan->order[pos + seg->pages - 1]].records;
-        uint64_t last_bytes = pages[plan->order[pos + seg->pages - 1]].bytes;
-        cr_assert(sr - last < limit && sb - last_bytes < p->max_segment_bytes);
-        pos += seg->pages;
+        /* closed as soon as full: without its last unit it was not full */
+        cr_assert(sr - last.records < limit && sb - last.bytes < p->max_segment_bytes);
+        pos += seg->units;
         bytes += sb;
         records += sr;
     }
-    cr_assert_eq(pos, n);
+    cr_assert_eq(pos, units);
     cr_assert_eq(bytes, plan->total_bytes);
     cr_assert_eq(records, plan->total_records);
+}
+
+static void check_plan(const sh_plan *plan, const sh_page *pages, uint64_t n,
+                       const sh_params *p)
+{
+    cr_assert_eq(plan->unit_order, plan->order, "no cut: units are the pages");
+    check_plan_cut(plan, pages, NULL, n, p);
 }
 
 Test(plan, page_shuffle_is_a_permutation_tiled_by_segments)
@@ -102,7 +118,7 @@ Test(plan, page_shuffle_is_a_permutation_tiled_by_segments)
     sh_page *pages = make_pages(n);
     sh_params p = params(7, SH_SHUFFLE_PAGE);
     sh_plan plan;
-    cr_assert_eq(sh_plan_build(&p, pages, NULL, n, 3, &plan), 0);
+    cr_assert_eq(sh_plan_build(&p, pages, NULL, NULL, n, 3, &plan), 0);
     check_plan(&plan, pages, n, &p);
     uint64_t fixed = 0;
     for (uint64_t i = 0; i < n; i++)
@@ -119,10 +135,10 @@ Test(plan, same_inputs_same_plan_and_different_seed_or_epoch_differ)
     sh_page *pages = make_pages(n);
     sh_params p = params(1, SH_SHUFFLE_PAGE), q = params(2, SH_SHUFFLE_PAGE);
     sh_plan a, b, c, d;
-    sh_plan_build(&p, pages, NULL, n, 0, &a);
-    sh_plan_build(&p, pages, NULL, n, 0, &b);
-    sh_plan_build(&q, pages, NULL, n, 0, &c);
-    sh_plan_build(&p, pages, NULL, n, 1, &d);
+    sh_plan_build(&p, pages, NULL, NULL, n, 0, &a);
+    sh_plan_build(&p, pages, NULL, NULL, n, 0, &b);
+    sh_plan_build(&q, pages, NULL, NULL, n, 0, &c);
+    sh_plan_build(&p, pages, NULL, NULL, n, 1, &d);
     cr_assert_eq(memcmp(a.order, b.order, n * sizeof *a.order), 0);
     cr_assert_neq(memcmp(a.order, c.order, n * sizeof *a.order), 0);
     cr_assert_neq(memcmp(a.order, d.order, n * sizeof *a.order), 0);
@@ -139,7 +155,7 @@ Test(plan, shuffle_none_is_the_natural_order)
     sh_page *pages = make_pages(n);
     sh_params p = params(9, SH_SHUFFLE_NONE);
     sh_plan plan;
-    sh_plan_build(&p, pages, NULL, n, 5, &plan);
+    sh_plan_build(&p, pages, NULL, NULL, n, 5, &plan);
     check_plan(&plan, pages, n, &p);
     for (uint64_t i = 0; i < n; i++)
         cr_assert_eq(plan.order[i], i);
@@ -159,7 +175,7 @@ Test(plan, segment_order_is_a_seeded_permutation)
     sh_page *pages = make_pages(n);
     sh_params p = params(3, SH_SHUFFLE_PAGE);
     sh_plan plan;
-    sh_plan_build(&p, pages, NULL, n, 0, &plan);
+    sh_plan_build(&p, pages, NULL, NULL, n, 0, &plan);
     cr_assert_gt(plan.num_segments, 2);
     for (uint64_t s = 0; s < plan.num_segments; s++) {
         uint32_t rec = plan.segments[s].records;
@@ -190,7 +206,7 @@ Test(plan, parts_partition_the_segments_and_find_offsets)
     sh_page *pages = make_pages(n);
     sh_params p = params(11, SH_SHUFFLE_PAGE);
     sh_plan plan;
-    sh_plan_build(&p, pages, NULL, n, 2, &plan);
+    sh_plan_build(&p, pages, NULL, NULL, n, 2, &plan);
     uint64_t parts_list[] = { 1, 3, 8, 1000 };
     for (size_t t = 0; t < sizeof parts_list / sizeof parts_list[0]; t++) {
         uint64_t parts = parts_list[t], total = 0, count = 0;
@@ -229,7 +245,7 @@ Test(plan, small_datasets_still_get_many_segments)
         pages[i] = (sh_page){ 100, 10 };
     sh_params p = params(0, SH_SHUFFLE_PAGE);
     sh_plan plan;
-    cr_assert_eq(sh_plan_build(&p, pages, NULL, 200, 0, &plan), 0);
+    cr_assert_eq(sh_plan_build(&p, pages, NULL, NULL, 200, 0, &plan), 0);
     check_plan(&plan, pages, 200, &p);
     /* "about": segments close on page boundaries, so they overshoot a little */
     cr_assert_geq(plan.num_segments, SH_MIN_SEGMENTS / 2);
@@ -240,7 +256,7 @@ Test(plan, empty_and_single_page_inputs)
 {
     sh_params p = params(0, SH_SHUFFLE_PAGE);
     sh_plan plan;
-    cr_assert_eq(sh_plan_build(&p, NULL, NULL, 0, 0, &plan), 0);
+    cr_assert_eq(sh_plan_build(&p, NULL, NULL, NULL, 0, 0, &plan), 0);
     cr_assert_eq(plan.num_segments, 0);
     cr_assert_eq(plan.total_bytes, 0);
     sh_part pt;
@@ -250,7 +266,7 @@ Test(plan, empty_and_single_page_inputs)
     sh_plan_free(&plan);
 
     sh_page one = { 100, 3 };
-    cr_assert_eq(sh_plan_build(&p, &one, NULL, 1, 0, &plan), 0);
+    cr_assert_eq(sh_plan_build(&p, &one, NULL, NULL, 1, 0, &plan), 0);
     cr_assert_eq(plan.num_segments, 1);
     cr_assert_eq(plan.total_bytes, 100);
     sh_plan_free(&plan);

@@ -167,9 +167,9 @@ Test(redirect, plan_is_deterministic_and_depends_on_the_epoch)
     sh_params p = { .seed = 4, .mode = SH_SHUFFLE_PAGE, .buffer_rows = 1000,
                     .max_segment_bytes = 1 << 20, .chunk_bytes = 256 << 10 };
     sh_plan a, b, c;
-    cr_assert_eq(sh_plan_build(&p, pages, st, n, 0, &a), 0);
-    cr_assert_eq(sh_plan_build(&p, pages, st, n, 0, &b), 0);
-    cr_assert_eq(sh_plan_build(&p, pages, st, n, 1, &c), 0);
+    cr_assert_eq(sh_plan_build(&p, pages, NULL, st, n, 0, &a), 0);
+    cr_assert_eq(sh_plan_build(&p, pages, NULL, st, n, 0, &b), 0);
+    cr_assert_eq(sh_plan_build(&p, pages, NULL, st, n, 1, &c), 0);
     cr_assert_eq(memcmp(a.order, b.order, n * sizeof *a.order), 0);
     cr_assert_eq(a.schedule.num_loads, b.schedule.num_loads);
     cr_assert_neq(memcmp(a.order, c.order, n * sizeof *a.order), 0);

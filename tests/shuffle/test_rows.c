@@ -42,7 +42,7 @@ Test(rows, every_record_once_in_segments_that_tile_the_order)
         const sh_segment *seg = &plan.segments[s];
         cr_assert_eq(seg->first, next, "segment %llu does not follow its predecessor",
                      (unsigned long long)s);
-        cr_assert_eq(seg->pages, 0);
+        cr_assert_eq(seg->units, 0);
         cr_assert(seg->records >= 1 && seg->records <= p.buffer_rows);
         uint64_t sum = 0;
         for (uint32_t r = 0; r < seg->records; r++)
