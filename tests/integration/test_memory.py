@@ -1,23 +1,78 @@
-"""Invariant 4, bounded memory: the daemon's peak resident memory (VmHWM) stays within
-index + mem + a small constant, whatever readers do, on a dataset whose epoch is many times
-larger than that bound (so holding decoded data without limit would be caught)."""
+"""Invariant 4, bounded memory, with the bound of issue 10's acceptance 1: the daemon's peak
+resident memory (VmHWM) stays within 1.1 x (index + mem) + 16 MiB whatever readers do, on
+datasets whose epoch is several times that bound (so holding decoded data without limit is
+caught).
+
+- test_shape_within_bound: each data shape of bench/make_shapes.py (the generator of the
+  benchmark, at its --small scale: pyarrow text with 1 MiB and 64 KiB pages, DuckDB text with
+  its huge pages, list<int64> tokens as raw u16 from pyarrow and from DuckDB, list<int32> as
+  jsonl), mem=64M, the 8 parts of epoch 0 read at once in 1 MiB reads. The records served are
+  checked against pyarrow's metadata of the same files (record count; raw: exact byte count
+  and one separator per row), so a read that serves too little cannot pass.
+- test_mixed_readers_within_bound: one sequential epoch, then 4 part readers and 4 random
+  readers at once, on the shared text corpus.
+
+Skipped under AddressSanitizer (resident memory is meaningless there)."""
 
 import json
 import os
 import random
+import sys
 import threading
 
+import numpy as np
+import pyarrow.parquet as pq
 import pytest
 
 import datasets as yds
 
-MEM = 16 << 20
-CONSTANT = 64 << 20     # libfuse, thread stacks, per-thread decode buffers of ~1 MiB pages
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "bench"))
+import make_shapes  # noqa: E402  (bench/make_shapes.py: one generator for bench and test)
+
+MIB = 1 << 20
+MEM = 64 << 20
+PARTS = 8
+REQUIRE = os.environ.get("YOUMUFS_REQUIRE") == "1"
 
 
-@pytest.fixture(scope="module")
-def big_dataset(ds):
-    return yds.text_corpus(ds.root, "memory-160M", 0)
+def bound(index_bytes, mem):
+    """Acceptance 1 of issue 10."""
+    return 1.1 * (index_bytes + mem) + 16 * MIB
+
+
+# Shapes the daemon cannot keep within the bound yet, with what was measured at mem=64M
+# (bound 86 MiB; release build of 9132d60, --small shapes). Each must fail (strict): when a
+# fix makes one pass, its mark goes.
+NOT_YET = {
+    "c-duckdb-text": "peak RSS 247 MiB, 2.9 x the bound: DuckDB's pages of ~40 MB (8,000 "
+                     "rows) are decoded whole, several at once (no streaming decode of huge "
+                     "pages yet)",
+    "d-pyarrow-tokens": "peak RSS 300 MiB, 3.5 x the bound: list decode memory (value slices, "
+                        "levels) is charged far below its real size",
+    "d-duckdb-tokens": "peak RSS 1813 MiB, 21 x the bound: ~107 MB int64 pages decoded whole, "
+                       "8 at once, with list decode memory outside the budget",
+    "e-pyarrow-int32-jsonl": "peak RSS 141 MiB, 1.6 x the bound: list decode memory (value "
+                             "slices, levels) is charged far below its real size",
+}
+
+
+def _shape_params():
+    out = []
+    for name in make_shapes.SHAPES:
+        marks = ()
+        if name in NOT_YET:
+            marks = pytest.mark.xfail(strict=True, reason="issue 10: " + NOT_YET[name])
+        out.append(pytest.param(name, marks=marks, id=name))
+    return out
+
+
+def _skip_if_asan():
+    import conftest
+    conftest.require_binary()
+    with open(conftest.BIN, "rb") as f:
+        if b"__asan_init" in f.read():
+            pytest.skip("resident memory is not meaningful under AddressSanitizer")
 
 
 def _hwm(pid):
@@ -28,27 +83,106 @@ def _hwm(pid):
     raise AssertionError("no VmHWM")
 
 
-def test_peak_rss_within_budget(big_dataset, mount):
-    import conftest
-    conftest.require_binary()
-    with open(conftest.BIN, "rb") as f:
-        if b"__asan_init" in f.read():
-            pytest.skip("resident memory is not meaningful under AddressSanitizer")
+def _index_bytes(m):
+    idx = json.loads(m.read(".youmufs/index.json"))
+    assert "index_memory_bytes" in idx, "index.json has no index_memory_bytes"
+    return idx["index_memory_bytes"]
+
+
+@pytest.fixture(scope="module")
+def shapes_root(ds):
+    return os.path.join(ds.root, "shapes")
+
+
+def _shape_dir(root, name):
+    if make_shapes.SHAPES[name].writer == "duckdb":
+        problem = make_shapes.duckdb_problem()
+        if problem:
+            if REQUIRE:
+                pytest.fail(f"DuckDB writer: {problem} (YOUMUFS_REQUIRE=1)")
+            pytest.skip(f"DuckDB writer: {problem}")
+    return make_shapes.generate(root, name, make_shapes.SMALL)
+
+
+def _oracle(d, column):
+    """(rows, leaf values) of column in the shape's files, from pyarrow's metadata."""
+    rows = values = 0
+    for f in sorted(os.listdir(d)):
+        if f.endswith(".parquet"):
+            md = pq.ParquetFile(os.path.join(d, f)).metadata
+            rows += md.num_rows
+            for g in range(md.num_row_groups):
+                rg = md.row_group(g)
+                values += sum(rg.column(j).num_values for j in range(rg.num_columns)
+                              if rg.column(j).path_in_schema.split(".")[0] == column)
+    return rows, values
+
+
+@pytest.mark.parametrize("name", _shape_params())
+def test_shape_within_bound(name, shapes_root, mount):
+    _skip_if_asan()
+    shape = make_shapes.SHAPES[name]
+    d = _shape_dir(shapes_root, name)
+    rows, values = _oracle(d, shape.column)
+    raw = "format=raw" in shape.options
+    with mount(d, f"{shape.mount_options()},mem={MEM}") as m:
+        b = bound(_index_bytes(m), MEM)
+        size = m.size(f"epoch-0.{shape.ext}")
+        assert size > 2 * b, f"{name}: epoch of {size} B is too small to test a {b:.0f} B bound"
+        if raw:     # u16 ids and one u16 separator per row, nothing else
+            assert size == 2 * (values + rows), (size, values, rows)
+        counts, got, errors = [0] * PARTS, [0] * PARTS, []
+
+        def reader(i):
+            try:
+                with open(m.p(f"epoch-0.part-{i}-of-{PARTS}.{shape.ext}"), "rb",
+                          buffering=0) as f:
+                    while True:
+                        buf = f.read(1 << 20)
+                        if not buf:
+                            break
+                        assert len(buf) % 2 == 0 or not raw
+                        got[i] += len(buf)
+                        counts[i] += (int(np.count_nonzero(
+                            np.frombuffer(buf, "<u2") == make_shapes.EOS))
+                            if raw else buf.count(b"\n"))
+            except (OSError, AssertionError) as e:      # reported below
+                errors.append(f"part {i}: {e!r}")
+        threads = [threading.Thread(target=reader, args=(i,)) for i in range(PARTS)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=200)
+        assert not any(t.is_alive() for t in threads), "a reader hung"
+        peak = _hwm(m.proc.pid)
+    assert not errors, errors
+    assert sum(got) == size, f"the parts hold {sum(got)} B, the epoch {size} B"
+    assert sum(counts) == rows, f"{sum(counts)} records served, pyarrow counts {rows} rows"
+    assert peak <= b, (f"{name}: peak RSS {peak / MIB:.0f} MiB with {PARTS} parts read at once "
+                       f"> 1.1 x (index + mem {MEM / MIB:.0f} MiB) + 16 MiB = {b / MIB:.0f} MiB "
+                       f"({peak / b:.2f} x the bound)")
+
+
+@pytest.fixture(scope="module")
+def big_dataset(ds):
+    return yds.text_corpus(ds.root, "memory-160M", 0)
+
+
+def test_mixed_readers_within_bound(big_dataset, mount):
+    _skip_if_asan()
     with mount(big_dataset, f"mem={MEM},epochs=2,buffer=2000") as m:
-        idx = json.loads(m.read(".youmufs/index.json"))
-        index_bytes = idx.get("index_memory_bytes", 0) if isinstance(idx, dict) else 0
+        b = bound(_index_bytes(m), MEM)
         size = m.size("epoch-0.jsonl")
-        bound = index_bytes + MEM + CONSTANT
-        assert size > 1.5 * bound, "dataset too small to test the memory bound"
+        assert size > 1.5 * b, "dataset too small to test the memory bound"
 
         # 1. one sequential reader of a whole epoch
         with open(m.p("epoch-0.jsonl"), "rb", buffering=0) as f:
             n = 0
             while True:
-                b = f.read(1 << 20)
-                if not b:
+                buf = f.read(1 << 20)
+                if not buf:
                     break
-                n += len(b)
+                n += len(buf)
         assert n == size
         after_seq = _hwm(m.proc.pid)
 
@@ -80,10 +214,8 @@ def test_peak_rss_within_budget(big_dataset, mount):
         assert not errors, errors
         peak = _hwm(m.proc.pid)
 
-    mib = 1 << 20
-    assert after_seq <= bound, (f"peak RSS {after_seq / mib:.0f} MiB after one sequential epoch "
-                                f"> index {index_bytes / mib:.1f} + mem {MEM / mib:.0f} + "
-                                f"{CONSTANT / mib:.0f} MiB")
-    assert peak <= bound, (f"peak RSS {peak / mib:.0f} MiB with 8 concurrent readers > index "
-                           f"{index_bytes / mib:.1f} + mem {MEM / mib:.0f} + "
-                           f"{CONSTANT / mib:.0f} MiB")
+    assert after_seq <= b, (f"peak RSS {after_seq / MIB:.0f} MiB after one sequential epoch "
+                            f"> 1.1 x (index + mem {MEM / MIB:.0f} MiB) + 16 MiB = "
+                            f"{b / MIB:.0f} MiB")
+    assert peak <= b, (f"peak RSS {peak / MIB:.0f} MiB with 8 concurrent readers > 1.1 x "
+                       f"(index + mem {MEM / MIB:.0f} MiB) + 16 MiB = {b / MIB:.0f} MiB")
