@@ -22,8 +22,12 @@
  *
  * Limits: a page may declare at most PQ_MAX_PAGE_VALUES level entries and
  * at most PQ_MAX_PAGE_BYTES uncompressed bytes, so a hostile header cannot
- * force an unbounded allocation. Thread-safe; a pq_dictionary may be shared
- * read-only by several threads decoding pages concurrently.
+ * force an unbounded allocation. These are absolute ceilings, the same for
+ * every file; the limit that matters for one page is its column chunk's:
+ * index/ holds every header, at mount and at read, to the chunk's declared
+ * uncompressed size and value count and to the page's compressed bytes
+ * (ix_claims.h) before it calls this module. Thread-safe; a pq_dictionary
+ * may be shared read-only by several threads decoding pages concurrently.
  */
 #ifndef PQ_COLUMN_H
 #define PQ_COLUMN_H
@@ -35,7 +39,9 @@
 #include "pq_page.h"
 
 #define PQ_MAX_PAGE_VALUES (1u << 26)
-#define PQ_MAX_PAGE_BYTES ((size_t)1 << 31)
+/* 1 GiB: DuckDB, the writer with the largest pages we know, caps a page at
+ * 10^9 bytes uncompressed (the format's own limit is 2^31 - 1). */
+#define PQ_MAX_PAGE_BYTES ((size_t)1 << 30)
 /* DELTA_BYTE_ARRAY values repeat prefixes of the previous value, so a small
  * page can describe huge values (each value the previous one plus a byte):
  * the values of one page may take at most this many bytes once expanded. */

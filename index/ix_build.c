@@ -46,6 +46,7 @@ static void plan_cached(build *b, const ix_source *s, uint32_t c)
         ix_chunk *ch = &ix->chunks[c];
         ch->desc = (pq_column_desc){ ix->column.type, cc->type_length, ix->column.max_def,
                                      ix->column.max_rep, cc->codec };
+        ch->bounds = cc->bounds;
         b->scans[c] = (ix_scan){
             .src = s,
             .row_group = g,
@@ -75,6 +76,7 @@ static int plan_parsed(build *b, const ix_source *s, uint32_t c, uint64_t row, p
         ix_chunk *ch = &ix->chunks[c];
         ch->desc = (pq_column_desc){ leaf->type, leaf->type_length, leaf->max_def,
                                      leaf->max_rep, m->codec };
+        ch->bounds = (ix_chunk_bounds){ m->total_uncompressed_size, m->num_values };
         b->scans[c] = (ix_scan){
             .src = s,
             .row_group = (uint32_t)g,

@@ -75,7 +75,7 @@ static int bytes(pq_cursor *cur, const uint8_t **p, uint32_t *len)
 /* Sizes in the file of an entry (without its name), a chunk and a page:
  * counts are checked against the bytes left before anything is trusted. */
 #define ENTRY_BYTES 48
-#define CHUNK_BYTES 28
+#define CHUNK_BYTES 44
 #define PAGE_BYTES 28
 
 /* strcmp order between two counted names. */
@@ -121,10 +121,15 @@ static int parse_chunk(pq_cursor *cur, uint64_t file_size, sink *s)
         if (pages)
             pages[k] = p;
     }
+    ix_chunk_bounds bounds; /* after the pages: what they may claim (ix_claims.h) */
+    if (i64(cur, &bounds.uncompressed) < 0 || bounds.uncompressed < 0 ||
+        i64(cur, &bounds.values) < 0 || bounds.values < 0)
+        return -1;
     if (s->chunks)
         s->chunks[s->num_chunks] = (ix_cache_chunk){
             .codec = (int)codec,
             .type_length = (int32_t)type_length,
+            .bounds = bounds,
             .dict_offset = dict_offset,
             .dict_length = dict_length,
             .has_offset_index = has_oi != 0,
@@ -396,6 +401,8 @@ static void put_index(out *o, const ix_cache *c, const ix_index *ix, const ix_ca
                 put_u32(o, pg->rows);
                 put_u32(o, pg->records);
             }
+            put_u64(o, (uint64_t)ch->bounds.uncompressed);
+            put_u64(o, (uint64_t)ch->bounds.values);
         }
     }
     put_u32(o, o->failed ? 0 : (uint32_t)crc32(0, o->p, (uInt)o->len));

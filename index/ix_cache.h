@@ -39,12 +39,13 @@ typedef struct ix_cache_key {
     uint64_t first_row;  /* only compared under rowid */
 } ix_cache_key;
 
-/* What the mount needs of one column chunk: from the footer, its codec and
- * (for FIXED_LEN_BYTE_ARRAY) width; from the page pass, its pages. Its row
- * count is the sum of the pages' rows. */
+/* What the mount needs of one column chunk: from the footer, its codec,
+ * (for FIXED_LEN_BYTE_ARRAY) width and what its pages may claim; from the
+ * page pass, its pages. Its row count is the sum of the pages' rows. */
 typedef struct ix_cache_chunk {
     int codec;
     int32_t type_length;
+    ix_chunk_bounds bounds;
     int64_t dict_offset;
     uint32_t dict_length;
     int has_offset_index;

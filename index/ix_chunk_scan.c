@@ -13,11 +13,6 @@
  * try a small read first, then a large one. */
 #define HEADER_PROBE_BYTES (64u << 10)
 #define HEADER_MAX_BYTES (16u << 20)
-/* A compressed page may claim at most this many times its size (plus the
- * slack below) once decompressed; real data stays far below (runs of one
- * value reach a few hundred), a decompression bomb does not. */
-#define MAX_COMPRESSION_RATIO 1024
-#define RATIO_SLACK_BYTES (16u << 20)
 
 typedef struct window {
     const ix_source *src;
@@ -296,24 +291,13 @@ static int sized_by_header(const ix_scan *scan, const pq_page_header *h, ix_page
 }
 
 /* Checks what a header claims against what the chunk's metadata and the
- * page's own size allow, before anything is allocated for it. */
+ * page's own size allow, before anything is allocated for it: the rule the
+ * read path applies too (ix_claims.h). */
 static int check_claims(const scan_state *st, const pq_page_header *h, pq_error *err)
 {
     const pq_column_meta *m = st->scan->meta;
-    if ((int64_t)h->uncompressed_size > m->total_uncompressed_size)
-        return pq_error_set(err, "claims %d bytes uncompressed, more than the %lld of its whole "
-                            "column chunk", h->uncompressed_size,
-                            (long long)m->total_uncompressed_size);
-    if (m->codec != PQ_UNCOMPRESSED &&
-        (uint64_t)h->uncompressed_size >
-            (uint64_t)h->compressed_size * MAX_COMPRESSION_RATIO + RATIO_SLACK_BYTES)
-        return pq_error_set(err, "claims %d bytes from %d compressed (over %dx): refused as a "
-                            "decompression bomb", h->uncompressed_size, h->compressed_size,
-                            MAX_COMPRESSION_RATIO);
-    if (h->type != PQ_PAGE_DICTIONARY && (int64_t)h->num_values > m->num_values)
-        return pq_error_set(err, "claims %d values, more than the %lld of its whole column "
-                            "chunk", h->num_values, (long long)m->num_values);
-    return 0;
+    ix_chunk_bounds chunk = { m->total_uncompressed_size, m->num_values };
+    return ix_page_claims_check(h, &chunk, err);
 }
 
 /* Handle the page whose header starts at `off`; *next is where the following

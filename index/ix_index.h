@@ -30,6 +30,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "ix_claims.h"
 #include "ix_frame.h"
 #include "pq_column.h"
 #include "pq_error.h"
@@ -55,6 +56,7 @@ typedef struct ix_chunk {
     pq_column_desc desc;
     int64_t dict_offset;  /* file offset of the dictionary page header, -1 if none */
     uint32_t dict_length; /* header + body */
+    ix_chunk_bounds bounds; /* what its pages may claim: checked at every read (ix_claims.h) */
     int has_offset_index;
     uint64_t first_row;
     uint64_t first_page;

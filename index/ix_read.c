@@ -56,13 +56,16 @@ int ix_read_range(const ix_index *ix, uint32_t file, uint64_t offset, void *buf,
     return 0;
 }
 
-/* Parse the header of the page at the start of raw[0..length) and check
- * that its body lies within (it fills it exactly unless `partial`: a row
- * continued on the next pages), and the CRC, when verified. */
-static int parse_page(const ix_index *ix, const uint8_t *raw, uint64_t length, int partial,
-                      pq_page_header *h, pq_error *err)
+/* Parse the header of the page of chunk c at the start of raw[0..length),
+ * hold its claims to the chunk's (ix_claims.h: the mount never saw the
+ * headers of pages sized from the page index or the persistent index), and
+ * check that its body lies within (it fills it exactly unless `partial`: a
+ * row continued on the next pages), and the CRC, when verified. */
+static int parse_page(const ix_index *ix, const ix_chunk *c, const uint8_t *raw,
+                      uint64_t length, int partial, pq_page_header *h, pq_error *err)
 {
-    if (pq_page_header_parse(raw, length, h, err) < 0)
+    if (pq_page_header_parse(raw, length, h, err) < 0 ||
+        ix_page_claims_check(h, &c->bounds, err) < 0)
         return -1;
     uint64_t total = h->header_len + (uint64_t)h->compressed_size;
     if (partial ? total > length : total != length)
@@ -90,7 +93,7 @@ int ix_read_dictionary(const ix_index *ix, uint32_t chunk, pq_dictionary *out,
         rc = ix_read_range(ix, c->file, (uint64_t)c->dict_offset, raw, c->dict_length,
                            bytes_read, err);
     if (rc == 0)
-        rc = parse_page(ix, raw, c->dict_length, 0, &h, err);
+        rc = parse_page(ix, c, raw, c->dict_length, 0, &h, err);
     if (rc == 0)
         rc = pq_dictionary_decode(&c->desc, &h, raw + h.header_len, (size_t)h.compressed_size,
                                   out, err);
@@ -110,7 +113,7 @@ static int decode_one(const ix_index *ix, uint32_t chunk, const uint8_t *raw, ui
 {
     const ix_chunk *c = &ix->chunks[chunk];
     pq_page_header h;
-    if (parse_page(ix, raw, length, partial, &h, err) < 0)
+    if (parse_page(ix, c, raw, length, partial, &h, err) < 0)
         return -1;
     if (h.type != PQ_PAGE_DATA && h.type != PQ_PAGE_DATA_V2)
         return pq_error_set(err, "not a data page (page type %d; file changed?)", h.type);

@@ -19,8 +19,8 @@
  * separately: its values are materialised, and a value may repeat up to the
  * whole section as the prefix of the next, so a page can expand to
  * num_values * uncompressed_size bytes (the decoder only stops at
- * PQ_MAX_PAGE_BYTES, 2 GiB: a 165 KB page with 2M values reaches it). Such
- * pages are skipped when that product exceeds MAX_MATERIALISED. */
+ * PQ_MAX_EXPANDED_PAGE_BYTES, 256 MiB). Such pages are skipped when that
+ * product exceeds MAX_MATERIALISED. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>

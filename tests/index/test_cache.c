@@ -64,6 +64,7 @@ static void assert_same_pages(const ix_index *a, const ix_index *b)
         const ix_chunk *x = &a->chunks[c], *y = &b->chunks[c];
         cr_assert(x->file == y->file && x->row_group == y->row_group &&
                   memcmp(&x->desc, &y->desc, sizeof x->desc) == 0 &&
+                  memcmp(&x->bounds, &y->bounds, sizeof x->bounds) == 0 &&
                   x->dict_offset == y->dict_offset && x->dict_length == y->dict_length &&
                   x->has_offset_index == y->has_offset_index && x->first_row == y->first_row &&
                   x->first_page == y->first_page && x->num_pages == y->num_pages,

@@ -479,3 +479,62 @@ def test_decompression_bomb_refused(tmp_path, cat):
     p = cat(d, "epoch-0.jsonl", check=False)
     err = p.stderr.decode()
     assert p.returncode != 0 and "bomb.parquet" in err and "decompression bomb" in err, err
+
+
+def _int_file(path, rows=200):
+    """One required int32 column, one page per row group, with a page index: format=raw sizes
+    it from the page index, without reading a page header at mount."""
+    pq.write_table(pa.table({"n": pa.array(range(rows), pa.int32())},
+                            schema=pa.schema([pa.field("n", pa.int32(), nullable=False)])),
+                   path, compression="zstd", use_dictionary=False, write_page_index=True,
+                   row_group_size=rows, data_page_size=1 << 20)
+
+
+def _claim_more_than_the_chunk(path):
+    """Rewrite, in place and at its length, the first data page header's uncompressed size as
+    the largest varint of the same length; returns (claimed size, the chunk's total size)."""
+    col = pq.ParquetFile(path).metadata.row_group(0).column(0)
+    buf = bytearray(path.read_bytes())
+    at = col.data_page_offset
+    assert buf[at] == 0x15 and buf[at + 2] == 0x15, "PageHeader starts: type, uncompressed size"
+    at += 3                                     # field 1 (one-byte type), field 2's header
+    n = 1
+    while buf[at + n - 1] & 0x80:
+        n += 1
+    claimed = (1 << (7 * n - 1)) - 1            # zigzag 2^(7n) - 2: n bytes, positive
+    buf[at:at + n] = bytes([0xfe] + [0xff] * (n - 2) + [0x7f]) if n > 1 else b"\x7e"
+    path.write_bytes(bytes(buf))
+    assert claimed > col.total_uncompressed_size
+    return claimed, col.total_uncompressed_size
+
+
+def test_page_header_claims_checked_at_read(tmp_path, cat):
+    """Pages sized from the page index (and, on a re-mount, from the persistent index) are not
+    header-checked at mount; their header is held at read time to the same rule as the mount's
+    page walk: no more than the column chunk's whole uncompressed size (nor a decompression
+    bomb), refused before anything is allocated for it, naming the file."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    good.mkdir()
+    bad.mkdir()
+    _int_file(good / "a.parquet")
+    _int_file(bad / "a.parquet")
+    claimed, chunk = _claim_more_than_the_chunk(bad / "a.parquet")
+    base = "format=raw,column=n,shuffle=none"
+    for d in (good, bad):
+        cached = f"{base},cache={tmp_path / ('cache-' + d.name)}"
+        cat(d, ".youmufs/index.json", cached)                # writes the persistent index
+        for opts, run in ((base + ",cache=none", "page index"), (cached, "persistent index")):
+            ix = json.loads(cat(d, ".youmufs/index.json", opts).stdout)
+            if run == "page index":
+                assert ix["metadata_sized_chunks"] == ix["row_groups"] == 1, ix
+            else:
+                assert ix["persistent_index"]["files_reused"] == 1, ix
+            p = cat(d, "epoch-0.bin", opts, check=False)
+            if d == good:
+                assert p.returncode == 0 and p.stdout == struct.pack("<200i", *range(200)), run
+                continue
+            err = p.stderr.decode("utf-8", "replace")
+            assert p.returncode != 0 and not p.stdout, f"{run}: served a hostile page"
+            assert re.search(rf"a\.parquet.*data page at offset \d+: claims {claimed} bytes "
+                             rf"uncompressed, more than the {chunk} of its whole column chunk",
+                             err), f"{run}: {err!r}"
