@@ -40,7 +40,7 @@ int yfs_page_read(yfs_mount *m, uint64_t page, uint8_t **raw, pq_error *err)
     if (!*raw)
         return pq_error_set(err, "%s: out of memory for a %u-byte page", ix->files[file].name,
                             p->length);
-    int rc = ix_read_range(ix, file, p->offset, *raw, p->length, &bytes_read, err);
+    int rc = ix_read_range(ix, file, p->offset, *raw, p->length, page, 1, &bytes_read, err);
     yfs_count(&m->stats.bytes_read, bytes_read);
     if (rc < 0) {
         free(*raw);
@@ -89,7 +89,9 @@ static void execute(yfs_mount *m, const sh_plan *plan, uint64_t l, uint64_t want
     uint8_t *buf = malloc(end - start ? end - start : 1);
     pq_error ignored; /* the pages are then read alone, which reports the error */
     uint32_t file = ix->chunks[ix_locate(ix, load->first_page)].file;
-    int rc = buf ? ix_read_range(ix, file, start, buf, end - start, &bytes_read, &ignored) : -1;
+    int rc = buf ? ix_read_range(ix, file, start, buf, end - start, load->first_page, load->pages,
+                                 &bytes_read, &ignored)
+                 : -1;
     yfs_count(&m->stats.bytes_read, bytes_read);
     if (rc == 0) {
         yfs_count(&m->stats.chunk_loads, 1);

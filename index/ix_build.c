@@ -1,5 +1,6 @@
 /* ix_build: from a dataset path to the global page index. */
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +55,7 @@ static void plan_cached(build *b, const ix_source *s, uint32_t c)
             .num_pages = cc->num_pages,
             .dict_offset = cc->dict_offset,
             .dict_length = cc->dict_length,
+            .dict_crc = cc->dict_crc,
             .has_offset_index = cc->has_offset_index,
         };
     }
@@ -93,6 +95,24 @@ static int plan_parsed(build *b, const ix_source *s, uint32_t c, uint64_t row, p
     return 0;
 }
 
+/* The ctime at which the file held the bytes its pages describe (ix_file.ctime_ns):
+ * now, for a file scanned now; for a file from the persistent index, the
+ * ctime its entry was made at, if it is still the same inode and ctime. Any
+ * other cached file may have been rewritten in place since (with size, mtime
+ * and footer put back): its pages are then compared with their checksums
+ * on every read. */
+static int64_t known_ctime(const ix_source *s)
+{
+    int64_t now = ix_ctime_ns(&s->st.st_ctim);
+    const ix_cache_file *e = s->cached;
+    if (!e)
+        return now;
+    return e->ctime_ns == now && e->dev == (uint64_t)s->st.st_dev &&
+                   e->ino == (uint64_t)s->st.st_ino
+               ? now
+               : IX_CTIME_UNKNOWN;
+}
+
 /* Files and chunks of the index, and one scan job per chunk not cached. */
 static int plan_scans(build *b, pq_error *err)
 {
@@ -125,14 +145,20 @@ static int plan_scans(build *b, pq_error *err)
         f->fd = -1; /* taken over from the source once the scans are done */
         f->size = (uint64_t)s->st.st_size;
         f->mtime = s->st.st_mtim;
-        f->ctime = s->st.st_ctim;
+        f->dev = (uint64_t)s->st.st_dev;
+        f->ino = (uint64_t)s->st.st_ino;
+        f->ctime_ns = known_ctime(s);
+        /* the footer was read (parsed, or compared with the cache's) at this ctime */
+        atomic_init(&f->footer_ok_ctime, ix_ctime_ns(&s->st.st_ctim));
+        f->footer_len = s->footer_len;
+        f->footer_crc = s->footer_crc;
         f->first_row = row;
         f->first_chunk = c;
         f->num_chunks = s->cached ? s->cached->num_chunks : (uint32_t)s->meta.num_row_groups;
         f->num_rows = ix_source_rows(s);
         b->keys[i] = (ix_cache_key){ f->name, f->size, (int64_t)f->mtime.tv_sec,
                                      (int64_t)f->mtime.tv_nsec, s->footer_len, s->footer_crc,
-                                     row };
+                                     row, f->ctime_ns, f->dev, f->ino };
         if (s->cached)
             plan_cached(b, s, c);
         else if (plan_parsed(b, s, c, row, err) < 0)
@@ -201,6 +227,7 @@ static int assemble(build *b, pq_error *err)
         ch->num_pages = scan->num_pages;
         ch->dict_offset = scan->dict_offset;
         ch->dict_length = scan->dict_length;
+        atomic_init(&ch->dict_crc, scan->dict_crc);
         ch->has_offset_index = scan->has_offset_index;
         ix->offset_index_chunks += scan->has_offset_index;
         ix->metadata_sized_chunks += scan->from_metadata;

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,7 @@
 #include "pq_cursor.h"
 
 static const uint8_t MAGIC[8] = { 'Y', 'F', 'S', 'I', 'D', 'X', 0, 0 };
-/* A cache file larger than this is not read (a million-page dataset needs ~40 MB). */
+/* A cache file larger than this is not read (a million-page dataset needs ~44 MB). */
 #define MAX_CACHE_BYTES (4ull << 30)
 
 struct ix_cache {
@@ -74,9 +75,9 @@ static int bytes(pq_cursor *cur, const uint8_t **p, uint32_t *len)
 
 /* Sizes in the file of an entry (without its name), a chunk and a page:
  * counts are checked against the bytes left before anything is trusted. */
-#define ENTRY_BYTES 48
-#define CHUNK_BYTES 44
-#define PAGE_BYTES 28
+#define ENTRY_BYTES 72
+#define CHUNK_BYTES 48
+#define PAGE_BYTES 32
 
 /* strcmp order between two counted names. */
 static int name_cmp(const char *a, size_t a_len, const char *b, size_t b_len)
@@ -98,11 +99,12 @@ typedef struct sink {
 /* A dictionary (offset -1: none) and every page must lie inside the file. */
 static int parse_chunk(pq_cursor *cur, uint64_t file_size, sink *s)
 {
-    uint32_t codec, type_length, dict_length, has_oi, num_pages;
+    uint32_t codec, type_length, dict_length, dict_crc, has_oi, num_pages;
     int64_t dict_offset;
     if (u32(cur, &codec) < 0 || codec > INT32_MAX || u32(cur, &type_length) < 0 ||
         type_length > INT32_MAX || i64(cur, &dict_offset) < 0 || u32(cur, &dict_length) < 0 ||
-        u32(cur, &has_oi) < 0 || u32(cur, &num_pages) < 0 || num_pages > cur->left / PAGE_BYTES)
+        u32(cur, &dict_crc) < 0 || u32(cur, &has_oi) < 0 || u32(cur, &num_pages) < 0 ||
+        num_pages > cur->left / PAGE_BYTES)
         return -1;
     if (dict_offset == -1 ? dict_length != 0
                           : dict_offset < 0 || (uint64_t)dict_offset > file_size ||
@@ -112,10 +114,12 @@ static int parse_chunk(pq_cursor *cur, uint64_t file_size, sink *s)
     uint64_t row = 0;
     for (uint32_t k = 0; k < num_pages; k++) {
         ix_page p;
+        uint32_t crc;
         if (u64(cur, &p.offset) < 0 || u64(cur, &p.framed) < 0 || u32(cur, &p.length) < 0 ||
-            u32(cur, &p.rows) < 0 || u32(cur, &p.records) < 0 || p.records > p.rows ||
-            p.offset > file_size || p.length > file_size - p.offset)
+            u32(cur, &p.rows) < 0 || u32(cur, &p.records) < 0 || u32(cur, &crc) < 0 ||
+            p.records > p.rows || p.offset > file_size || p.length > file_size - p.offset)
             return -1;
+        atomic_init(&p.crc, crc);
         p.first_row = row;
         row += p.rows;
         if (pages)
@@ -132,6 +136,7 @@ static int parse_chunk(pq_cursor *cur, uint64_t file_size, sink *s)
             .bounds = bounds,
             .dict_offset = dict_offset,
             .dict_length = dict_length,
+            .dict_crc = dict_crc,
             .has_offset_index = has_oi != 0,
             .num_pages = num_pages,
             .pages = pages,
@@ -149,7 +154,8 @@ static int parse_entry(pq_cursor *cur, const ix_cache_file *prev, ix_cache_file 
         memchr(name, 0, e->name_len) || u64(cur, &e->size) < 0 ||
         i64(cur, &e->mtime_sec) < 0 || i64(cur, &e->mtime_nsec) < 0 ||
         u32(cur, &e->footer_len) < 0 || u32(cur, &e->footer_crc) < 0 ||
-        u64(cur, &e->first_row) < 0 || u32(cur, &e->num_chunks) < 0 ||
+        u64(cur, &e->first_row) < 0 || i64(cur, &e->ctime_ns) < 0 || u64(cur, &e->dev) < 0 ||
+        u64(cur, &e->ino) < 0 || u32(cur, &e->num_chunks) < 0 ||
         e->num_chunks > cur->left / CHUNK_BYTES)
         return -1;
     e->name = (const char *)name;
@@ -384,6 +390,9 @@ static void put_index(out *o, const ix_cache *c, const ix_index *ix, const ix_ca
         put_u32(o, k->footer_len);
         put_u32(o, k->footer_crc);
         put_u64(o, k->first_row);
+        put_u64(o, (uint64_t)k->ctime_ns);
+        put_u64(o, k->dev);
+        put_u64(o, k->ino);
         put_u32(o, f->num_chunks);
         for (uint32_t ci = f->first_chunk; ci < f->first_chunk + f->num_chunks; ci++) {
             const ix_chunk *ch = &ix->chunks[ci];
@@ -391,6 +400,7 @@ static void put_index(out *o, const ix_cache *c, const ix_index *ix, const ix_ca
             put_u32(o, (uint32_t)ch->desc.type_length);
             put_u64(o, (uint64_t)ch->dict_offset);
             put_u32(o, ch->dict_length);
+            put_u32(o, atomic_load_explicit(&ch->dict_crc, memory_order_relaxed));
             put_u32(o, (uint32_t)ch->has_offset_index);
             put_u32(o, ch->num_pages);
             for (uint64_t p = ch->first_page; p < ch->first_page + ch->num_pages; p++) {
@@ -400,6 +410,7 @@ static void put_index(out *o, const ix_cache *c, const ix_index *ix, const ix_ca
                 put_u32(o, pg->length);
                 put_u32(o, pg->rows);
                 put_u32(o, pg->records);
+                put_u32(o, atomic_load_explicit(&pg->crc, memory_order_relaxed));
             }
             put_u64(o, (uint64_t)ch->bounds.uncompressed);
             put_u64(o, (uint64_t)ch->bounds.values);

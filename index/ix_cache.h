@@ -8,7 +8,12 @@
  * the file has the same name, size, mtime and footer bytes (their length and
  * CRC-32) — and, under rowid, the same first row, since row numbers change
  * record sizes. Stale entries are simply not used; the file is read again and
- * the cache rewritten.
+ * the cache rewritten. An entry also keeps the CRC-32 of every page's bytes
+ * (0 where the page pass did not read them) and the ctime, device and inode
+ * the file had then: a file found with another ctime may have been
+ * rewritten in place with size, mtime and footer put back, so its pages are
+ * compared with those checksums when read (ix_index.h, "Change detection").
+ * A cache file of another format version is ignored and rewritten.
  *
  * Format (little-endian): "YFSIDX" 0 0, version u32, the key text
  * (u32 length + bytes), u32 file count, the entries in strictly increasing
@@ -26,7 +31,7 @@
 
 #include "ix_index.h"
 
-#define IX_CACHE_VERSION 3
+#define IX_CACHE_VERSION 4 /* 4: page and dictionary checksums, ctime, device and inode */
 
 /* A file's identity as the cache keys it. */
 typedef struct ix_cache_key {
@@ -37,6 +42,9 @@ typedef struct ix_cache_key {
     uint32_t footer_len; /* the FileMetaData's length, as in the file's last 8 bytes */
     uint32_t footer_crc; /* CRC-32 of those footer_len bytes */
     uint64_t first_row;  /* only compared under rowid */
+    /* Not part of the key: where the entry's checksums come from (ix_file.ctime_ns) */
+    int64_t ctime_ns;
+    uint64_t dev, ino;
 } ix_cache_key;
 
 /* What the mount needs of one column chunk: from the footer, its codec,
@@ -48,9 +56,10 @@ typedef struct ix_cache_chunk {
     ix_chunk_bounds bounds;
     int64_t dict_offset;
     uint32_t dict_length;
+    uint32_t dict_crc;    /* as ix_chunk.dict_crc; 0: not known */
     int has_offset_index;
     uint32_t num_pages;
-    const ix_page *pages; /* first_row relative to the chunk */
+    const ix_page *pages; /* first_row relative to the chunk; crc as ix_page.crc */
     uint64_t num_rows;
 } ix_cache_chunk;
 
@@ -62,6 +71,8 @@ typedef struct ix_cache_file {
     int64_t mtime_sec, mtime_nsec;
     uint32_t footer_len, footer_crc;
     uint64_t first_row;
+    int64_t ctime_ns;    /* the ctime, device and inode the file had when its */
+    uint64_t dev, ino;   /* page checksums were taken (IX_CTIME_UNKNOWN: not known) */
     uint32_t num_chunks; /* one per row group */
     const ix_cache_chunk *chunks;
 } ix_cache_file;

@@ -322,8 +322,18 @@ static int visit_page(scan_state *st, uint64_t off, uint32_t expect_len, uint64_
                             (unsigned long long)total, expect_len);
     *next = off + total;
 
-    if (h.type == PQ_PAGE_DICTIONARY)
-        return take_dictionary(st, off, &h, err);
+    /* Change detection (ix_index.h): the CRC of a page's bytes, taken here
+     * wherever the window holds them already; 0 (learned at the page's first
+     * read) elsewhere. */
+    const uint8_t *held = off >= st->w.base && off + total <= st->w.base + st->w.len
+                              ? st->w.buf + (off - st->w.base)
+                              : NULL;
+    if (h.type == PQ_PAGE_DICTIONARY) {
+        if (take_dictionary(st, off, &h, err) < 0)
+            return -1;
+        st->scan->dict_crc = held ? ix_page_crc(held, (size_t)total) : 0;
+        return 0;
+    }
     if (h.type != PQ_PAGE_DATA && h.type != PQ_PAGE_DATA_V2)
         return 0; /* index pages and unknown page types carry no values */
     ix_page pg = {
@@ -334,6 +344,7 @@ static int visit_page(scan_state *st, uint64_t off, uint32_t expect_len, uint64_
     /* Sized from the header: the body is neither read nor decoded here; its
      * CRC, counts and sizes are checked when it is read. */
     if (sized_by_header(st->scan, &h, &pg)) {
+        atomic_init(&pg.crc, held ? ix_page_crc(held, (size_t)total) : 0);
         st->scan->pages_sized_by_header++;
         st->rows_seen += pg.rows;
         return add_page(st, &pg, err);
@@ -341,6 +352,7 @@ static int visit_page(scan_state *st, uint64_t off, uint32_t expect_len, uint64_
     const uint8_t *page = window_get(&st->w, off, (size_t)total, err);
     if (!page)
         return -1;
+    atomic_init(&pg.crc, ix_page_crc(page, (size_t)total));
     const uint8_t *body = page + h.header_len;
     if (st->scan->verify_crc && pq_page_check_crc(&h, body, (size_t)h.compressed_size, err) < 0)
         return pq_error_prefix(err, "page at offset %llu: ", (unsigned long long)off);
@@ -352,11 +364,24 @@ static int visit_page(scan_state *st, uint64_t off, uint32_t expect_len, uint64_
     if (pq_page_decode(&st->scan->desc, &h, body, (size_t)h.compressed_size, dict, &v, err) < 0)
         return pq_error_prefix(err, "data page at offset %llu: ", (unsigned long long)off);
     if (st->scan->desc.max_rep > 0) {
+        uint32_t before = st->scan->num_pages;
         int rc = take_rows(st, &v, &pg, off + total, err);
         pq_page_values_free(&v);
-        return rc < 0 ? pq_error_prefix(err, "data page at offset %llu: ",
-                                        (unsigned long long)off)
-                      : 0;
+        if (rc < 0)
+            return pq_error_prefix(err, "data page at offset %llu: ", (unsigned long long)off);
+        /* The entries whose byte range now ends with this page (the one
+         * added, and the one whose row continued here) get the CRC of their
+         * whole range, if the window still holds it. */
+        for (uint32_t k = before ? before - 1 : 0; k < st->scan->num_pages; k++) {
+            ix_page *e = &st->scan->pages[k];
+            if (e->offset + e->length != off + total)
+                continue;
+            int whole = e->offset >= st->w.base && off + total <= st->w.base + st->w.len;
+            atomic_init(&e->crc, whole ? ix_page_crc(st->w.buf + (e->offset - st->w.base),
+                                                     e->length)
+                                       : 0);
+        }
+        return 0;
     }
     int rc = measure_records(st, &v, &pg, err);
     pq_page_values_free(&v);

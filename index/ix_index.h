@@ -17,16 +17,37 @@
  * its file and column chunk by layered binary search (files by their first
  * page, then chunks of that file by theirs), as in Youmu's index translation.
  *
- * The index keeps every source file open read-only (fd) for the read path and
- * remembers its size and mtime: a file that changed since mount is detected
- * by ix_check_file() and reported instead of served.
+ * Change detection. The index keeps every source file open read-only (fd)
+ * for the read path and remembers what it saw at mount: size, mtime, device
+ * and inode of the descriptor, ctime, the footer's length and CRC-32, and a
+ * CRC-32 of every page's raw bytes (ix_page.crc). A source counts as changed
+ * when its content may have changed: another size, mtime, device or inode, a
+ * footer that no longer matches, or a page whose bytes no longer match its
+ * CRC. The ctime alone never fails a read (chmod, chown, touch -a and hard
+ * links move it without changing a byte); it only triggers the content
+ * checks: while it equals the index's ctime nothing is compared; once it
+ * differs the footer is compared once per new ctime (ix_check_file) and every
+ * page read is compared with its CRC (ix_read_range, ix_read.h).
+ * Limit: a page whose CRC is not known (pages sized from the page index are
+ * not read at mount, nor pages sized from their header whose body the page
+ * pass's window did not hold; their CRC is learned at their first read while
+ * the ctime still equals the index's) can only be checked by the footer when
+ * the ctime differs, so a same-size in-place rewrite of such a page with the
+ * mtime put back, before the page was ever read, is not seen.
+ * A source deleted or renamed over while mounted is still read through the
+ * open descriptor: the old inode's bytes, which are the ones indexed.
  *
  * Ownership: ix_build returns a heap index freed by ix_free (which closes the
- * files). After build the index is immutable and safe to share across threads.
+ * files). After build the index is safe to share across threads and
+ * immutable except for three C11 atomics written by readers: ix_page.crc and
+ * ix_chunk.dict_crc (set once, from 0, when learned) and
+ * ix_file.footer_ok_ctime.
  */
 #ifndef IX_INDEX_H
 #define IX_INDEX_H
 
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -42,7 +63,17 @@ typedef struct ix_file {
     int fd;
     uint64_t size;
     struct timespec mtime;
-    struct timespec ctime; /* no one can set it back: catches in-place rewrites that restore mtime */
+    uint64_t dev, ino;  /* of the open descriptor, at mount */
+    /* A ctime (ns) at which the file held the bytes the index describes: its
+     * ctime at mount, or for a file from the persistent index the ctime its
+     * entry was made at (IX_CTIME_UNKNOWN if that was another inode). No one
+     * can set a ctime back: while it is unchanged, so are the bytes. */
+    int64_t ctime_ns;
+    /* The last ctime (ns) at which the footer was found unchanged (first: the
+     * ctime at mount, when it was read). Written by readers. */
+    _Atomic int64_t footer_ok_ctime;
+    uint32_t footer_len; /* the FileMetaData's length and CRC-32, as read at mount */
+    uint32_t footer_crc;
     uint64_t num_rows;
     uint64_t first_row;  /* global row number of the file's first row */
     uint64_t first_page; /* global page number of the file's first page */
@@ -56,6 +87,7 @@ typedef struct ix_chunk {
     pq_column_desc desc;
     int64_t dict_offset;  /* file offset of the dictionary page header, -1 if none */
     uint32_t dict_length; /* header + body */
+    _Atomic uint32_t dict_crc; /* of the dictionary page's bytes, as ix_page.crc */
     ix_chunk_bounds bounds; /* what its pages may claim: checked at every read (ix_claims.h) */
     int has_offset_index;
     uint64_t first_row;
@@ -70,6 +102,11 @@ typedef struct ix_page {
     uint32_t length;    /* header + compressed body */
     uint32_t rows;
     uint32_t records;   /* records: non-null rows */
+    /* ix_page_crc of the page's raw bytes [offset, offset+length), or 0: not
+     * known yet. Computed by the page pass for the pages it reads; learned at
+     * the first read for the others (ix_read.h). In the struct's tail padding:
+     * the page entry stays 40 bytes. */
+    _Atomic uint32_t crc;
 } ix_page;
 
 typedef struct ix_options {
@@ -115,9 +152,23 @@ void ix_free(ix_index *ix);
  * page `page` (< num_pages). */
 uint32_t ix_locate(const ix_index *ix, uint64_t page);
 
-/* 0 if the file still has the size and mtime seen at mount; else -1 with a
- * message naming the file. */
+/* Whether the file may still hold the bytes the index describes (fstat of
+ * its descriptor, and one read of its footer per new ctime): 0 if its ctime
+ * is the index's (nothing else to check); 1 if the ctime moved but size,
+ * mtime, device, inode and footer are unchanged (pages read must then be
+ * compared with their CRCs); -1 with a message naming the file ("changed
+ * since mount") otherwise. Thread-safe. */
 int ix_check_file(const ix_index *ix, uint32_t file, pq_error *err);
+
+/* ctime_ns of a file when no ctime at which it held the indexed bytes is known. */
+#define IX_CTIME_UNKNOWN INT64_MIN
+
+/* st_ctim as ns, the form ix_file keeps it in. */
+int64_t ix_ctime_ns(const struct timespec *t);
+
+/* The CRC-32 (zlib's crc32) of len bytes as ix_page.crc keeps it: 0 means
+ * "not known", so a CRC of 0 is kept as 1 (one more collision in 2^32). */
+uint32_t ix_page_crc(const uint8_t *bytes, size_t len);
 
 /* Heap bytes of the index (for memory accounting and index.json). */
 uint64_t ix_memory_bytes(const ix_index *ix);

@@ -34,9 +34,12 @@ typedef struct ix_source {
 /* Open the file (its name relative to dir_fd, or a path with AT_FDCWD) and
  * fstat it. Errors are prefixed with the name. */
 int ix_source_open(ix_source *s, int dir_fd, pq_error *err);
-/* 1 if the open file still ends with a footer of footer_len bytes whose
- * CRC-32 is footer_crc (one read of footer_len + 8 bytes), else 0. */
-int ix_source_footer_is(const ix_source *s, uint32_t footer_len, uint32_t footer_crc);
+/* 1 if the file open as fd, of size bytes, still ends with a footer of
+ * footer_len bytes whose CRC-32 is footer_crc (one read of footer_len + 8
+ * bytes), else 0. Used at mount (the persistent index) and when a source's
+ * ctime moves (ix_check_file). */
+int ix_footer_is(int fd, const char *name, uint64_t size, uint32_t footer_len,
+                 uint32_t footer_crc);
 /* Read and parse the footer and the schema's leaves (sets has_footer,
  * footer_len, footer_crc). Errors are prefixed with the name. */
 int ix_source_read_footer(ix_source *s, pq_error *err);
@@ -85,6 +88,7 @@ typedef struct ix_scan {
     uint32_t num_pages;
     int64_t dict_offset;
     uint32_t dict_length;
+    uint32_t dict_crc;   /* ix_page_crc of the dictionary page, 0 if not read */
     int has_offset_index;
     int from_metadata;   /* pages sized from the page index alone, none decoded */
     uint32_t pages_sized_by_header; /* pages sized from their header, not decoded */

@@ -1,28 +1,81 @@
 #include "ix_read.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <zlib.h>
 
 #include "ix_internal.h"
 #include "ix_record.h"
 #include "pq_page.h"
 
+int64_t ix_ctime_ns(const struct timespec *t)
+{
+    return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+uint32_t ix_page_crc(const uint8_t *bytes, size_t len)
+{
+    uint32_t crc = (uint32_t)crc32(0, bytes, (uInt)len);
+    return crc ? crc : 1;
+}
+
+/* The index is shared as const; what readers learn lives in C11 atomics of
+ * objects the index allocated (never const ones), so dropping the qualifier
+ * to write them is defined. */
+static _Atomic uint32_t *learned_u32(const _Atomic uint32_t *slot)
+{
+    return (_Atomic uint32_t *)slot;
+}
+
+static _Atomic int64_t *learned_i64(const _Atomic int64_t *slot)
+{
+    return (_Atomic int64_t *)slot;
+}
+
+static int fstat_same_file(const ix_file *f, struct stat *st, pq_error *err)
+{
+    if (fstat(f->fd, st) != 0)
+        return pq_error_set(err, "%s: cannot stat the open file: %s", f->name, strerror(errno));
+    if ((uint64_t)st->st_size != f->size || st->st_mtim.tv_sec != f->mtime.tv_sec ||
+        st->st_mtim.tv_nsec != f->mtime.tv_nsec || (uint64_t)st->st_dev != f->dev ||
+        (uint64_t)st->st_ino != f->ino)
+        return pq_error_set(err, "%s: changed since mount (size %llu -> %llu%s); its pages are "
+                            "not served", f->name, (unsigned long long)f->size,
+                            (unsigned long long)st->st_size,
+                            (uint64_t)st->st_size == f->size ? ", mtime or inode changed" : "");
+    return 0;
+}
+
 int ix_check_file(const ix_index *ix, uint32_t file, pq_error *err)
 {
     const ix_file *f = &ix->files[file];
     struct stat st;
-    if (fstat(f->fd, &st) != 0)
-        return pq_error_set(err, "%s: cannot stat the open file", f->name);
-    if ((uint64_t)st.st_size != f->size || st.st_mtim.tv_sec != f->mtime.tv_sec ||
-        st.st_mtim.tv_nsec != f->mtime.tv_nsec || st.st_ctim.tv_sec != f->ctime.tv_sec ||
-        st.st_ctim.tv_nsec != f->ctime.tv_nsec)
-        return pq_error_set(err, "%s: changed since mount (size %llu -> %llu); its pages are "
-                            "not served", f->name, (unsigned long long)f->size,
-                            (unsigned long long)st.st_size);
-    return 0;
+    if (fstat_same_file(f, &st, err) < 0)
+        return -1;
+    int64_t ctime = ix_ctime_ns(&st.st_ctim);
+    if (ctime == f->ctime_ns)
+        return 0;
+    _Atomic int64_t *footer_ok = learned_i64(&f->footer_ok_ctime);
+    if (atomic_load_explicit(footer_ok, memory_order_relaxed) == ctime)
+        return 1;
+    /* The ctime moved (chmod, chown, a link, or a write): one footer read
+     * tells a rewrite from a metadata change, once per new ctime. */
+    if (!ix_footer_is(f->fd, f->name, f->size, f->footer_len, f->footer_crc))
+        return pq_error_set(err, "%s: changed since mount (its footer is not the one indexed); "
+                            "its pages are not served", f->name);
+    struct stat after;
+    if (fstat_same_file(f, &after, err) < 0)
+        return -1;
+    /* Only a footer read wholly at this ctime vouches for it. */
+    if (ix_ctime_ns(&after.st_ctim) == ctime)
+        atomic_store_explicit(footer_ok, ctime, memory_order_relaxed);
+    return 1;
 }
 
 /* YOUMUFS_READ_DELAY_US: microseconds slept before every read of source
@@ -38,11 +91,15 @@ static void read_delay_init(void)
     read_delay_us = v && *v && !*end && us > 0 && us <= 10000000 ? us : 0;
 }
 
-int ix_read_range(const ix_index *ix, uint32_t file, uint64_t offset, void *buf, size_t length,
-                  uint64_t *bytes_read, pq_error *err)
+/* Read [offset, offset+length) of `file` between two checks of the file.
+ * *moved: the ctime differed from the index's before or after the read, so
+ * the bytes must be compared with the index's CRCs. */
+static int read_checked(const ix_index *ix, uint32_t file, uint64_t offset, void *buf,
+                        size_t length, uint64_t *bytes_read, int *moved, pq_error *err)
 {
     const ix_file *f = &ix->files[file];
-    if (ix_check_file(ix, file, err) < 0)
+    int before = ix_check_file(ix, file, err);
+    if (before < 0)
         return -1;
     pthread_once(&read_delay_once, read_delay_init);
     if (read_delay_us) {
@@ -53,6 +110,54 @@ int ix_read_range(const ix_index *ix, uint32_t file, uint64_t offset, void *buf,
     if (ix_pread_exact(f->fd, f->name, buf, length, offset, err) < 0)
         return -1;
     *bytes_read += length;
+    int after = ix_check_file(ix, file, err);
+    if (after < 0)
+        return -1;
+    *moved = before || after;
+    return 0;
+}
+
+/* The bytes of one page (or dictionary page) just read against its CRC
+ * slot: learned while the ctime is the index's, compared once it is not. */
+static int check_crc(const ix_file *f, int moved, const _Atomic uint32_t *slot,
+                     const uint8_t *bytes, uint32_t length, const char *what, uint64_t offset,
+                     pq_error *err)
+{
+    _Atomic uint32_t *crc = learned_u32(slot);
+    uint32_t known = atomic_load_explicit(crc, memory_order_relaxed);
+    if (!moved) {
+        uint32_t unknown = 0;
+        if (!known) /* two readers learning at once learn the same bytes */
+            atomic_compare_exchange_strong_explicit(crc, &unknown, ix_page_crc(bytes, length),
+                                                    memory_order_relaxed, memory_order_relaxed);
+        return 0;
+    }
+    if (!known)
+        return 0; /* the footer check is all there is (ix_index.h) */
+    uint32_t now = ix_page_crc(bytes, length);
+    if (now != known)
+        return pq_error_set(err, "%s: changed since mount: the %s at offset %llu no longer has "
+                            "the bytes indexed (CRC-32 %08x, now %08x); not served", f->name,
+                            what, (unsigned long long)offset, known, now);
+    return 0;
+}
+
+int ix_read_range(const ix_index *ix, uint32_t file, uint64_t offset, void *buf, size_t length,
+                  uint64_t first_page, uint32_t num_pages, uint64_t *bytes_read, pq_error *err)
+{
+    assert(num_pages == 0 || (first_page + num_pages <= ix->num_pages &&
+                              ix->chunks[ix_locate(ix, first_page)].file == file &&
+                              ix->chunks[ix_locate(ix, first_page + num_pages - 1)].file == file));
+    int moved;
+    if (read_checked(ix, file, offset, buf, length, bytes_read, &moved, err) < 0)
+        return -1;
+    for (uint64_t q = first_page; q < first_page + num_pages; q++) {
+        const ix_page *p = &ix->pages[q];
+        assert(p->offset >= offset && p->offset + p->length <= offset + length);
+        if (check_crc(&ix->files[file], moved, &p->crc, (const uint8_t *)buf + (p->offset - offset),
+                      p->length, "data page", p->offset, err) < 0)
+            return -1;
+    }
     return 0;
 }
 
@@ -89,9 +194,13 @@ int ix_read_dictionary(const ix_index *ix, uint32_t chunk, pq_dictionary *out,
     uint8_t *raw = malloc(c->dict_length ? c->dict_length : 1);
     pq_page_header h;
     int rc = raw ? 0 : pq_error_set(err, "out of memory for a %u-byte page", c->dict_length);
+    int moved;
     if (rc == 0)
-        rc = ix_read_range(ix, c->file, (uint64_t)c->dict_offset, raw, c->dict_length,
-                           bytes_read, err);
+        rc = read_checked(ix, c->file, (uint64_t)c->dict_offset, raw, c->dict_length,
+                          bytes_read, &moved, err);
+    if (rc == 0)
+        rc = check_crc(&ix->files[c->file], moved, &c->dict_crc, raw, c->dict_length,
+                       "dictionary page", (uint64_t)c->dict_offset, err);
     if (rc == 0)
         rc = parse_page(ix, c, raw, c->dict_length, 0, &h, err);
     if (rc == 0)
@@ -196,7 +305,7 @@ int ix_read_page(const ix_index *ix, uint64_t page, const ix_dict_source *dicts,
     if (!raw)
         return pq_error_set(err, "%s: out of memory for a %u-byte page", ix->files[file].name,
                             p->length);
-    int rc = ix_read_range(ix, file, p->offset, raw, p->length, bytes_read, err);
+    int rc = ix_read_range(ix, file, p->offset, raw, p->length, page, 1, bytes_read, err);
     if (rc < 0)
         pq_error_prefix(err, "%s: data page at offset %llu: ", ix->files[file].name,
                         (unsigned long long)p->offset);

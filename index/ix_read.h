@@ -2,10 +2,16 @@
  *
  * The read path's only way to the data: preads of byte ranges the index
  * knows (a page, or a run of consecutive pages read at once), then pq_
- * decoding. The file is checked against its
- * mount-time size and mtime first, so a changed source gives an error, never
- * wrong bytes. Errors name the file and the page. Thread-safe (pread on
- * shared descriptors).
+ * decoding. Every read is checked against what the index saw (ix_index.h,
+ * "Change detection"), so a changed source gives an error, never wrong
+ * bytes: the file is fstat'ed before and after the pread (ix_check_file:
+ * size, mtime, device and inode must be unchanged; a moved ctime costs one
+ * footer check per new ctime); while the ctime stays the index's, a page
+ * whose CRC is not known yet gets it from these bytes (a C11 atomic, set
+ * once); once the ctime differs, every page read is compared with its CRC.
+ * A page whose CRC is unknown then is served on the footer check alone (the
+ * limit ix_index.h states). Errors name the file and the page's offset.
+ * Thread-safe (pread on shared descriptors, atomics for what is learned).
  */
 #ifndef IX_READ_H
 #define IX_READ_H
@@ -14,14 +20,17 @@
 
 #include "ix_index.h"
 
-/* Read [offset, offset+length) of a source file into buf, after checking
- * that the file is unchanged since mount. The environment variable
+/* Read [offset, offset+length) of a source file into buf, checked as above.
+ * The range holds the global pages [first_page, first_page + num_pages) of
+ * that file (each lies inside it; bytes between them are not checked): the
+ * pages whose CRCs are learned or compared. The environment variable
  * YOUMUFS_READ_DELAY_US (microseconds, read once) delays every such read, to
  * simulate slow storage in benchmarks. *bytes_read is increased by length. */
 int ix_read_range(const ix_index *ix, uint32_t file, uint64_t offset, void *buf, size_t length,
-                  uint64_t *bytes_read, pq_error *err);
+                  uint64_t first_page, uint32_t num_pages, uint64_t *bytes_read, pq_error *err);
 
-/* Load and decode the dictionary page of a chunk (which must have one). */
+/* Load and decode the dictionary page of a chunk (which must have one),
+ * checked like a page against ix_chunk.dict_crc. */
 int ix_read_dictionary(const ix_index *ix, uint32_t chunk, pq_dictionary *out,
                        uint64_t *bytes_read, pq_error *err);
 

@@ -46,9 +46,9 @@ int ix_source_open(ix_source *s, int dir_fd, pq_error *err)
     return 0;
 }
 
-int ix_source_footer_is(const ix_source *s, uint32_t footer_len, uint32_t footer_crc)
+int ix_footer_is(int fd, const char *name, uint64_t size, uint32_t footer_len,
+                 uint32_t footer_crc)
 {
-    uint64_t size = (uint64_t)s->st.st_size;
     size_t want = (size_t)footer_len + 8; /* the footer, its length, "PAR1" */
     if (footer_len > MAX_FOOTER_BYTES || want > size)
         return 0;
@@ -59,7 +59,7 @@ int ix_source_footer_is(const ix_source *s, uint32_t footer_len, uint32_t footer
     uint8_t small[TAIL_READ_BYTES];
     uint8_t *buf = want <= sizeof small ? small : malloc(want);
     pq_error ignored;
-    int same = buf && ix_pread_exact(s->fd, s->name, buf, want, size - want, &ignored) == 0 &&
+    int same = buf && ix_pread_exact(fd, name, buf, want, size - want, &ignored) == 0 &&
                memcmp(buf + footer_len, end, sizeof end) == 0 &&
                (uint32_t)crc32(0, buf, footer_len) == footer_crc;
     if (buf != small)

@@ -85,7 +85,9 @@ static const ix_cache_file *recognise(const load *l, const ix_source *s)
         return NULL;
     if (s->has_footer)
         return e->footer_len == s->footer_len && e->footer_crc == s->footer_crc ? e : NULL;
-    return ix_source_footer_is(s, e->footer_len, e->footer_crc) ? e : NULL;
+    return ix_footer_is(s->fd, s->name, (uint64_t)s->st.st_size, e->footer_len, e->footer_crc)
+               ? e
+               : NULL;
 }
 
 static int load_source(void *ctx, size_t i, pq_error *err)

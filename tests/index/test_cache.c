@@ -227,12 +227,12 @@ enum {
     AT_VERSION = 8,
     /* from the end of the first entry's name */
     AT_SIZE = 0,
-    AT_NUM_CHUNKS = 40,
-    AT_DICT_OFFSET = 52,
-    AT_NUM_PAGES = 68,
-    AT_PAGE_OFFSET = 72,
-    AT_PAGE_LENGTH = 88,
-    AT_PAGE_RECORDS = 96,
+    AT_NUM_CHUNKS = 64,
+    AT_DICT_OFFSET = 76,
+    AT_NUM_PAGES = 96,
+    AT_PAGE_OFFSET = 100,
+    AT_PAGE_LENGTH = 116,
+    AT_PAGE_RECORDS = 124,
 };
 
 static void put_le(uint8_t *p, uint64_t v, int bytes)
