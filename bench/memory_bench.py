@@ -236,7 +236,8 @@ def report(args, shapes, described, results, qual, cmdline, elapsed):
             f"{fmt(r.get('bound_mib'), '.0f')} | {fmt(r.get('ratio'), '.2f')} | "
             f"{'n/a' if within is None or 'rss_kib' not in r else ('yes' if within else '**NO**')} | "
             f"{fmt(r.get('mb_s'), '.0f')} | {fmt(r.get('seconds'), '.1f')} | "
-            f"{fmt(r['bytes'] / r['epoch'] * 100 if r.get('epoch') else None, '.3g')}% | "
+            f"{fmt(r['bytes'] / r['epoch'] * 100 if r.get('epoch') else None, '.3g')}"
+            f"{'%' if r.get('epoch') else ''} | "
             f"{fmt(r.get('mount_s'), '.1f')} |")
     L += ["", f"{args.parts} threads read `epoch-0.part-<i>-of-{args.parts}.<ext>` at once, "
           f"1 MiB read(2) calls, warm page cache, stopped after {args.max_seconds:.0f} s "
@@ -256,7 +257,8 @@ def report(args, shapes, described, results, qual, cmdline, elapsed):
             L.append(f"| {s.name} | {fmt(o.get('mb_s') if ok(o) else None, '.0f', o['status'])} | "
                      f"{fmt(n.get('mb_s') if ok(n) else None, '.0f', n['status'])} | "
                      f"{fmt(n['mb_s'] / o['mb_s'] if ok(o) and ok(n) and o['mb_s'] else None, '.2f')} | "
-                     f"{fmt(o.get('rss_kib', 0) / 1024, '.0f')} | {fmt(n.get('rss_kib', 0) / 1024, '.0f')} |")
+                     f"{fmt(o['rss_kib'] / 1024 if 'rss_kib' in o else None, '.0f')} | "
+                     f"{fmt(n['rss_kib'] / 1024 if 'rss_kib' in n else None, '.0f')} |")
         L += ["", "The two binaries alternate shape by shape in this run, same data, same "
               "warm cache.", ""]
     if qual:
