@@ -45,14 +45,14 @@ def bound(index_bytes, mem):
 # (bound 86 MiB; release build of 9132d60, --small shapes). Each must fail (strict): when a
 # fix makes one pass, its mark goes.
 NOT_YET = {
-    "c-duckdb-text": "peak RSS 247 MiB, 2.9 x the bound: DuckDB's pages of ~40 MB (8,000 "
+    "c-duckdb-text": "peak RSS 247-267 MiB, 2.9-3.1 x the bound: DuckDB's pages of ~40 MB (8,000 "
                      "rows) are decoded whole, several at once (no streaming decode of huge "
                      "pages yet)",
     "d-pyarrow-tokens": "peak RSS 300 MiB, 3.5 x the bound: list decode memory (value slices, "
                         "levels) is charged far below its real size",
     "d-duckdb-tokens": "peak RSS 1813 MiB, 21 x the bound: ~107 MB int64 pages decoded whole, "
                        "8 at once, with list decode memory outside the budget",
-    "e-pyarrow-int32-jsonl": "peak RSS 141 MiB, 1.6 x the bound: list decode memory (value "
+    "e-pyarrow-int32-jsonl": "peak RSS 175 MiB, 2.0 x the bound: list decode memory (value "
                              "slices, levels) is charged far below its real size",
 }
 
