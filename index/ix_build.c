@@ -192,15 +192,66 @@ static void place_pages(const build *b, uint32_t c, ix_page *dst)
     }
 }
 
-/* Concatenate the chunks' pages into the global page array. */
+/* The units of chunk c's cut entries (ix_index.h), at dst, after checking
+ * that they are as many as its entries call for and add up to their bytes. */
+static int place_units(const build *b, uint32_t c, const ix_page *pages, uint64_t *dst,
+                       pq_error *err)
+{
+    const ix_scan *scan = &b->scans[c];
+    const ix_chunk *ch = &b->ix->chunks[c];
+    if (!ch->cut)
+        return 0;
+    const uint64_t *units = scan->unit_bytes;
+    uint64_t n = scan->num_units, at = 0;
+    if (scan->src->cached) {
+        const ix_cache_chunk *cc = &scan->src->cached->chunks[ch->row_group];
+        units = cc->unit_bytes;
+        n = cc->num_units;
+    }
+    for (uint32_t k = 0; k < scan->num_pages; k++) {
+        uint32_t count = ix_units_of(pages[k].records);
+        if (count == 1)
+            continue;
+        uint64_t bytes = 0;
+        for (uint32_t u = 0; u < count && at + u < n; u++)
+            bytes += units[at + u];
+        if (at + count > n || bytes != pages[k].framed)
+            return pq_error_set(err, "%s: row group %u: the shuffle units of the page at offset "
+                                "%llu do not add up (persistent index damaged?)",
+                                b->ix->files[ch->file].name, ch->row_group,
+                                (unsigned long long)pages[k].offset);
+        memcpy(dst + at, units + at, count * sizeof *dst);
+        at += count;
+    }
+    if (at != n)
+        return pq_error_set(err, "%s: row group %u: %llu shuffle units for %llu",
+                            b->ix->files[ch->file].name, ch->row_group, (unsigned long long)n,
+                            (unsigned long long)at);
+    return 0;
+}
+
+/* The number of shuffle units chunk c brings. */
+static uint64_t chunk_units(const build *b, uint32_t c)
+{
+    const ix_scan *scan = &b->scans[c];
+    if (scan->src->cached)
+        return scan->src->cached->chunks[b->ix->chunks[c].row_group].num_units;
+    return scan->num_units;
+}
+
+/* Concatenate the chunks' pages into the global page array, and their units
+ * into the global unit array. */
 static int assemble(build *b, pq_error *err)
 {
     ix_index *ix = b->ix;
-    uint64_t total = 0;
-    for (uint32_t c = 0; c < ix->num_chunks; c++)
+    uint64_t total = 0, units = 0;
+    for (uint32_t c = 0; c < ix->num_chunks; c++) {
         total += b->scans[c].num_pages;
+        units += chunk_units(b, c);
+    }
     ix->pages = malloc((total ? total : 1) * sizeof *ix->pages);
-    if (!ix->pages)
+    ix->unit_bytes = malloc((units ? units : 1) * sizeof *ix->unit_bytes);
+    if (!ix->pages || !ix->unit_bytes)
         return pq_error_set(err, "out of memory for %llu pages", (unsigned long long)total);
 
     uint64_t page = 0;
@@ -229,6 +280,10 @@ static int assemble(build *b, pq_error *err)
         ch->dict_length = scan->dict_length;
         atomic_init(&ch->dict_crc, scan->dict_crc);
         ch->has_offset_index = scan->has_offset_index;
+        ch->cut = scan->src->cached ? scan->src->cached->chunks[ch->row_group].cut : scan->cut;
+        if (place_units(b, c, pages, ix->unit_bytes + ix->num_units, err) < 0)
+            return -1;
+        ix->num_units += chunk_units(b, c);
         ix->offset_index_chunks += scan->has_offset_index;
         ix->metadata_sized_chunks += scan->from_metadata;
         ix->header_sized_pages += scan->pages_sized_by_header;
@@ -345,8 +400,10 @@ int ix_build(const ix_options *opts, ix_index **out, pq_error *err)
     save_cache(&b);
     rc = 0;
 done:
-    for (uint32_t c = 0; b.scans && c < ix->num_chunks; c++)
+    for (uint32_t c = 0; b.scans && c < ix->num_chunks; c++) {
         free(b.scans[c].pages);
+        free(b.scans[c].unit_bytes);
+    }
     free(b.scans);
     free(b.todo);
     free(b.keys);
@@ -371,6 +428,7 @@ void ix_free(ix_index *ix)
     free(ix->files);
     free(ix->chunks);
     free(ix->pages);
+    free(ix->unit_bytes);
     free(ix->column.path);
     ix_framing_free(&ix->framing);
     free(ix->dataset);
@@ -407,5 +465,6 @@ uint32_t ix_locate(const ix_index *ix, uint64_t page)
 uint64_t ix_memory_bytes(const ix_index *ix)
 {
     return sizeof *ix + ix->num_files * sizeof *ix->files +
-           ix->num_chunks * sizeof *ix->chunks + ix->num_pages * sizeof *ix->pages;
+           ix->num_chunks * sizeof *ix->chunks + ix->num_pages * sizeof *ix->pages +
+           ix->num_units * sizeof *ix->unit_bytes;
 }

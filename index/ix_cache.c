@@ -24,6 +24,7 @@ struct ix_cache {
     uint32_t num_files;
     ix_cache_chunk *chunks; /* of all files, in file order */
     ix_page *pages;        /* of all chunks, in chunk order */
+    uint64_t *units;       /* the shuffle units of all chunks, in chunk order */
 };
 
 /* FNV-1a: a stable name for the cache file of a key. */
@@ -42,6 +43,7 @@ void ix_cache_free(ix_cache *c)
     free(c->files);
     free(c->chunks);
     free(c->pages);
+    free(c->units);
     free(c->buf);
     free(c->path);
     free(c->key);
@@ -76,8 +78,9 @@ static int bytes(pq_cursor *cur, const uint8_t **p, uint32_t *len)
 /* Sizes in the file of an entry (without its name), a chunk and a page:
  * counts are checked against the bytes left before anything is trusted. */
 #define ENTRY_BYTES 72
-#define CHUNK_BYTES 48
+#define CHUNK_BYTES 56
 #define PAGE_BYTES 32
+#define UNIT_BYTES 8
 
 /* strcmp order between two counted names. */
 static int name_cmp(const char *a, size_t a_len, const char *b, size_t b_len)
@@ -93,7 +96,8 @@ typedef struct sink {
     ix_cache_file *files;
     ix_cache_chunk *chunks;
     ix_page *pages;
-    size_t num_chunks, num_pages; /* used so far */
+    uint64_t *units;
+    size_t num_chunks, num_pages, num_units; /* used so far */
 } sink;
 
 /* A dictionary (offset -1: none) and every page must lie inside the file. */
@@ -125,7 +129,20 @@ static int parse_chunk(pq_cursor *cur, uint64_t file_size, sink *s)
         if (pages)
             pages[k] = p;
     }
-    ix_chunk_bounds bounds; /* after the pages: what they may claim (ix_claims.h) */
+    /* the shuffle units of its cut entries (checked against them by ix_build) */
+    uint32_t cut, num_units;
+    if (u32(cur, &cut) < 0 || cut > 1 || u32(cur, &num_units) < 0 ||
+        num_units > cur->left / UNIT_BYTES)
+        return -1;
+    uint64_t *units = s->units ? s->units + s->num_units : NULL;
+    for (uint32_t u = 0; u < num_units; u++) {
+        uint64_t bytes;
+        if (u64(cur, &bytes) < 0)
+            return -1;
+        if (units)
+            units[u] = bytes;
+    }
+    ix_chunk_bounds bounds; /* last: what its pages may claim (ix_claims.h) */
     if (i64(cur, &bounds.uncompressed) < 0 || bounds.uncompressed < 0 ||
         i64(cur, &bounds.values) < 0 || bounds.values < 0)
         return -1;
@@ -141,9 +158,13 @@ static int parse_chunk(pq_cursor *cur, uint64_t file_size, sink *s)
             .num_pages = num_pages,
             .pages = pages,
             .num_rows = row,
+            .cut = (int)cut,
+            .num_units = num_units,
+            .unit_bytes = units,
         };
     s->num_chunks++;
     s->num_pages += num_pages;
+    s->num_units += num_units;
     return 0;
 }
 
@@ -207,11 +228,14 @@ static int parse(ix_cache *c, uint8_t *buf, size_t len)
         .files = malloc((n ? n : 1) * sizeof *fill.files),
         .chunks = malloc((count.num_chunks ? count.num_chunks : 1) * sizeof *fill.chunks),
         .pages = malloc((count.num_pages ? count.num_pages : 1) * sizeof *fill.pages),
+        .units = malloc((count.num_units ? count.num_units : 1) * sizeof *fill.units),
     };
-    if (!fill.files || !fill.chunks || !fill.pages || parse_entries(cur, n, &fill) < 0) {
+    if (!fill.files || !fill.chunks || !fill.pages || !fill.units ||
+        parse_entries(cur, n, &fill) < 0) {
         free(fill.files);
         free(fill.chunks);
         free(fill.pages);
+        free(fill.units);
         return -1;
     }
     c->buf = buf;
@@ -219,6 +243,7 @@ static int parse(ix_cache *c, uint8_t *buf, size_t len)
     c->num_files = n;
     c->chunks = fill.chunks;
     c->pages = fill.pages;
+    c->units = fill.units;
     return 0;
 }
 
@@ -380,6 +405,7 @@ static void put_index(out *o, const ix_cache *c, const ix_index *ix, const ix_ca
     put_u32(o, IX_CACHE_VERSION);
     put_bytes(o, c->key);
     put_u32(o, ix->num_files);
+    uint64_t unit = 0; /* the chunks' units follow each other in ix->unit_bytes */
     for (uint32_t i = 0; i < ix->num_files; i++) {
         const ix_file *f = &ix->files[i];
         const ix_cache_key *k = &keys[i];
@@ -412,6 +438,16 @@ static void put_index(out *o, const ix_cache *c, const ix_index *ix, const ix_ca
                 put_u32(o, pg->records);
                 put_u32(o, atomic_load_explicit(&pg->crc, memory_order_relaxed));
             }
+            uint64_t units = 0;
+            for (uint64_t p = ch->first_page; ch->cut && p < ch->first_page + ch->num_pages; p++) {
+                uint32_t count = ix_units_of(ix->pages[p].records);
+                units += count > 1 ? count : 0;
+            }
+            put_u32(o, (uint32_t)ch->cut);
+            put_u32(o, (uint32_t)units);
+            for (uint64_t u = 0; u < units; u++)
+                put_u64(o, ix->unit_bytes[unit + u]);
+            unit += units;
             put_u64(o, (uint64_t)ch->bounds.uncompressed);
             put_u64(o, (uint64_t)ch->bounds.values);
         }

@@ -31,7 +31,8 @@
 
 #include "ix_index.h"
 
-#define IX_CACHE_VERSION 4 /* 4: page and dictionary checksums, ctime, device and inode */
+#define IX_CACHE_VERSION 5 /* 4: page and dictionary checksums, ctime, device and inode;
+                              5: shuffle units */
 
 /* A file's identity as the cache keys it. */
 typedef struct ix_cache_key {
@@ -61,6 +62,9 @@ typedef struct ix_cache_chunk {
     uint32_t num_pages;
     const ix_page *pages; /* first_row relative to the chunk; crc as ix_page.crc */
     uint64_t num_rows;
+    int cut;              /* as ix_chunk.cut */
+    uint32_t num_units;   /* the framed bytes of its cut entries' units (ix_index.h) */
+    const uint64_t *unit_bytes;
 } ix_cache_chunk;
 
 /* One file's entry. Every page and dictionary lies inside `size` bytes. */

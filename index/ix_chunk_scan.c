@@ -2,6 +2,7 @@
  * the OffsetIndex, or by walking page headers), decode it once, and record
  * its rows, records and framed size. The chunk is read sequentially through
  * a window of a few MiB, so the pass costs one large read per window. */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,6 +85,10 @@ typedef struct scan_state {
     int row_open;
     pq_page_values open_row;
     uint32_t open_entry; /* scan->pages index of the entry the open row belongs to */
+    /* Framed sizes of the records of the entry being measured, in record
+     * order, for its shuffle units (ix_index.h). */
+    uint32_t *sizes;
+    uint32_t num_sizes, sizes_cap;
 } scan_state;
 
 static int add_page(scan_state *st, const ix_page *pg, pq_error *err)
@@ -101,6 +106,23 @@ static int add_page(scan_state *st, const ix_page *pg, pq_error *err)
     return 0;
 }
 
+/* Framed bytes of a page with `records` records and `value_bytes` bytes of
+ * values, when the framing's sizes follow from counts alone (len32 of text,
+ * raw in the column's own dtype, of a flat column); -1 otherwise. */
+static int64_t size_from_counts(const ix_scan *scan, uint64_t records, int64_t value_bytes)
+{
+    const ix_framing *f = scan->framing;
+    if (f->shape.max_rep > 0)
+        return -1;
+    if (f->format == IX_FORMAT_LEN32)
+        return value_bytes < 0 ? -1 : (int64_t)(4 * records) + value_bytes;
+    ix_dtype own;
+    if (f->format == IX_FORMAT_RAW && ix_dtype_default(&f->type, &own, NULL) == 0 &&
+        own == f->dtype)
+        return (int64_t)(records * ix_dtype_size(f->dtype) * (f->has_sep ? 2 : 1));
+    return -1;
+}
+
 /* The page's records: count them and their rows, and sum their framed
  * sizes, refusing values the framing cannot carry (a newline in text, a
  * number outside the raw dtype). */
@@ -115,14 +137,79 @@ static int measure_records(scan_state *st, const pq_page_values *v, ix_page *pg,
     int rc = ix_page_records(&f->shape, v, pg->first_row, recs, v->num_levels, &count,
                              &pg->rows, err);
     pg->framed = 0;
+    if (rc == 0 && st->num_sizes + (uint64_t)count > st->sizes_cap) {
+        uint32_t cap = st->num_sizes + count;
+        uint32_t *grown = realloc(st->sizes, (cap ? cap : 1) * sizeof *grown);
+        if (grown) {
+            st->sizes = grown;
+            st->sizes_cap = cap;
+        } else {
+            rc = pq_error_set(err, "out of memory measuring a page");
+        }
+    }
     for (uint32_t k = 0; rc == 0 && k < count; k++) {
         size_t size;
         rc = ix_frame_measure(f, &recs[k], &size, err);
         pg->framed += size;
+        if (rc == 0 && size > UINT32_MAX)
+            rc = pq_error_set(err, "row %llu frames to %zu bytes, over 4 GiB",
+                              (unsigned long long)recs[k].row, size);
+        if (rc == 0)
+            st->sizes[st->num_sizes++] = (uint32_t)size;
     }
     pg->records = count;
     free(recs);
     return rc;
+}
+
+/* Append the framed bytes of the units of entry `e` (ix_index.h) to the
+ * scan's, from the sizes of its records (NULL: each takes `uniform` bytes);
+ * an entry of few records has one unit and nothing is appended. */
+static int add_units(scan_state *st, const ix_page *e, const uint32_t *sizes, uint64_t uniform,
+                     pq_error *err)
+{
+    ix_scan *scan = st->scan;
+    uint32_t units = ix_units_of(e->records);
+    if (units == 1)
+        return 0;
+    uint64_t *grown = realloc(scan->unit_bytes, (scan->num_units + units) * sizeof *grown);
+    if (!grown)
+        return pq_error_set(err, "out of memory for the shuffle units");
+    scan->unit_bytes = grown;
+    for (uint32_t k = 0; k < units; k++) {
+        uint32_t a = ix_unit_first_record(e->records, units, k);
+        uint32_t b = ix_unit_first_record(e->records, units, k + 1);
+        uint64_t bytes = (uint64_t)(b - a) * uniform;
+        for (uint32_t r = a; sizes && r < b; r++)
+            bytes += sizes[r];
+        scan->unit_bytes[scan->num_units++] = bytes;
+    }
+    return 0;
+}
+
+/* The entry at `index` has all its records measured (st->sizes): note its
+ * units and start over for the next. */
+static int entry_measured(scan_state *st, uint32_t index, pq_error *err)
+{
+    const ix_page *e = &st->scan->pages[index];
+    assert(st->num_sizes == e->records);
+    st->num_sizes = 0;
+    return add_units(st, e, st->sizes, 0, err);
+}
+
+/* An entry sized without measuring its records: its units are known when
+ * every record frames to the same size (raw of a flat column in its own
+ * dtype), else the chunk's entries are not cut. */
+static int entry_sized(scan_state *st, uint32_t index, pq_error *err)
+{
+    ix_scan *scan = st->scan;
+    const ix_page *e = &scan->pages[index];
+    int64_t one = size_from_counts(scan, 1, -1);
+    if (one < 0 || scan->framing->format != IX_FORMAT_RAW) {
+        scan->cut = 0;
+        return 0;
+    }
+    return add_units(st, e, NULL, (uint64_t)one, err);
 }
 
 /* Rows that span pages (repeated columns; v1 pages without a page index
@@ -144,6 +231,7 @@ static int close_row(scan_state *st, pq_error *err)
     if (rc == 0) {
         entry->records += row.records;
         entry->framed += row.framed;
+        rc = entry_measured(st, st->open_entry, err);
     }
     pq_page_values_free(&st->open_row);
     st->row_open = 0;
@@ -203,23 +291,6 @@ static int take_rows(scan_state *st, const pq_page_values *v, ix_page *pg, uint6
     st->open_entry = st->scan->num_pages;
     st->rows_seen += pg->rows;
     return add_page(st, pg, err);
-}
-
-/* Framed bytes of a page with `records` records and `value_bytes` bytes of
- * values, when the framing's sizes follow from counts alone (len32 of text,
- * raw in the column's own dtype, of a flat column); -1 otherwise. */
-static int64_t size_from_counts(const ix_scan *scan, uint64_t records, int64_t value_bytes)
-{
-    const ix_framing *f = scan->framing;
-    if (f->shape.max_rep > 0)
-        return -1;
-    if (f->format == IX_FORMAT_LEN32)
-        return value_bytes < 0 ? -1 : (int64_t)(4 * records) + value_bytes;
-    ix_dtype own;
-    if (f->format == IX_FORMAT_RAW && ix_dtype_default(&f->type, &own, NULL) == 0 &&
-        own == f->dtype)
-        return (int64_t)(records * ix_dtype_size(f->dtype) * (f->has_sep ? 2 : 1));
-    return -1;
 }
 
 /* Note where the dictionary page is; it is decoded only if a page needs it
@@ -347,7 +418,9 @@ static int visit_page(scan_state *st, uint64_t off, uint32_t expect_len, uint64_
         atomic_init(&pg.crc, held ? ix_page_crc(held, (size_t)total) : 0);
         st->scan->pages_sized_by_header++;
         st->rows_seen += pg.rows;
-        return add_page(st, &pg, err);
+        if (add_page(st, &pg, err) < 0)
+            return -1;
+        return entry_sized(st, st->scan->num_pages - 1, err);
     }
     const uint8_t *page = window_get(&st->w, off, (size_t)total, err);
     if (!page)
@@ -388,7 +461,9 @@ static int visit_page(scan_state *st, uint64_t off, uint32_t expect_len, uint64_
     if (rc < 0)
         return pq_error_prefix(err, "data page at offset %llu: ", (unsigned long long)off);
     st->rows_seen += pg.rows;
-    return add_page(st, &pg, err);
+    if (add_page(st, &pg, err) < 0)
+        return -1;
+    return entry_measured(st, st->scan->num_pages - 1, err);
 }
 
 static int walk_headers(scan_state *st, pq_error *err)
@@ -496,7 +571,7 @@ static int pages_from_metadata(scan_state *st, const pq_offset_index *oi, pq_err
             break;
         }
         pg.framed = (uint64_t)framed;
-        if (add_page(st, &pg, err) < 0)
+        if (add_page(st, &pg, err) < 0 || entry_sized(st, st->scan->num_pages - 1, err) < 0)
             rc = -1;
         st->rows_seen = end;
     }
@@ -554,6 +629,9 @@ int ix_scan_chunk(ix_scan *scan, pq_error *err)
     uint64_t file_size = (uint64_t)scan->src->st.st_size;
     scan->pages = NULL;
     scan->num_pages = 0;
+    scan->unit_bytes = NULL;
+    scan->num_units = 0;
+    scan->cut = 1;
     scan->dict_offset = -1;
     scan->dict_length = 0;
     scan->has_offset_index = m->offset_index_offset >= 0;
@@ -589,6 +667,12 @@ int ix_scan_chunk(ix_scan *scan, pq_error *err)
     if (rc == 0 && close_row(&st, err) < 0)
         rc = pq_error_prefix(err, "the last row of the column chunk: ");
     pq_page_values_free(&st.open_row);
+    free(st.sizes);
+    if (rc < 0 || !scan->cut) {
+        free(scan->unit_bytes);
+        scan->unit_bytes = NULL;
+        scan->num_units = 0;
+    }
     if (rc == 0 && !scan->from_metadata && (int64_t)st.rows_seen != m->num_values &&
         scan->desc.max_rep == 0)
         rc = pq_error_set(err, "the pages hold %llu values, the column metadata says %lld",

@@ -87,13 +87,35 @@ typedef struct ix_chunk {
     pq_column_desc desc;
     int64_t dict_offset;  /* file offset of the dictionary page header, -1 if none */
     uint32_t dict_length; /* header + body */
-    _Atomic uint32_t dict_crc; /* of the dictionary page's bytes, as ix_page.crc */
     ix_chunk_bounds bounds; /* what its pages may claim: checked at every read (ix_claims.h) */
+    _Atomic uint32_t dict_crc; /* of the dictionary page's bytes, as ix_page.crc */
     int has_offset_index;
+    int cut;              /* its entries of many records are cut into units (above) */
     uint64_t first_row;
     uint64_t first_page;
     uint32_t num_pages;
 } ix_chunk;
+
+/* Shuffle units (shuffle/sh_units.h). An entry of more than IX_CUT_RECORDS
+ * records, in a chunk whose entries' record sizes are known (ix_chunk.cut:
+ * measured by the page pass, or all alike), is cut into ix_units_of(records)
+ * units of consecutive records, split as evenly as possible
+ * (ix_unit_first_record); ix_index.unit_bytes holds the framed bytes of
+ * every unit of every cut entry, in entry order. The rule is fixed (not
+ * derived from options), so a persistent index serves every mount. */
+#define IX_CUT_RECORDS 2048
+#define IX_UNIT_RECORDS 512
+
+static inline uint32_t ix_units_of(uint32_t records)
+{
+    return records > IX_CUT_RECORDS ? (records + IX_UNIT_RECORDS - 1) / IX_UNIT_RECORDS : 1;
+}
+
+/* The first record of unit k (k <= units: k == units gives records). */
+static inline uint32_t ix_unit_first_record(uint32_t records, uint32_t units, uint32_t k)
+{
+    return (uint32_t)((uint64_t)records * k / units);
+}
 
 typedef struct ix_page {
     uint64_t offset;    /* file offset of the page header */
@@ -135,6 +157,8 @@ typedef struct ix_index {
     uint64_t num_rows;
     uint64_t num_records;
     uint64_t framed_bytes;   /* sum of pages[].framed: the whole epoch's size */
+    uint64_t num_units;
+    uint64_t *unit_bytes;    /* the shuffle units of cut entries, in entry order (above) */
     uint64_t bytes_scanned;  /* bytes read from storage while building */
     int offset_index_chunks; /* chunks whose pages came from an OffsetIndex */
     int metadata_sized_chunks; /* ... and whose sizes came from it too: no page decoded */

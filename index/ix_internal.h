@@ -92,6 +92,9 @@ typedef struct ix_scan {
     int has_offset_index;
     int from_metadata;   /* pages sized from the page index alone, none decoded */
     uint32_t pages_sized_by_header; /* pages sized from their header, not decoded */
+    int cut;             /* the entries of many records are cut into units (ix_index.h) */
+    uint64_t *unit_bytes;/* cut: the units' framed bytes, in entry order (malloc'ed) */
+    uint64_t num_units;
     uint64_t bytes_read;
 } ix_scan;
 

@@ -27,12 +27,12 @@ sh_unit sh_unit_at(const sh_page *pages, const sh_cut *cut, uint64_t num_pages, 
         else
             hi = mid;
     }
-    uint32_t units = (uint32_t)(cut->first_unit[lo + 1] - cut->first_unit[lo]);
-    uint32_t k = (uint32_t)(u - cut->first_unit[lo]), records = pages[lo].records;
-    assert(k < units);
-    uint32_t first = sh_unit_first_record(records, units, k);
-    return (sh_unit){ (uint32_t)lo, first, sh_unit_first_record(records, units, k + 1) - first,
-                      cut->unit_bytes[u] };
+    assert(u < cut->first_unit[lo + 1]);
+    uint32_t first = 0;
+    for (uint64_t v = cut->first_unit[lo]; v < u; v++)
+        first += cut->unit_records[v];
+    assert(first + cut->unit_records[u] <= pages[lo].records);
+    return (sh_unit){ (uint32_t)lo, first, cut->unit_records[u], cut->unit_bytes[u] };
 }
 
 static int build_segments(const sh_params *p, const sh_page *pages, const sh_cut *cut,

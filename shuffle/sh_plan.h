@@ -67,11 +67,12 @@ typedef struct sh_page {
 
 /* Pages cut into units (sh_units.h): page p has units first_unit[p] ..
  * first_unit[p+1]-1 (at least one; first_unit has num_pages+1 ascending
- * entries, first_unit[0] == 0), unit k of it holding the records from
- * sh_unit_first_record(records, units, k) on, and unit u unit_bytes[u]
- * framed bytes (they add up to the page's). */
+ * entries, first_unit[0] == 0), holding its records in that order: unit u
+ * holds unit_records[u] records of unit_bytes[u] framed bytes (a page's
+ * units add up to its records and bytes). */
 typedef struct sh_cut {
     const uint64_t *first_unit;
+    const uint32_t *unit_records;
     const uint64_t *unit_bytes;
 } sh_cut;
 

@@ -4,7 +4,7 @@
  * W / (records per page) + 1: DuckDB's pages of 10,000 rows leave a
  * 10,000-record window with records of one or two pages, a near-sequential
  * order. So the index cuts a page of many records into units (consecutive
- * slices of its records, sh_unit_first_record), and the plan serves units.
+ * slices of its records), and the plan serves units.
  *
  * The unit order keeps the page order (and so the chunk redirection and I/O
  * schedule of sh_redirect.h) and interleaves the units of SH_OPEN_PAGES
@@ -26,14 +26,6 @@
 
 /* Pages whose units are interleaved at a time. */
 #define SH_OPEN_PAGES 8
-
-/* The first record of unit k of a page of `records` records cut into
- * `units` units (1 <= units <= records, or units == 1): the records are
- * split as evenly as possible. */
-static inline uint32_t sh_unit_first_record(uint32_t records, uint32_t units, uint32_t k)
-{
-    return (uint32_t)((uint64_t)records * k / units);
-}
 
 /* Write the unit order: page_order[0..num_pages) is a permutation of the
  * pages, first_unit[page] (num_pages+1 entries, ascending) the number of
