@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pq_cursor.h"
 #include "pq_error.h"
 
 /* Decode exactly `count` values of `bit_width` bits (0..32) from buf[0..len)
@@ -18,6 +19,39 @@
  * may pad past `count`; the padding is ignored. */
 int pq_rle_decode(const uint8_t *buf, size_t len, int bit_width, uint32_t count, uint32_t *out,
                   pq_error *err);
+
+/* Incremental decoding of the same runs, for data that arrives in windows
+ * (pq_stream.h): each call takes what it needs from a cursor the caller may
+ * refill between calls, and hands out up to `max` of the `count` values.
+ *
+ * A call reads at most one run header, and only when it has handed out
+ * nothing yet; it stops early (returning fewer than max, possibly 0 after a
+ * zero-length run) when the cursor lacks the bytes of the next group. A call
+ * that has handed out nothing and finds the cursor short fails. So a caller
+ * that streams must offer at least PQ_RLE_STEP_BYTES bytes (or all that is
+ * left of the data) for every call to make progress; a caller with all the
+ * data in one buffer just calls until `done == count` (each call consumes a
+ * byte or yields a value). Offsets in messages count from the first byte the
+ * iterator consumed. */
+#define PQ_RLE_STEP_BYTES 42 /* a 10-byte run header and one 32-byte group */
+
+typedef struct pq_rle_iter {
+    int bit_width;
+    uint32_t count;    /* values in all */
+    uint32_t done;     /* values handed out */
+    uint32_t run_left; /* values of the current run not yet unpacked (<= count - done) */
+    uint32_t value;    /* the value of the current RLE run */
+    int packed;        /* the current run is bit-packed */
+    uint8_t nbuf, ibuf;/* buf[ibuf..nbuf): unpacked values of a group not yet handed out */
+    uint32_t buf[8];
+    size_t at;         /* bytes consumed so far */
+} pq_rle_iter;
+
+/* bit_width must be 0..32 (checked by pq_rle_iter_read). */
+void pq_rle_iter_init(pq_rle_iter *it, int bit_width, uint32_t count);
+/* Hand out up to max values into out; returns how many (0..max), or -1. */
+int64_t pq_rle_iter_read(pq_rle_iter *it, pq_cursor *c, uint32_t *out, uint32_t max,
+                         pq_error *err);
 
 /* Bits needed to represent max_value (0 for 0). */
 int pq_bit_width(uint32_t max_value);

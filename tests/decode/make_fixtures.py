@@ -202,6 +202,51 @@ def write_expect(fname, expect, only=None):
         f.write("".join(sections))
 
 
+# Pages bigger than the windows of tests/decode/test_stream.c (which decodes
+# them through pq_stream with windows of a few KiB): a list<int64> column
+# (tokens, PLAIN as DuckDB writes it), nullable strings with a few values of
+# 20 KiB (a random 4 KiB block repeated: SNAPPY copies reach 4 KiB back) and
+# a dictionary-encoded string column; one file per codec pyarrow writes.
+STREAM_ROWS = 160
+STREAM_CODECS = ["none", "snappy", "zstd", "gzip", "brotli", "lz4"]
+
+
+def stream_table():
+    rng = random.Random(7)
+    block = bytes(rng.randrange(256) for _ in range(4096)).hex()[:4096]
+    ids, text, cat = [], [], []
+    for i in range(STREAM_ROWS):
+        n = rng.randrange(0, 91)
+        ids.append(None if i % 37 == 5 else
+                   [None if rng.random() < 0.01 else rng.randrange(300) for _ in range(n)])
+        if i % 80 == 17:
+            text.append(block * 5)
+        elif i % 9 == 2:
+            text.append(None)
+        else:
+            text.append(" ".join(rng.choice(["youmu", "konpaku", "ghost", "garden", "sword"])
+                                 for _ in range(rng.randrange(0, 60))))
+        cat.append(None if i % 11 == 0 else "cat-%d" % rng.randrange(12))
+    return pa.table({
+        "ids": pa.array(ids, pa.list_(pa.int64())),
+        "text": pa.array(text, pa.string()),
+        "cat": pa.array(cat, pa.string()),
+    })
+
+
+def stream_fixtures():
+    t = stream_table()
+    names = []
+    for codec in STREAM_CODECS:
+        fname = "stream_%s.parquet" % codec
+        pq.write_table(t, os.path.join(OUT, fname), compression=codec,
+                       use_dictionary=["cat"], data_page_size=32 << 10,
+                       data_page_version="1.0" if codec != "zstd" else "2.0")
+        write_expect(fname, "stream_table.expect")
+        names.append((fname, "stream_table.expect"))
+    return names
+
+
 def main():
     src = sys.argv[1] if len(sys.argv) > 1 else "/work/shared/parquet-testing/data"
     os.makedirs(OUT, exist_ok=True)
@@ -218,6 +263,7 @@ def main():
         shutil.copyfile(os.path.join(src, fname), os.path.join(OUT, fname))
         write_expect(fname, fname + ".expect", cols)
         names.append((fname, fname + ".expect"))
+    names += stream_fixtures()
     lic = os.path.join(os.path.dirname(os.path.abspath(src)), "LICENSE.txt")
     if os.path.exists(lic):
         shutil.copyfile(lic, os.path.join(OUT, "LICENSE-parquet-testing.txt"))

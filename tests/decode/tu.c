@@ -67,7 +67,7 @@ int tu_find_leaf(const tu_file *f, const char *path)
 }
 
 static int walk_chunk(const tu_file *f, const pq_leaf *leaf, const pq_column_meta *cm,
-                      tu_page_fn fn, void *ctx, pq_error *err)
+                      tu_raw_fn fn, void *ctx, pq_error *err)
 {
     if (cm->encrypted)
         return pq_error_set(err, "encrypted column chunk");
@@ -102,14 +102,8 @@ static int walk_chunk(const tu_file *f, const pq_leaf *leaf, const pq_column_met
                                                 (size_t)h.compressed_size, &dict, err)) == 0)
                 have_dict = 1;
         } else if (h.type == PQ_PAGE_DATA || h.type == PQ_PAGE_DATA_V2) {
-            pq_page_values pv;
-            rc = pq_page_decode(&col, &h, f->data + body, (size_t)h.compressed_size,
-                                have_dict ? &dict : NULL, &pv, err);
-            if (rc == 0) {
-                seen += pv.num_levels;
-                rc = fn ? fn(ctx, leaf, &pv) : 0;
-                pq_page_values_free(&pv);
-            }
+            rc = fn(ctx, leaf, &col, &h, f->data + body, have_dict ? &dict : NULL, err);
+            seen += h.num_values;
         }
         pos = body + (size_t)h.compressed_size;
     }
@@ -118,13 +112,37 @@ static int walk_chunk(const tu_file *f, const pq_leaf *leaf, const pq_column_met
     return rc;
 }
 
-int tu_walk_column(const tu_file *f, int col, tu_page_fn fn, void *ctx, pq_error *err)
+int tu_walk_raw(const tu_file *f, int col, tu_raw_fn fn, void *ctx, pq_error *err)
 {
     for (int32_t g = 0; g < f->meta.num_row_groups; g++)
         if (walk_chunk(f, &f->leaves[col], &f->meta.row_groups[g].columns[col], fn, ctx, err) <
             0)
             return pq_error_prefix(err, "row group %d column %s: ", g, f->leaves[col].path);
     return 0;
+}
+
+typedef struct decode_ctx {
+    tu_page_fn fn;
+    void *ctx;
+} decode_ctx;
+
+static int decode_page(void *ctx, const pq_leaf *leaf, const pq_column_desc *col,
+                       const pq_page_header *h, const uint8_t *body, const pq_dictionary *dict,
+                       pq_error *err)
+{
+    decode_ctx *d = ctx;
+    pq_page_values pv;
+    if (pq_page_decode(col, h, body, (size_t)h->compressed_size, dict, &pv, err) < 0)
+        return -1;
+    int rc = d->fn ? d->fn(d->ctx, leaf, &pv) : 0;
+    pq_page_values_free(&pv);
+    return rc;
+}
+
+int tu_walk_column(const tu_file *f, int col, tu_page_fn fn, void *ctx, pq_error *err)
+{
+    decode_ctx d = { fn, ctx };
+    return tu_walk_raw(f, col, decode_page, &d, err);
 }
 
 int tu_expect_load(const char *name, tu_expect *e)

@@ -36,6 +36,12 @@ int tu_find_leaf(const tu_file *f, const char *path);
  * data page. Returns -1 on the first decode error or when fn returns -1. */
 typedef int (*tu_page_fn)(void *ctx, const pq_leaf *leaf, const pq_page_values *pv);
 int tu_walk_column(const tu_file *f, int col, tu_page_fn fn, void *ctx, pq_error *err);
+/* The same walk, handing each data page over undecoded: its header, its
+ * body (h->compressed_size bytes) and the chunk's dictionary (or NULL). */
+typedef int (*tu_raw_fn)(void *ctx, const pq_leaf *leaf, const pq_column_desc *col,
+                         const pq_page_header *h, const uint8_t *body, const pq_dictionary *dict,
+                         pq_error *err);
+int tu_walk_raw(const tu_file *f, int col, tu_raw_fn fn, void *ctx, pq_error *err);
 
 /* One section of an .expect file. Lines point into the loaded buffer. */
 typedef struct tu_expect_col {

@@ -1,0 +1,503 @@
+/* Entry-by-entry page decoding in bounded memory (pq_stream.h).
+ *
+ * Layout of a data page body (parquet.thrift, Encodings.md):
+ *   v1: compressed( [rep: LE32 length + RLE hybrid] [def: same] [values] ),
+ *       each level section present only when its maximum level is > 0;
+ *   v2: [rep levels][def levels] uncompressed, lengths in the header, then
+ *       the values section, compressed when is_compressed.
+ * The levels come before all values, but the entries need a level pair and
+ * a value together, so the encoded level bytes are held (a few bits per
+ * entry; counted in the bound, refused beyond opts.levels_max) while the
+ * values stream through the window of a pq_inflate. */
+#include "pq_stream.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pq_inflate.h"
+#include "pq_meta.h"
+#include "pq_rle.h"
+#include "pq_values.h"
+
+#define LEVEL_BATCH 256
+#define INDEX_BATCH 64
+
+typedef struct level_iter {
+    uint8_t *bytes;   /* owned: the encoded section */
+    size_t len;
+    pq_cursor c;
+    pq_rle_iter it;
+    uint32_t buf[LEVEL_BATCH];
+    uint32_t n, i;
+} level_iter;
+
+struct pq_stream {
+    const pq_column_desc *col;
+    const pq_page_header *h;
+    const pq_dictionary *dict;
+    pq_stream_opts o;
+    pq_inflate *f;
+    level_iter rep, def;
+    size_t bound;          /* pq_stream_memory_needed of the page */
+    uint32_t entries, pos;
+    uint32_t present, seen;/* values the def levels call for, and handed out */
+    int64_t width;         /* bytes per value; 0 for BYTE_ARRAY */
+    int dict_enc;
+    pq_rle_iter idx;       /* dictionary indices */
+    uint32_t idx_buf[INDEX_BATCH], idx_n, idx_i;
+    uint8_t bool_byte, bool_bit, bool_val;
+    int state;             /* 0 running, 1 ended, -1 failed (msg holds why) */
+    pq_error failed;
+};
+
+static pq_stream_opts resolve(const pq_stream_opts *in)
+{
+    pq_stream_opts o = in ? *in : (pq_stream_opts){ 0 };
+    if (!o.read_size)
+        o.read_size = PQ_STREAM_READ_SIZE;
+    if (o.read_size < 64)
+        o.read_size = 64; /* room for any header a codec peeks at */
+    if (!o.out_size)
+        o.out_size = PQ_STREAM_OUT_SIZE;
+    if (o.out_size < 64)
+        o.out_size = 64; /* a codec call per few bytes would crawl */
+    if (!o.snappy_window)
+        o.snappy_window = PQ_STREAM_SNAPPY_WINDOW;
+    if (!o.window_max)
+        o.window_max = PQ_STREAM_WINDOW_MAX;
+    if (!o.levels_max)
+        o.levels_max = PQ_STREAM_LEVELS_MAX;
+    if (!o.value_max)
+        o.value_max = PQ_STREAM_VALUE_MAX;
+    if (!o.cap)
+        o.cap = SIZE_MAX;
+    return o;
+}
+
+/* What pq_page_decode would check first, plus what streams. */
+static int check_page(const pq_page_header *h, const pq_column_desc *col, pq_error *err)
+{
+    if (h->type != PQ_PAGE_DATA && h->type != PQ_PAGE_DATA_V2)
+        return pq_error_set(err, "page type %d is not a data page", h->type);
+    if (h->num_values < 0 || (uint32_t)h->num_values > PQ_MAX_PAGE_VALUES)
+        return pq_error_set(err, "%d values is outside 0..%u", h->num_values,
+                            PQ_MAX_PAGE_VALUES);
+    if (h->uncompressed_size < 0 || (size_t)h->uncompressed_size > PQ_MAX_PAGE_BYTES ||
+        h->compressed_size < 0)
+        return pq_error_set(err, "sizes out of range (uncompressed %d, compressed %d)",
+                            h->uncompressed_size, h->compressed_size);
+    if (col->max_def < 0 || col->max_rep < 0)
+        return pq_error_set(err, "negative maximum levels in the column description");
+    if (h->type == PQ_PAGE_DATA_V2 &&
+        (h->rep_levels_len < 0 || h->def_levels_len < 0 ||
+         (int64_t)h->rep_levels_len + h->def_levels_len > h->compressed_size ||
+         (int64_t)h->rep_levels_len + h->def_levels_len > h->uncompressed_size))
+        return pq_error_set(err, "level lengths %d + %d do not fit the page",
+                            h->rep_levels_len, h->def_levels_len);
+    if (h->type == PQ_PAGE_DATA &&
+        ((col->max_rep > 0 && h->rep_encoding != PQ_ENC_RLE) ||
+         (col->max_def > 0 && h->def_encoding != PQ_ENC_RLE)))
+        return pq_error_set(err, "levels that are not RLE-encoded are not streamable");
+    if (h->encoding == PQ_ENC_PLAIN) {
+        if (pq_value_width(col) < 0)
+            return pq_error_set(err, "PLAIN: unsupported physical type %d (type_length %d)",
+                                col->type, col->type_length);
+    } else if (h->encoding != PQ_ENC_PLAIN_DICTIONARY && h->encoding != PQ_ENC_RLE_DICTIONARY) {
+        return pq_error_set(err, "value encoding %d (neither PLAIN nor dictionary) is not "
+                                 "streamable", h->encoding);
+    }
+    return pq_inflate_supported(h->type == PQ_PAGE_DATA_V2 && !h->is_compressed
+                                    ? PQ_UNCOMPRESSED : col->codec,
+                                err);
+}
+
+/* The values section as the inflate sees it, and the window it needs. */
+typedef struct section {
+    int codec;
+    uint64_t clen, ulen;
+    size_t value_need, levels;
+} section;
+
+static section page_section(const pq_page_header *h, const pq_column_desc *col,
+                            const pq_stream_opts *o)
+{
+    section s;
+    int v1 = h->type == PQ_PAGE_DATA;
+    size_t lv = v1 ? 0 : (size_t)h->rep_levels_len + (size_t)h->def_levels_len;
+    s.codec = !v1 && !h->is_compressed ? PQ_UNCOMPRESSED : col->codec;
+    s.clen = (uint64_t)h->compressed_size - lv;
+    s.ulen = (uint64_t)h->uncompressed_size - lv;
+    int64_t w = pq_value_width(col);
+    if (h->encoding != PQ_ENC_PLAIN)
+        s.value_need = PQ_RLE_STEP_BYTES;
+    else if (w == 0)
+        s.value_need = o->value_max + 4;
+    else
+        s.value_need = (size_t)w;
+    if (v1 && s.value_need < 4)
+        s.value_need = 4; /* the level sections' length prefixes */
+    if (!v1)
+        s.levels = lv;
+    else if (col->max_rep > 0 || col->max_def > 0)
+        s.levels = s.ulen < o->levels_max ? (size_t)s.ulen : o->levels_max;
+    else
+        s.levels = 0;
+    return s;
+}
+
+size_t pq_stream_memory_needed(const pq_page_header *h, const pq_column_desc *col,
+                               const pq_stream_opts *opts)
+{
+    if (check_page(h, col, NULL) < 0)
+        return 0;
+    pq_stream_opts o = resolve(opts);
+    section sec = page_section(h, col, &o);
+    return sizeof(pq_stream) + pq_inflate_bound(sec.codec, sec.clen, sec.ulen, sec.value_need, &o) +
+           sec.levels;
+}
+
+/* ---- levels ---- */
+
+static void level_start(level_iter *l, int max, uint32_t count)
+{
+    l->c = pq_cursor_make(l->bytes, l->len);
+    pq_rle_iter_init(&l->it, pq_bit_width((uint32_t)max), count);
+    l->n = l->i = 0;
+}
+
+static int level_next(level_iter *l, int max, uint16_t *out, const char *what, pq_error *err)
+{
+    while (l->i == l->n) {
+        int64_t n = pq_rle_iter_read(&l->it, &l->c, l->buf, LEVEL_BATCH, err);
+        if (n < 0)
+            return pq_error_prefix(err, "%s: ", what);
+        l->n = (uint32_t)n;
+        l->i = 0;
+    }
+    uint32_t v = l->buf[l->i++];
+    if (v > (uint32_t)max)
+        return pq_error_set(err, "%s: level %u of entry %u exceeds the maximum %d", what, v,
+                            l->it.done - (l->n - l->i) - 1, max);
+    *out = (uint16_t)v;
+    return 0;
+}
+
+/* Copy n bytes from the read function (v2 levels are not compressed). */
+static int read_raw(pq_stream_read_fn read, void *ctx, uint8_t *dst, size_t n, pq_error *err)
+{
+    for (size_t at = 0; at < n;) {
+        size_t got = 0;
+        if (read(ctx, dst + at, n - at, &got, err) < 0)
+            return -1;
+        if (got == 0 || got > n - at)
+            return pq_error_set(err, "page body ends after %zu of %zu level bytes", at, n);
+        at += got;
+    }
+    return 0;
+}
+
+/* v1: a LE32 length, then that many bytes, from the decompressed body. */
+static int read_section(pq_stream *s, level_iter *l, size_t *budget, const char *what,
+                        pq_error *err)
+{
+    const uint8_t *p;
+    int64_t avail = pq_inflate_ensure(s->f, 4, &p, err);
+    if (avail < 0)
+        return -1;
+    uint32_t len;
+    pq_cursor c = pq_cursor_make(p, (size_t)avail);
+    if (!pq_cursor_le32(&c, &len))
+        return pq_error_set(err, "%s: 4-byte length is truncated (%lld bytes left)", what,
+                            (long long)avail);
+    if (len > *budget)
+        return pq_error_set(err, "%s: %u bytes exceed the stream's level limit of %zu (not "
+                                 "streamable at this limit)",
+                            what, len, *budget);
+    pq_inflate_consume(s->f, 4);
+    if (len && !(l->bytes = malloc(len)))
+        return pq_error_set(err, "%s: out of memory for %u bytes", what, len);
+    l->len = len;
+    *budget -= len;
+    for (size_t at = 0; at < len;) {
+        avail = pq_inflate_ensure(s->f, 1, &p, err);
+        if (avail < 0)
+            return -1;
+        if (avail == 0)
+            return pq_error_set(err, "%s: length %u exceeds the %zu bytes left", what, len, at);
+        size_t n = (size_t)avail < len - at ? (size_t)avail : len - at;
+        memcpy(l->bytes + at, p, n);
+        pq_inflate_consume(s->f, n);
+        at += n;
+    }
+    return 0;
+}
+
+static int open_levels(pq_stream *s, pq_stream_read_fn read, void *ctx, pq_error *err)
+{
+    const pq_page_header *h = s->h;
+    if (h->type == PQ_PAGE_DATA_V2) {
+        s->rep.len = (size_t)h->rep_levels_len;
+        s->def.len = (size_t)h->def_levels_len;
+        s->rep.bytes = s->rep.len ? malloc(s->rep.len) : NULL;
+        s->def.bytes = s->def.len ? malloc(s->def.len) : NULL;
+        if ((s->rep.len && !s->rep.bytes) || (s->def.len && !s->def.bytes))
+            return pq_error_set(err, "out of memory for %zu level bytes",
+                                s->rep.len + s->def.len);
+        if (read_raw(read, ctx, s->rep.bytes, s->rep.len, err) < 0 ||
+            read_raw(read, ctx, s->def.bytes, s->def.len, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* v1 level sections come out of the inflate; then count the values the def
+ * levels call for (one pass over the held bytes, checking them). */
+static int count_present(pq_stream *s, pq_error *err)
+{
+    const pq_column_desc *col = s->col;
+    if (s->h->type == PQ_PAGE_DATA) {
+        section sec = page_section(s->h, col, &s->o);
+        size_t budget = sec.levels;
+        if (col->max_rep > 0 && read_section(s, &s->rep, &budget, "repetition levels", err) < 0)
+            return -1;
+        if (col->max_def > 0 && read_section(s, &s->def, &budget, "definition levels", err) < 0)
+            return -1;
+    }
+    s->present = s->entries;
+    if (col->max_def > 0) {
+        level_start(&s->def, col->max_def, s->entries);
+        s->present = 0;
+        for (uint32_t i = 0; i < s->entries; i++) {
+            uint16_t d;
+            if (level_next(&s->def, col->max_def, &d, "definition levels", err) < 0)
+                return -1;
+            s->present += d == col->max_def;
+        }
+        level_start(&s->def, col->max_def, s->entries);
+    }
+    if (col->max_rep > 0)
+        level_start(&s->rep, col->max_rep, s->entries);
+    return 0;
+}
+
+pq_stream *pq_stream_open(const pq_column_desc *col, const pq_page_header *h,
+                          const pq_dictionary *dict, const pq_stream_opts *opts,
+                          pq_stream_read_fn read, void *ctx, pq_error *err)
+{
+    const char *what = h->type == PQ_PAGE_DATA_V2 ? "data page v2" : "data page";
+    if (check_page(h, col, err) < 0) {
+        pq_error_prefix(err, "%s: ", what);
+        return NULL;
+    }
+    pq_stream_opts o = resolve(opts);
+    size_t bound = pq_stream_memory_needed(h, col, &o);
+    if (bound > o.cap) {
+        pq_error_set(err, "%s: streaming needs %zu bytes, over the cap of %zu (not streamable "
+                          "at this limit)",
+                     what, bound, o.cap);
+        return NULL;
+    }
+    if (h->encoding != PQ_ENC_PLAIN && !dict && h->num_values > 0) {
+        pq_error_set(err, "%s: values are dictionary-encoded but the column chunk has no "
+                          "dictionary page",
+                     what);
+        return NULL;
+    }
+    pq_stream *s = calloc(1, sizeof *s);
+    if (!s) {
+        pq_error_set(err, "%s: out of memory for a page stream", what);
+        return NULL;
+    }
+    s->col = col;
+    s->h = h;
+    s->dict = dict;
+    s->o = o;
+    s->bound = bound;
+    s->entries = (uint32_t)h->num_values;
+    s->width = pq_value_width(col);
+    s->dict_enc = h->encoding != PQ_ENC_PLAIN;
+    section sec = page_section(h, col, &o);
+    if (open_levels(s, read, ctx, err) < 0 ||
+        !(s->f = pq_inflate_open(sec.codec, sec.clen, sec.ulen, sec.value_need, &o, read, ctx,
+                                 err)) ||
+        count_present(s, err) < 0) {
+        pq_stream_close(s);
+        pq_error_prefix(err, "%s: ", what);
+        return NULL;
+    }
+    assert(pq_stream_bytes(s) <= pq_stream_bytes_max(s) && pq_stream_bytes_max(s) <= bound);
+    return s;
+}
+
+/* ---- values ---- */
+
+static int value_plain(pq_stream *s, pq_bytes *v, pq_error *err)
+{
+    const uint8_t *p;
+    int64_t avail;
+    if (s->col->type == PQ_BOOLEAN) { /* one bit per value, LSB first */
+        if (s->bool_bit == 0) {
+            if ((avail = pq_inflate_ensure(s->f, 1, &p, err)) < 0)
+                return -1;
+            if (avail < 1)
+                return pq_error_set(err, "PLAIN BOOLEAN: section ends at value %u", s->seen);
+            s->bool_byte = p[0];
+            pq_inflate_consume(s->f, 1);
+        }
+        s->bool_val = (s->bool_byte >> s->bool_bit) & 1;
+        s->bool_bit = (uint8_t)((s->bool_bit + 1) & 7);
+        v->ptr = &s->bool_val;
+        v->len = 1;
+        return 0;
+    }
+    size_t head = s->width ? 0 : 4, len = (size_t)s->width;
+    if ((avail = pq_inflate_ensure(s->f, head ? 4 : len, &p, err)) < 0)
+        return -1;
+    if (head) {
+        uint32_t n;
+        pq_cursor c = pq_cursor_make(p, (size_t)avail);
+        if (!pq_cursor_le32(&c, &n))
+            return pq_error_set(err, "PLAIN BYTE_ARRAY: length of value %u at byte %llu is "
+                                     "truncated",
+                                s->seen, (unsigned long long)pq_inflate_offset(s->f));
+        if (n > s->o.value_max)
+            return pq_error_set(err, "PLAIN BYTE_ARRAY: value %u of %u bytes exceeds the "
+                                     "stream's value limit of %zu (not streamable at this "
+                                     "limit)",
+                                s->seen, n, s->o.value_max);
+        len = n;
+        if ((avail = pq_inflate_ensure(s->f, 4 + len, &p, err)) < 0)
+            return -1;
+    }
+    if ((size_t)avail < head + len)
+        return pq_error_set(err, "PLAIN: value %u at byte %llu needs %zu bytes, %lld left",
+                            s->seen, (unsigned long long)pq_inflate_offset(s->f), head + len,
+                            (long long)avail);
+    v->ptr = p + head;
+    v->len = (uint32_t)len;
+    pq_inflate_consume(s->f, head + len);
+    return 0;
+}
+
+static int value_dict(pq_stream *s, pq_bytes *v, pq_error *err)
+{
+    const uint8_t *p;
+    int64_t avail;
+    if (s->seen == 0) { /* one byte of bit width, then the hybrid runs */
+        if ((avail = pq_inflate_ensure(s->f, 1, &p, err)) < 0)
+            return -1;
+        if (avail < 1)
+            return pq_error_set(err, "dictionary indices: bit width byte is missing");
+        if (p[0] > 32)
+            return pq_error_set(err, "dictionary indices: bit width %d is more than 32", p[0]);
+        pq_rle_iter_init(&s->idx, p[0], s->present);
+        pq_inflate_consume(s->f, 1);
+    }
+    while (s->idx_i == s->idx_n) {
+        if ((avail = pq_inflate_ensure(s->f, PQ_RLE_STEP_BYTES, &p, err)) < 0)
+            return -1;
+        pq_cursor c = pq_cursor_make(p, (size_t)avail);
+        int64_t n = pq_rle_iter_read(&s->idx, &c, s->idx_buf, INDEX_BATCH, err);
+        if (n < 0)
+            return pq_error_prefix(err, "dictionary indices: ");
+        pq_inflate_consume(s->f, (size_t)avail - c.left);
+        s->idx_n = (uint32_t)n;
+        s->idx_i = 0;
+    }
+    uint32_t i = s->idx_buf[s->idx_i++];
+    if (i >= s->dict->count)
+        return pq_error_set(err, "dictionary index %u of value %u is out of range (dictionary "
+                                 "has %u entries)",
+                            i, s->seen, s->dict->count);
+    *v = s->dict->values[i];
+    return 0;
+}
+
+static int fail(pq_stream *s, pq_error *err)
+{
+    const char *what = s->h->type == PQ_PAGE_DATA_V2 ? "data page v2" : "data page";
+    pq_error_prefix(err, "%s: entry %u of %u: ", what, s->pos, s->entries);
+    s->state = -1;
+    if (err)
+        s->failed = *err;
+    else
+        pq_error_set(&s->failed, "%s: failed earlier", what);
+    return -1;
+}
+
+int pq_stream_next(pq_stream *s, pq_stream_entry *e, pq_error *err)
+{
+    if (s->state != 0) {
+        if (s->state < 0 && err)
+            *err = s->failed;
+        return s->state > 0 ? 0 : -1;
+    }
+    const pq_column_desc *col = s->col;
+    if (s->pos == s->entries) {
+        assert(s->seen == s->present); /* each present entry took one value */
+        if (pq_inflate_finish(s->f, err) < 0)
+            return fail(s, err);
+        s->state = 1;
+        return 0;
+    }
+    memset(e, 0, sizeof *e);
+    if ((col->max_rep > 0 &&
+         level_next(&s->rep, col->max_rep, &e->rep, "repetition levels", err) < 0) ||
+        (col->max_def > 0 &&
+         level_next(&s->def, col->max_def, &e->def, "definition levels", err) < 0))
+        return fail(s, err);
+    e->has_value = e->def == col->max_def;
+    if (e->has_value) {
+        if ((s->dict_enc ? value_dict(s, &e->value, err) : value_plain(s, &e->value, err)) < 0)
+            return fail(s, err);
+        s->seen++;
+    }
+    s->pos++;
+    assert(pq_stream_bytes(s) <= s->bound);
+    return 1;
+}
+
+int64_t pq_stream_skip(pq_stream *s, uint64_t n, pq_error *err)
+{
+    pq_stream_entry e;
+    uint64_t done = 0;
+    for (; done < n; done++) {
+        int rc = pq_stream_next(s, &e, err);
+        if (rc < 0)
+            return -1;
+        if (rc == 0)
+            break;
+    }
+    return (int64_t)done;
+}
+
+uint32_t pq_stream_position(const pq_stream *s)
+{
+    return s->pos;
+}
+
+uint32_t pq_stream_entries(const pq_stream *s)
+{
+    return s->entries;
+}
+
+size_t pq_stream_bytes(const pq_stream *s)
+{
+    return sizeof *s + s->rep.len + s->def.len + (s->f ? pq_inflate_bytes(s->f) : 0);
+}
+
+size_t pq_stream_bytes_max(const pq_stream *s)
+{
+    return sizeof *s + s->rep.len + s->def.len + (s->f ? pq_inflate_bytes_max(s->f) : 0);
+}
+
+void pq_stream_close(pq_stream *s)
+{
+    if (!s)
+        return;
+    pq_inflate_close(s->f);
+    free(s->rep.bytes);
+    free(s->def.bytes);
+    free(s);
+}

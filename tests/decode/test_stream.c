@@ -1,0 +1,580 @@
+/* pq_stream against the whole-page decoder: every data page of every fixture
+ * (itself checked against pyarrow by test_files.c), streamed through windows
+ * of a few bytes to a few KiB with reads of varying sizes, must give the same
+ * entries (levels and value bytes) as pq_page_decode, within the memory bound
+ * it announced; bad and truncated bodies fail cleanly. */
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "pq_stream.h"
+#include "tu.h"
+
+typedef struct reader {
+    const uint8_t *p;
+    size_t len;      /* the body: the stream must never ask for more */
+    size_t pos;
+    size_t limit;    /* bytes served before reporting the end (truncation) */
+    uint32_t seed;
+    size_t max_read; /* 0: serve all that is asked, else 1..max_read at random */
+} reader;
+
+static int read_body(void *ctx, uint8_t *buf, size_t want, size_t *got, pq_error *err)
+{
+    (void)err;
+    reader *r = ctx;
+    cr_assert(want >= 1 && r->pos + want <= r->len, "stream asked for %zu bytes at %zu of %zu",
+              want, r->pos, r->len);
+    size_t n = want;
+    if (r->max_read) {
+        r->seed = r->seed * 1103515245u + 12345u;
+        size_t k = 1 + (r->seed >> 8) % r->max_read;
+        n = n < k ? n : k;
+    }
+    size_t end = r->limit < r->len ? r->limit : r->len;
+    if (r->pos + n > end)
+        n = end - r->pos;
+    memcpy(buf, r->p + r->pos, n);
+    r->pos += n;
+    *got = n;
+    return 0;
+}
+
+static reader make_reader(const uint8_t *p, size_t len, size_t max_read)
+{
+    reader r = { p, len, 0, SIZE_MAX, 12345, max_read };
+    return r;
+}
+
+/* Stream one page and compare with pq_page_decode. Returns 1 when streamed,
+ * 0 when the stream refused the page as not streamable. */
+static int compare_page(const char *where, const pq_column_desc *col, const pq_page_header *h,
+                        const uint8_t *body, const pq_dictionary *dict,
+                        const pq_stream_opts *o, size_t max_read)
+{
+    pq_page_values pv;
+    pq_error e1 = { "" }, e2 = { "" };
+    int ok = pq_page_decode(col, h, body, (size_t)h->compressed_size, dict, &pv, &e1) == 0;
+    reader r = make_reader(body, (size_t)h->compressed_size, max_read);
+    size_t bound = pq_stream_memory_needed(h, col, o);
+    pq_stream *s = pq_stream_open(col, h, dict, o, read_body, &r, &e2);
+    if (!s) {
+        if (ok) {
+            cr_assert(strstr(e2.msg, "not streamable"), "%s: open failed on a valid page: %s",
+                      where, e2.msg);
+            pq_page_values_free(&pv);
+        }
+        return 0;
+    }
+    cr_assert_gt(bound, 0, "%s", where);
+    size_t peak = pq_stream_bytes(s);
+    uint32_t k = 0;
+    for (uint32_t i = 0;; i++) {
+        pq_stream_entry e;
+        int rc = pq_stream_next(s, &e, &e2);
+        size_t now = pq_stream_bytes(s);
+        peak = now > peak ? now : peak;
+        if (!ok) {
+            cr_assert_neq(rc, 0, "%s: stream accepted a page the whole-page decoder refuses "
+                                 "(%s)",
+                          where, e1.msg);
+            if (rc < 0)
+                break;
+            continue;
+        }
+        cr_assert_neq(rc, -1, "%s: entry %u: %s", where, i, e2.msg);
+        if (rc == 0) {
+            cr_assert_eq(i, pv.num_levels, "%s: %u entries, expected %u", where, i,
+                         pv.num_levels);
+            break;
+        }
+        cr_assert_lt(i, pv.num_levels, "%s: more entries than %u", where, pv.num_levels);
+        cr_assert_eq(e.rep, pv.rep_levels ? pv.rep_levels[i] : 0, "%s: rep of entry %u", where,
+                     i);
+        cr_assert_eq(e.def, pv.def_levels ? pv.def_levels[i] : 0, "%s: def of entry %u", where,
+                     i);
+        cr_assert_eq(e.has_value, !pv.def_levels || pv.def_levels[i] == col->max_def);
+        if (e.has_value) {
+            cr_assert_lt(k, pv.num_values);
+            const pq_bytes *v = &pv.values[k++];
+            cr_assert_eq(e.value.len, v->len, "%s: value %u: %u bytes, expected %u", where,
+                         k - 1, e.value.len, v->len);
+            cr_assert(v->len == 0 || memcmp(e.value.ptr, v->ptr, v->len) == 0,
+                      "%s: value %u differs", where, k - 1);
+        }
+    }
+    cr_assert_leq(peak, bound, "%s: held %zu bytes, bound %zu", where, peak, bound);
+    cr_assert_leq(pq_stream_bytes_max(s), bound, "%s", where);
+    if (ok) {
+        cr_assert_eq(k, pv.num_values, "%s", where);
+        cr_assert_eq(r.pos, r.len, "%s: read %zu of %zu body bytes", where, r.pos, r.len);
+        pq_page_values_free(&pv);
+    }
+    pq_stream_close(s);
+    return 1;
+}
+
+/* ---- every page of every fixture ---- */
+
+typedef struct walk {
+    const char *file;
+    int streamed[8];  /* per codec */
+    int refused;
+    int pages;
+    int nopts;
+    const pq_stream_opts *opts;
+    const size_t *max_read;
+} walk;
+
+static int on_raw(void *ctx, const pq_leaf *leaf, const pq_column_desc *col,
+                  const pq_page_header *h, const uint8_t *body, const pq_dictionary *dict,
+                  pq_error *err)
+{
+    (void)err;
+    walk *w = ctx;
+    char where[512];
+    w->pages++;
+    for (int i = 0; i < w->nopts; i++) {
+        snprintf(where, sizeof where, "%s %s page %d options %d", w->file, leaf->path, w->pages,
+                 i);
+        if (compare_page(where, col, h, body, dict, &w->opts[i], w->max_read[i]))
+            w->streamed[col->codec & 7]++;
+        else
+            w->refused++;
+    }
+    return 0;
+}
+
+static void walk_fixtures(walk *w, const pq_stream_opts *opts, const size_t *max_read, int n,
+                          int *streamed, int *refused)
+{
+    size_t len;
+    uint8_t *manifest = tu_fixture("MANIFEST", &len);
+    cr_assert_not_null(manifest);
+    char *text = malloc(len + 1);
+    memcpy(text, manifest, len);
+    text[len] = '\0';
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        char parquet[256];
+        cr_assert_eq(sscanf(line, "%255s", parquet), 1);
+        size_t flen;
+        uint8_t *data = tu_fixture(parquet, &flen);
+        cr_assert_not_null(data, "%s", parquet);
+        tu_file f;
+        pq_error err = { "" };
+        cr_assert_eq(tu_open(data, flen, &f, &err), 0, "%s: %s", parquet, err.msg);
+        memset(w, 0, sizeof *w);
+        w->file = parquet;
+        w->opts = opts;
+        w->max_read = max_read;
+        w->nopts = n;
+        for (int c = 0; c < f.nleaves; c++) {
+            if (f.leaves[c].type == PQ_INT96)
+                continue;
+            cr_assert_eq(tu_walk_raw(&f, c, on_raw, w, &err), 0, "%s: %s", parquet, err.msg);
+        }
+        for (int c = 0; c < 8; c++)
+            streamed[c] += w->streamed[c];
+        *refused += w->refused;
+        tu_close(&f);
+        free(data);
+    }
+    free(text);
+    free(manifest);
+}
+
+Test(stream, every_fixture_page_matches_the_whole_page_decoder)
+{
+    const pq_stream_opts opts[] = {
+        { 0 },                                         /* defaults, whole reads */
+        { .read_size = 64, .out_size = 64 },           /* the smallest windows */
+        { .read_size = 1024, .out_size = 100 },        /* reads up to 1 KiB, tiny window */
+        { .read_size = 4096, .out_size = 4096, .value_max = 1 << 20 },
+    };
+    const size_t max_read[] = { 0, 7, 1024, 333 };
+    walk w;
+    int streamed[8] = { 0 }, refused = 0;
+    walk_fixtures(&w, opts, max_read, 4, streamed, &refused);
+    int total = 0;
+    for (int c = 0; c < 8; c++)
+        total += streamed[c];
+    cr_log_info("streamed %d page decodes (UNCOMPRESSED %d SNAPPY %d GZIP %d BROTLI %d LZ4 %d "
+                "ZSTD %d LZ4_RAW %d), %d not streamable",
+                total, streamed[PQ_UNCOMPRESSED], streamed[PQ_SNAPPY], streamed[PQ_GZIP],
+                streamed[PQ_BROTLI], streamed[PQ_LZ4], streamed[PQ_ZSTD], streamed[PQ_LZ4_RAW],
+                refused);
+    const int codecs[] = { PQ_UNCOMPRESSED, PQ_SNAPPY, PQ_GZIP, PQ_BROTLI, PQ_LZ4, PQ_ZSTD,
+                           PQ_LZ4_RAW };
+    for (size_t i = 0; i < sizeof codecs / sizeof codecs[0]; i++)
+        cr_expect_gt(streamed[codecs[i]], 0, "no page of codec %d streamed", codecs[i]);
+    cr_expect_gt(total, 4 * refused, "%d streamed, %d refused", total, refused);
+}
+
+/* ---- one page of a fixture, by file, column and page number ---- */
+
+typedef struct page_ref {
+    int want;        /* page index in the column (0-based) */
+    int at;
+    pq_column_desc col;
+    pq_page_header h;
+    uint8_t *body;   /* copy */
+    int have_dict;
+    pq_dictionary dict;
+    const uint8_t *file_data;
+} page_ref;
+
+static int grab(void *ctx, const pq_leaf *leaf, const pq_column_desc *col,
+                const pq_page_header *h, const uint8_t *body, const pq_dictionary *dict,
+                pq_error *err)
+{
+    (void)leaf;
+    (void)err;
+    page_ref *p = ctx;
+    if (p->at++ != p->want)
+        return 0;
+    p->col = *col;
+    p->h = *h;
+    p->body = malloc((size_t)h->compressed_size + 1);
+    memcpy(p->body, body, (size_t)h->compressed_size);
+    p->have_dict = dict != NULL;
+    if (dict) {
+        /* The walker frees its dictionary: keep a copy of the entries that
+         * point into a copy of its storage. */
+        p->dict.count = dict->count;
+        p->dict.storage_len = dict->storage_len;
+        p->dict.storage = malloc(dict->storage_len + 1);
+        memcpy(p->dict.storage, dict->storage, dict->storage_len);
+        p->dict.values = malloc((dict->count + 1) * sizeof *p->dict.values);
+        for (uint32_t i = 0; i < dict->count; i++) {
+            p->dict.values[i].len = dict->values[i].len;
+            p->dict.values[i].ptr = p->dict.storage + (dict->values[i].ptr - dict->storage);
+        }
+    }
+    return 0;
+}
+
+static void load_page(const char *file, const char *column, int index, page_ref *p)
+{
+    size_t len;
+    uint8_t *data = tu_fixture(file, &len);
+    cr_assert_not_null(data, "%s", file);
+    tu_file f;
+    pq_error err;
+    cr_assert_eq(tu_open(data, len, &f, &err), 0, "%s", err.msg);
+    int c = tu_find_leaf(&f, column);
+    cr_assert_geq(c, 0, "%s: no column %s", file, column);
+    memset(p, 0, sizeof *p);
+    p->want = index;
+    cr_assert_eq(tu_walk_raw(&f, c, grab, p, &err), 0, "%s", err.msg);
+    cr_assert_not_null(p->body, "%s %s has no page %d", file, column, index);
+    tu_close(&f);
+    free(data);
+}
+
+static void free_page(page_ref *p)
+{
+    free(p->body);
+    if (p->have_dict)
+        pq_dictionary_free(&p->dict);
+}
+
+/* Decode to the end; returns 0, or -1 with the message. */
+static int stream_all(page_ref *p, const pq_stream_opts *o, reader *r, pq_error *err,
+                      uint32_t *longest)
+{
+    pq_stream *s = pq_stream_open(&p->col, &p->h, p->have_dict ? &p->dict : NULL, o, read_body,
+                                  r, err);
+    if (!s)
+        return -1;
+    pq_stream_entry e;
+    int rc;
+    while ((rc = pq_stream_next(s, &e, err)) == 1)
+        if (longest && e.has_value && e.value.len > *longest)
+            *longest = e.value.len;
+    if (rc == -1) { /* and it stays failed */
+        pq_error again;
+        cr_assert_eq(pq_stream_next(s, &e, &again), -1);
+        cr_assert_str_eq(again.msg, err->msg);
+    }
+    pq_stream_close(s);
+    return rc;
+}
+
+Test(stream, truncated_bodies_fail_cleanly_at_every_length)
+{
+    static const struct { const char *file, *column; } pages[] = {
+        { "gen_plain_v1_none.parquet", "s" },         { "gen_dict_v1_snappy.parquet", "s" },
+        { "gen_dict_v2_gzip.parquet", "lst.list.element" },
+        { "gen_plain_v2_brotli.parquet", "i64" },     { "gen_dict_v1_zstd_pageindex.parquet", "b" },
+        { "gen_plain_v2_lz4.parquet", "bin" },        { "hadoop_lz4_compressed.parquet", "c0" },
+        { "non_hadoop_lz4_compressed.parquet", "c0" }, { "stream_zstd.parquet", "cat" },
+        { "gen_plain_v1_none.parquet", "lst.list.element" },
+    };
+    int checked = 0;
+    for (size_t i = 0; i < sizeof pages / sizeof pages[0]; i++) {
+        page_ref p;
+        load_page(pages[i].file, pages[i].column, 0, &p);
+        size_t clen = (size_t)p.h.compressed_size;
+        pq_stream_opts o = { .read_size = 64, .out_size = 64 };
+        pq_error err;
+        reader whole = make_reader(p.body, clen, 5);
+        cr_assert_eq(stream_all(&p, &o, &whole, &err, NULL), 0, "%s %s: %s", pages[i].file,
+                     pages[i].column, err.msg);
+        for (size_t cut = 0; cut < clen; cut++) {
+            reader r = make_reader(p.body, clen, 5);
+            r.limit = cut;
+            err.msg[0] = '\0';
+            cr_assert_eq(stream_all(&p, &o, &r, &err, NULL), -1,
+                         "%s %s: a body cut at %zu of %zu bytes decoded", pages[i].file,
+                         pages[i].column, cut, clen);
+            cr_assert_neq(err.msg[0], '\0');
+            checked++;
+        }
+        free_page(&p);
+    }
+    cr_log_info("%d truncated bodies refused", checked);
+}
+
+static int find_big_text_page(const char *file, page_ref *p)
+{
+    for (int i = 0; i < 16; i++) {
+        load_page(file, "text", i, p);
+        uint32_t longest = 0;
+        pq_error err;
+        reader r = make_reader(p->body, (size_t)p->h.compressed_size, 0);
+        cr_assert_eq(stream_all(p, NULL, &r, &err, &longest), 0, "%s", err.msg);
+        if (longest == 20480)
+            return i;
+        free_page(p);
+    }
+    cr_assert_fail("%s: no page with a 20 KiB value", file);
+    return -1;
+}
+
+Test(stream, values_wider_than_the_window_grow_it_up_to_value_max)
+{
+    const char *files[] = { "stream_none.parquet", "stream_snappy.parquet",
+                            "stream_gzip.parquet", "stream_lz4.parquet", "stream_zstd.parquet",
+                            "stream_brotli.parquet" };
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        page_ref p;
+        find_big_text_page(files[i], &p);
+        pq_stream_opts small = { .read_size = 256, .out_size = 1024 };
+        cr_assert_lt(small.out_size + PQ_STREAM_SNAPPY_WINDOW, (size_t)p.h.uncompressed_size);
+        cr_assert(compare_page(files[i], &p.col, &p.h, p.body, NULL, &small, 100));
+        pq_stream_opts tight = { .out_size = 1024, .value_max = 20479 };
+        pq_error err;
+        reader r = make_reader(p.body, (size_t)p.h.compressed_size, 0);
+        cr_assert_eq(stream_all(&p, &tight, &r, &err, NULL), -1, "%s", files[i]);
+        cr_assert(strstr(err.msg, "value limit"), "%s", err.msg);
+        cr_assert(strstr(err.msg, "not streamable"), "%s", err.msg);
+        free_page(&p);
+    }
+}
+
+Test(stream, snappy_copy_beyond_the_window_fails)
+{
+    page_ref p;
+    find_big_text_page("stream_snappy.parquet", &p);
+    cr_assert_eq(p.col.codec, PQ_SNAPPY);
+    pq_stream_opts o = { .snappy_window = 1024 }; /* the page repeats a 4 KiB block */
+    pq_error err;
+    reader r = make_reader(p.body, (size_t)p.h.compressed_size, 0);
+    cr_assert_eq(stream_all(&p, &o, &r, &err, NULL), -1);
+    cr_assert(strstr(err.msg, "beyond the stream's window"), "%s", err.msg);
+    o.snappy_window = 0; /* the default, 64 KiB: copies reach up to 22 KiB back here */
+    r = make_reader(p.body, (size_t)p.h.compressed_size, 0);
+    cr_assert_eq(stream_all(&p, &o, &r, &err, NULL), 0, "%s", err.msg);
+    free_page(&p);
+}
+
+Test(stream, brotli_window_over_the_limit_is_refused)
+{
+    page_ref p;
+    load_page("stream_brotli.parquet", "ids.list.element", 0, &p);
+    pq_stream_opts o = { .window_max = 512 };
+    pq_error err;
+    reader r = make_reader(p.body, (size_t)p.h.compressed_size, 0);
+    cr_assert_eq(stream_all(&p, &o, &r, &err, NULL), -1);
+    cr_assert(strstr(err.msg, "not streamable"), "%s", err.msg);
+    free_page(&p);
+}
+
+Test(stream, skip_lands_on_the_same_entry)
+{
+    page_ref p;
+    load_page("stream_gzip.parquet", "ids.list.element", 0, &p);
+    pq_page_values pv;
+    pq_error err;
+    cr_assert_eq(pq_page_decode(&p.col, &p.h, p.body, (size_t)p.h.compressed_size, NULL, &pv,
+                                &err),
+                 0, "%s", err.msg);
+    reader r = make_reader(p.body, (size_t)p.h.compressed_size, 100);
+    pq_stream_opts o = { .out_size = 512 };
+    pq_stream *s = pq_stream_open(&p.col, &p.h, NULL, &o, read_body, &r, &err);
+    cr_assert_not_null(s, "%s", err.msg);
+    uint32_t k = 0, at = 0;
+    for (uint32_t step = 1; at < pv.num_levels; step = step * 3 + 1) {
+        uint32_t n = step < pv.num_levels - at ? step : pv.num_levels - at - 1;
+        cr_assert_eq(pq_stream_skip(s, n, &err), n, "%s", err.msg);
+        for (uint32_t i = at; i < at + n; i++)
+            k += pv.def_levels[i] == p.col.max_def;
+        at += n;
+        cr_assert_eq(pq_stream_position(s), at);
+        pq_stream_entry e;
+        cr_assert_eq(pq_stream_next(s, &e, &err), 1, "%s", err.msg);
+        cr_assert_eq(e.def, pv.def_levels[at]);
+        cr_assert_eq(e.rep, pv.rep_levels[at]);
+        if (e.has_value) {
+            cr_assert_eq(e.value.len, 8);
+            cr_assert_eq(memcmp(e.value.ptr, pv.values[k].ptr, 8), 0);
+            k++;
+        }
+        at++;
+    }
+    cr_assert_eq(pq_stream_skip(s, 5, &err), 0);
+    pq_stream_close(s);
+    pq_page_values_free(&pv);
+    free_page(&p);
+}
+
+/* ---- a large synthetic page: memory stays within the bound ---- */
+
+/* A v1 page of `lists` lists of `per` INT64 values: rep levels as RLE runs
+ * (0 then per-1 ones), def levels one RLE run of max_def, PLAIN values i. */
+static uint8_t *big_page(uint32_t lists, uint32_t per, size_t *len)
+{
+    size_t n = (size_t)lists * per;
+    uint8_t *p = malloc(n * 8 + (size_t)lists * 8 + 64), *at = p + 4;
+    for (uint32_t l = 0; l < lists; l++) {
+        uint32_t ones = (per - 1) << 1;
+        *at++ = 1 << 1; /* run of one 0 */
+        *at++ = 0;
+        do { /* uleb */
+            *at++ = (uint8_t)((ones & 0x7f) | (ones > 0x7f ? 0x80 : 0));
+            ones >>= 7;
+        } while (ones);
+        *at++ = 1;
+    }
+    uint32_t rep_len = (uint32_t)(at - p - 4);
+    memcpy(p, &rep_len, 4);
+    uint8_t *def = at;
+    at += 4;
+    uint64_t h = (uint64_t)n << 1;
+    do {
+        *at++ = (uint8_t)((h & 0x7f) | (h > 0x7f ? 0x80 : 0));
+        h >>= 7;
+    } while (h);
+    *at++ = 3;
+    uint32_t def_len = (uint32_t)(at - def - 4);
+    memcpy(def, &def_len, 4);
+    for (uint64_t i = 0; i < n; i++, at += 8)
+        memcpy(at, &i, 8);
+    *len = (size_t)(at - p);
+    return p;
+}
+
+Test(stream, a_large_page_streams_within_its_bound)
+{
+    const uint32_t lists = 10000, per = 200; /* 2 M values, 16 MB of PLAIN INT64 */
+    size_t ulen;
+    uint8_t *raw = big_page(lists, per, &ulen);
+    size_t cap = ZSTD_compressBound(ulen);
+    uint8_t *z = malloc(cap);
+    size_t clen = ZSTD_compress(z, cap, raw, ulen, 1);
+    cr_assert(!ZSTD_isError(clen));
+    pq_column_desc col = { PQ_INT64, 0, 3, 1, PQ_ZSTD };
+    pq_page_header h = { .type = PQ_PAGE_DATA, .uncompressed_size = (int32_t)ulen,
+                         .compressed_size = (int32_t)clen, .num_values = (int32_t)(lists * per),
+                         .encoding = PQ_ENC_PLAIN, .def_encoding = PQ_ENC_RLE,
+                         .rep_encoding = PQ_ENC_RLE };
+    size_t bound = pq_stream_memory_needed(&h, &col, NULL);
+    cr_log_info("page of %zu bytes (%zu compressed), %u values: bound %zu bytes", ulen, clen,
+                lists * per, bound);
+    cr_assert_lt(bound, (size_t)8 << 20, "bound %zu", bound);
+    reader r = make_reader(z, clen, 0);
+    pq_error err;
+    pq_stream *s = pq_stream_open(&col, &h, NULL, NULL, read_body, &r, &err);
+    cr_assert_not_null(s, "%s", err.msg);
+    size_t peak = 0, after_open = pq_stream_bytes_max(s);
+    cr_assert_leq(after_open, bound);
+    pq_stream_entry e;
+    uint64_t i = 0;
+    int rc;
+    while ((rc = pq_stream_next(s, &e, &err)) == 1) {
+        size_t now = pq_stream_bytes(s);
+        peak = now > peak ? now : peak;
+        cr_assert_eq(e.rep, i % per != 0, "entry %llu", (unsigned long long)i);
+        cr_assert_eq(e.def, 3);
+        uint64_t v;
+        memcpy(&v, e.value.ptr, 8);
+        cr_assert_eq(v, i);
+        i++;
+    }
+    cr_assert_eq(rc, 0, "%s", err.msg);
+    cr_assert_eq(i, (uint64_t)lists * per);
+    cr_assert_leq(peak, after_open);
+    cr_log_info("held at most %zu bytes (bound after open %zu)", peak, after_open);
+    pq_stream_close(s);
+
+    /* The same bytes, compressed with an 8 MiB window: refused at the 2 MiB default. */
+    ZSTD_CCtx *cc = ZSTD_createCCtx();
+    ZSTD_CCtx_setParameter(cc, ZSTD_c_windowLog, 23);
+    ZSTD_CCtx_setParameter(cc, ZSTD_c_contentSizeFlag, 0);
+    clen = ZSTD_compress2(cc, z, cap, raw, ulen);
+    cr_assert(!ZSTD_isError(clen));
+    ZSTD_freeCCtx(cc);
+    h.compressed_size = (int32_t)clen;
+    r = make_reader(z, clen, 0);
+    cr_assert_null(pq_stream_open(&col, &h, NULL, NULL, read_body, &r, &err));
+    cr_assert(strstr(err.msg, "not streamable"), "%s", err.msg);
+    pq_stream_opts wide = { .window_max = (size_t)8 << 20 };
+    r = make_reader(z, clen, 0);
+    s = pq_stream_open(&col, &h, NULL, &wide, read_body, &r, &err);
+    cr_assert_not_null(s, "%s", err.msg);
+    cr_assert_eq(pq_stream_skip(s, (uint64_t)lists * per + 1, &err), (int64_t)lists * per,
+                 "%s", err.msg);
+    cr_assert_leq(pq_stream_bytes(s), pq_stream_memory_needed(&h, &col, &wide));
+    pq_stream_close(s);
+
+    /* Overlong and short bodies: the header's sizes must hold exactly. */
+    h.uncompressed_size = (int32_t)ulen - 1;
+    r = make_reader(z, clen, 0);
+    s = pq_stream_open(&col, &h, NULL, &wide, read_body, &r, &err);
+    cr_assert_not_null(s, "%s", err.msg);
+    cr_assert_eq(pq_stream_skip(s, (uint64_t)lists * per, &err), -1);
+    pq_stream_close(s);
+    free(z);
+    free(raw);
+}
+
+Test(stream, refuses_what_does_not_stream)
+{
+    pq_column_desc col = { PQ_INT64, 0, 0, 0, PQ_LZO };
+    pq_page_header h = { .type = PQ_PAGE_DATA, .uncompressed_size = 8, .compressed_size = 8,
+                         .num_values = 1, .encoding = PQ_ENC_PLAIN };
+    pq_error err;
+    reader r = make_reader((const uint8_t *)"12345678", 8, 0);
+    cr_assert_eq(pq_stream_memory_needed(&h, &col, NULL), 0);
+    cr_assert_null(pq_stream_open(&col, &h, NULL, NULL, read_body, &r, &err));
+    cr_assert(strstr(err.msg, "not streamable"), "%s", err.msg);
+    col.codec = PQ_UNCOMPRESSED;
+    h.encoding = PQ_ENC_DELTA_BINARY_PACKED;
+    cr_assert_null(pq_stream_open(&col, &h, NULL, NULL, read_body, &r, &err));
+    cr_assert(strstr(err.msg, "not streamable"), "%s", err.msg);
+    h.encoding = PQ_ENC_PLAIN;
+    pq_stream_opts o = { .cap = 100 };
+    cr_assert_null(pq_stream_open(&col, &h, NULL, &o, read_body, &r, &err));
+    cr_assert(strstr(err.msg, "over the cap"), "%s", err.msg);
+    pq_stream *s = pq_stream_open(&col, &h, NULL, NULL, read_body, &r, &err);
+    cr_assert_not_null(s, "%s", err.msg);
+    pq_stream_entry e;
+    cr_assert_eq(pq_stream_next(s, &e, &err), 1);
+    cr_assert_eq(memcmp(e.value.ptr, "12345678", 8), 0);
+    cr_assert_eq(pq_stream_next(s, &e, &err), 0);
+    cr_assert_eq(pq_stream_next(s, &e, &err), 0);
+    pq_stream_close(s);
+}
