@@ -14,6 +14,9 @@
  * included; the library codecs allocate through a counting allocator that
  * refuses beyond their share. opts must have its defaults filled in (see
  * pq_stream.c). Not thread-safe per inflate.
+ *
+ * Implemented by pq_inflate.c (the window) and one file per codec family;
+ * pq_inflate_own.h says which.
  */
 #ifndef PQ_INFLATE_H
 #define PQ_INFLATE_H

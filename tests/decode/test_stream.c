@@ -578,3 +578,61 @@ Test(stream, refuses_what_does_not_stream)
     cr_assert_eq(pq_stream_next(s, &e, &err), 0);
     pq_stream_close(s);
 }
+
+/* SNAPPY copies that overlap what they copy (offset < length: the bytes
+ * repeat with the offset's period), across fills of the smallest window and
+ * reads of 1..7 bytes: the stream gives the bytes a naive byte-by-byte copy
+ * gives, and pq_page_decode (libsnappy) agrees. */
+Test(stream, snappy_overlapping_copies)
+{
+    static const struct { size_t off, len; } copies[] = {
+        { 1, 64 }, { 3, 61 }, { 7, 59 }, { 16, 64 }, { 2, 5 }, { 64, 64 }, { 5, 56 },
+    };
+    uint8_t raw[1024], body[256];
+    size_t ulen = 0, clen = 2; /* body[0..1]: the length varint, set below */
+    const char *lit = "ABCDEFGHxyz";
+    for (size_t i = 0; i < sizeof copies / sizeof copies[0]; i++) {
+        size_t n = i == 0 ? 8 : i == 4 ? 3 : 0; /* literals before copies 0 and 4 */
+        if (n) {
+            body[clen++] = (uint8_t)((n - 1) << 2);
+            memcpy(body + clen, lit + (i ? 8 : 0), n);
+            memcpy(raw + ulen, lit + (i ? 8 : 0), n);
+            clen += n;
+            ulen += n;
+        }
+        body[clen++] = (uint8_t)((copies[i].len - 1) << 2 | 2); /* 2-byte offset */
+        body[clen++] = (uint8_t)copies[i].off;
+        body[clen++] = 0;
+        for (size_t k = 0; k < copies[i].len; k++, ulen++)
+            raw[ulen] = raw[ulen - copies[i].off];
+    }
+    cr_assert_eq(ulen % 8, 0, "%zu", ulen);
+    cr_assert(ulen >= 128 && ulen < 16384, "%zu", ulen);
+    body[0] = (uint8_t)(ulen | 0x80);
+    body[1] = (uint8_t)(ulen >> 7);
+    pq_column_desc col = { PQ_INT64, 0, 0, 0, PQ_SNAPPY };
+    pq_page_header h = { .type = PQ_PAGE_DATA, .uncompressed_size = (int32_t)ulen,
+                         .compressed_size = (int32_t)clen, .num_values = (int32_t)(ulen / 8),
+                         .encoding = PQ_ENC_PLAIN };
+    pq_page_values pv;
+    pq_error err;
+    cr_assert_eq(pq_page_decode(&col, &h, body, clen, NULL, &pv, &err), 0, "%s", err.msg);
+    cr_assert_eq(pv.num_values, ulen / 8);
+    const pq_stream_opts o = { .read_size = 64, .out_size = 64 };
+    reader r = make_reader(body, clen, 7);
+    pq_stream *s = pq_stream_open(&col, &h, NULL, &o, read_body, &r, &err);
+    cr_assert_not_null(s, "%s", err.msg);
+    pq_stream_entry e;
+    uint32_t i = 0;
+    int rc;
+    while ((rc = pq_stream_next(s, &e, &err)) == 1) {
+        cr_assert_eq(e.value.len, 8);
+        cr_assert_eq(memcmp(e.value.ptr, raw + 8 * i, 8), 0, "value %u", i);
+        cr_assert_eq(memcmp(pv.values[i].ptr, raw + 8 * i, 8), 0, "libsnappy, value %u", i);
+        i++;
+    }
+    cr_assert_eq(rc, 0, "%s", err.msg);
+    cr_assert_eq(i, ulen / 8);
+    pq_stream_close(s);
+    pq_page_values_free(&pv);
+}
