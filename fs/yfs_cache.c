@@ -6,21 +6,29 @@
 #include <string.h>
 #include <time.h>
 
+#include "yfs_budget.h"
 #include "yfs_segment.h"
 #include "yfs_thread.h"
 
 #define BUCKETS 4096
 #define QUEUE_CAP 256
+/* Readers building a segment at once, remembered for reclaim (more only
+ * means their half-read segments wait to go stale). */
+#define MAX_BUILDERS 64
 /* An idle segment that no reader has finished is dropped for a demand read
- * only after this long untouched (see make_room). */
+ * only after this long untouched (see make_room, reclaim). */
 #define STALE_NS (1000u * 1000u * 1000u)
 
-enum seg_state { QUEUED, BUILDING, READY, FAILED };
+/* CANCELLED: a queued prefetch dropped for a demand read (reclaim). */
+enum seg_state { QUEUED, BUILDING, READY, FAILED, CANCELLED };
 
+/* A segment's size is reserved (YFS_MEM_SEGMENTS) for as long as it is in
+ * the table: in its hold while QUEUED or BUILDING (the build's other
+ * reservations join it), owned by no hold once READY. */
 struct yfs_seg {
     uint64_t epoch, index;   /* key */
     uint64_t size;           /* framed bytes, known from the plan */
-    uint64_t work;           /* working memory reserved while QUEUED or BUILDING */
+    yfs_hold hold;           /* the build's reservations (yfs_budget.h) */
     uint8_t *data;           /* READY only */
     /* Fields below are guarded by the cache lock. */
     enum seg_state state;
@@ -37,19 +45,19 @@ struct yfs_seg {
 
 struct yfs_cache {
     yfs_mount *m;
-    uint64_t budget;
+    yfs_budget *budget;
     pthread_mutex_t lock;    /* guards everything below and the seg fields above */
-    pthread_cond_t changed;  /* a segment left BUILDING, or became idle (evictable) */
+    pthread_cond_t changed;  /* a segment left BUILDING */
     pthread_cond_t work;     /* the queue got a job, or stopping */
     yfs_seg *buckets[BUCKETS];
     yfs_seg *lru_head, *lru_tail; /* head: least recently used */
-    uint64_t bytes;          /* sizes and work of every segment in the table */
     yfs_seg *queue[QUEUE_CAP];
     size_t queue_head, queue_len;
     pthread_t *workers;
     int num_workers;
     int stopping;
-    int waiting_for_room;    /* demand reads waiting in yfs_cache_get */
+    const void *builders[MAX_BUILDERS]; /* readers building a segment now */
+    int num_builders;
 };
 
 static size_t bucket_of(uint64_t epoch, uint64_t index)
@@ -66,13 +74,15 @@ static yfs_seg *find(yfs_cache *c, uint64_t epoch, uint64_t index)
     return NULL;
 }
 
+/* Remove e from the table and release its reservation (lock held); e must
+ * no longer be QUEUED or BUILDING (its size out of its hold). */
 static void table_remove(yfs_cache *c, yfs_seg *e)
 {
     yfs_seg **p = &c->buckets[bucket_of(e->epoch, e->index)];
     while (*p != e)
         p = &(*p)->chain;
     *p = e->chain;
-    c->bytes -= e->size + e->work;
+    yfs_budget_release(c->budget, e->size, YFS_MEM_SEGMENTS, NULL);
 }
 
 static void lru_unlink(yfs_cache *c, yfs_seg *e)
@@ -95,14 +105,14 @@ static void seg_free(yfs_seg *e)
 }
 
 /* Drop one reference (lock held). An idle READY segment joins the LRU list
- * (and may be evicted: waiters for room are woken); a FAILED one (already
- * out of the table) is freed. */
+ * (and may be evicted: waiters for room are woken); a FAILED or CANCELLED
+ * one (already out of the table) is freed. */
 static void release(yfs_cache *c, yfs_seg *e)
 {
     if (--e->refs > 0)
         return;
     if (e->state == READY) {
-        pthread_cond_broadcast(&c->changed);
+        yfs_budget_notify(c->budget);
         e->prev = c->lru_tail;
         e->next = NULL;
         if (c->lru_tail)
@@ -110,7 +120,7 @@ static void release(yfs_cache *c, yfs_seg *e)
         else
             c->lru_head = e;
         c->lru_tail = e;
-    } else if (e->state == FAILED) {
+    } else if (e->state == FAILED || e->state == CANCELLED) {
         seg_free(e);
     }
 }
@@ -136,65 +146,83 @@ static int may_drop(const yfs_seg *e, const victim_filter *f)
            (f->victims == STALE && e->touched_ns < f->stale_before);
 }
 
-/* Drop idle segments that pass f, least recently used first, while over
- * budget. */
-static void evict(yfs_cache *c, uint64_t need, const victim_filter *f)
+/* Drop idle segments that pass f, least recently used first, until `need`
+ * bytes are freed; returns the bytes freed. */
+static uint64_t evict(yfs_cache *c, uint64_t need, const victim_filter *f)
 {
+    uint64_t freed = 0;
     yfs_seg *e = c->lru_head;
-    while (c->bytes + need > c->budget && e) {
+    while (freed < need && e) {
         yfs_seg *next = e->next;
         if (may_drop(e, f)) {
             lru_unlink(c, e);
+            freed += e->size;
             table_remove(c, e);
             seg_free(e);
             yfs_count(&c->m->stats.segments_evicted, 1);
         }
         e = next;
     }
+    return freed;
 }
 
-/* Make room for `need` more bytes (lock held) for a demand read by `reader`,
- * or for a prefetch (reader NULL); returns whether the budget is met.
- * Segments read to their end go first, and a prefetch drops nothing
- * else; nor does it take room while a demand read waits for some. A demand
- * read then drops prefetched segments not yet asked for (speculation gives
- * way to demand), and those its own reader left half-read (it seeks). A
- * segment another reader is in the middle of is idle between that reader's
+/* Make room (lock held) for a demand read by `reader` of `need` bytes, as
+ * far as its reader's own segments and speculation allow: segments read to
+ * their end, prefetched segments not yet asked for (speculation gives way to
+ * demand), and those this reader left half-read (it seeks). A segment
+ * another reader is in the middle of is idle between that reader's
  * requests, and dropping it makes the reader build it again at once (with 8
- * readers in mem=64M, every segment was built ~18 times); a demand read
- * drops it only once stale, STALE_NS untouched (its reader paused or left),
- * and until then waits for readers to finish segments. */
-static int make_room(yfs_cache *c, uint64_t need, const void *reader)
+ * readers in mem=64M, every segment was built ~18 times): it goes only once
+ * stale, STALE_NS untouched (its reader paused or left), through reclaim
+ * while the read waits for room in the accountant. */
+static void make_room(yfs_cache *c, uint64_t need, const void *reader)
 {
-    victim_filter f = { CONSUMED, reader, 0 };
-    evict(c, need, &f);
-    if (!reader)
-        return c->waiting_for_room == 0 && c->bytes + need <= c->budget;
+    victim_filter f = { SPECULATIVE, reader, 0 };
+    evict(c, yfs_budget_shortfall(c->budget, need), &f);
+}
+
+/* The accountant's reclaimer: for a prefetch only segments read to their
+ * end go; for a demand reservation also prefetched segments no reader asked
+ * for, queued prefetches (cancelled), and segments untouched for STALE_NS.
+ * Returns when the least recently used idle segment goes stale. */
+static uint64_t reclaim(void *ctx, uint64_t need, int demand)
+{
+    yfs_cache *c = ctx;
+    pthread_mutex_lock(&c->lock);
+    uint64_t now = yfs_now_ns();
+    victim_filter f = { CONSUMED, NULL, 0 };
+    uint64_t freed = evict(c, need, &f);
+    /* A reader building a segment has moved on from the one it left
+     * half-read (as in make_room, which does not know the build's size). */
     f.victims = SPECULATIVE;
-    evict(c, need, &f);
-    if (c->bytes + need > c->budget) {
-        uint64_t now = yfs_now_ns();
-        f.victims = STALE;
-        f.stale_before = now > STALE_NS ? now - STALE_NS : 0;
-        evict(c, need, &f);
+    for (int i = 0; demand && i < c->num_builders && freed < need; i++) {
+        f.reader = c->builders[i];
+        freed += evict(c, need - freed, &f);
     }
-    return c->bytes + need <= c->budget;
+    f = (victim_filter){ STALE, NULL, now > STALE_NS ? now - STALE_NS : 0 };
+    if (demand && freed < need)
+        freed += evict(c, need - freed, &f);
+    for (size_t i = c->queue_len; demand && freed < need && i-- > 0;) {
+        yfs_seg *e = c->queue[(c->queue_head + i) % QUEUE_CAP];
+        if (e->state != QUEUED)
+            continue;
+        e->state = CANCELLED; /* the worker that pops it frees it */
+        yfs_budget_transfer(c->budget, e->size, YFS_MEM_SEGMENTS, &e->hold, YFS_MEM_SEGMENTS,
+                            NULL);
+        table_remove(c, e);
+        freed += e->size;
+    }
+    /* At the latest when the least recently used goes stale; not sooner
+     * than a millisecond (room freed here may have been taken meanwhile). */
+    uint64_t retry = demand && c->lru_head ? c->lru_head->touched_ns + STALE_NS + 1 : 0;
+    if (retry && retry < now + 1000000u)
+        retry = now + 1000000u;
+    pthread_mutex_unlock(&c->lock);
+    return retry;
 }
 
-/* Wait for the cache to change (lock held), or until the least recently
- * used idle segment goes stale, whichever comes first. */
-static void wait_for_room(yfs_cache *c)
-{
-    if (!c->lru_head) {
-        pthread_cond_wait(&c->changed, &c->lock);
-        return;
-    }
-    uint64_t wake = c->lru_head->touched_ns + STALE_NS + 1;
-    struct timespec at = { (time_t)(wake / 1000000000u), (long)(wake % 1000000000u) };
-    pthread_cond_timedwait(&c->changed, &c->lock, &at);
-}
-
-static yfs_seg *insert(yfs_cache *c, yfs_plan *plan, uint64_t s, enum seg_state state)
+/* A new entry for segment s, in no table yet (lock not needed). */
+static yfs_seg *seg_new(yfs_plan *plan, uint64_t s)
 {
     yfs_seg *e = calloc(1, sizeof *e);
     if (!e)
@@ -202,33 +230,43 @@ static yfs_seg *insert(yfs_cache *c, yfs_plan *plan, uint64_t s, enum seg_state 
     e->epoch = plan->plan.epoch;
     e->index = s;
     e->size = plan->plan.segments[s].bytes;
-    e->work = yfs_segment_work(&plan->plan, s);
-    e->state = state;
     e->refs = 1;
-    size_t b = bucket_of(e->epoch, s);
-    e->chain = c->buckets[b];
-    c->buckets[b] = e;
-    c->bytes += e->size + e->work;
     return e;
 }
 
-/* Build e (state BUILDING, lock NOT held), then publish the result.
- * A build frees MiBs of working memory in the middle of the heap, where
- * malloc keeps it resident for reuse. When readers wait for room that memory
- * is counted as free but still occupies RAM (8 readers in mem=64M peaked at
- * 99 MiB, 75 MiB with this), so it is handed back to the system. */
+/* Put e, reserved for in its hold, into the table in `state` (lock held). */
+static void insert(yfs_cache *c, yfs_seg *e, enum seg_state state)
+{
+    size_t b = bucket_of(e->epoch, e->index);
+    e->state = state;
+    e->chain = c->buckets[b];
+    c->buckets[b] = e;
+}
+
+/* Give up an entry that never joined the table, and its reservation. */
+static void discard(yfs_cache *c, yfs_seg *e)
+{
+    yfs_budget_release(c->budget, e->size, YFS_MEM_SEGMENTS, &e->hold);
+    yfs_hold_leave(c->budget, &e->hold);
+    free(e);
+}
+
+/* Build e (state BUILDING, its hold entered by this thread, lock NOT held),
+ * then publish the result. A build frees MiBs of working memory in the
+ * middle of the heap, where malloc keeps it resident for reuse. When readers
+ * wait for room that memory is counted as free but still occupies RAM (8
+ * readers in mem=64M peaked at 99 MiB, 75 MiB with this), so it is handed
+ * back to the system. */
 static int build(yfs_cache *c, yfs_seg *e, yfs_plan *plan, pq_error *err)
 {
     uint8_t *data = NULL;
-    int rc = yfs_segment_build(c->m, plan, e->index, &data, &e->err);
-    pthread_mutex_lock(&c->lock);
-    int short_of_memory = c->waiting_for_room > 0;
-    pthread_mutex_unlock(&c->lock);
-    if (short_of_memory)
+    int rc = yfs_segment_build(c->m, plan, e->index, &e->hold, &data, &e->err);
+    if (yfs_budget_demand_waiting(c->budget))
         malloc_trim(0);
+    /* The build released all but the segment's size, which the cache keeps. */
+    yfs_budget_transfer(c->budget, e->size, YFS_MEM_SEGMENTS, &e->hold, YFS_MEM_SEGMENTS, NULL);
+    yfs_hold_leave(c->budget, &e->hold);
     pthread_mutex_lock(&c->lock);
-    c->bytes -= e->work;
-    e->work = 0;
     if (rc == 0) {
         e->data = data;
         e->state = READY;
@@ -248,11 +286,16 @@ int yfs_cache_get(yfs_cache *c, yfs_plan *plan, uint64_t s, const void *reader, 
                   pq_error *err)
 {
     yfs_stats *st = &c->m->stats;
-    uint64_t need = plan->plan.segments[s].bytes + yfs_segment_work(&plan->plan, s);
+    uint64_t need = plan->plan.segments[s].bytes;
+    yfs_seg *fresh = NULL; /* reserved for, not in the table yet */
     pthread_mutex_lock(&c->lock);
     yfs_seg *e;
     for (;;) {
         e = find(c, plan->plan.epoch, s);
+        if (fresh && e) { /* built or queued by another meanwhile */
+            discard(c, fresh);
+            fresh = NULL;
+        }
         if (e && e->state == READY) {
             if (e->refs++ == 0)
                 lru_unlink(c, e);
@@ -283,30 +326,46 @@ int yfs_cache_get(yfs_cache *c, yfs_plan *plan, uint64_t s, const void *reader, 
                 *out = e;
             return rc;
         }
-        /* Absent (or queued) and to be built here, within the budget but
-         * for the exception in the header. */
-        if (e || make_room(c, need, reader) || c->bytes == 0)
+        if (e) { /* queued: taken over here, with its reservation */
+            e->refs++; /* the queue keeps its reference; the worker drops it */
+            e->state = BUILDING;
+            yfs_hold_enter(c->budget, &e->hold);
             break;
-        yfs_count(&st->memory_waits, 1);
-        c->waiting_for_room++;
-        wait_for_room(c);
-        c->waiting_for_room--;
-    }
-
-    /* A queued entry keeps the queue's reference; the worker drops it when
-     * it finds the entry no longer QUEUED. */
-    yfs_count(&st->segment_misses, 1);
-    if (e) {
-        e->refs++;
-        e->state = BUILDING;
-    } else if (!(e = insert(c, plan, s, BUILDING))) {
+        }
+        if (fresh) {
+            insert(c, fresh, BUILDING);
+            e = fresh;
+            break;
+        }
+        /* Absent, and to be built here once reserved. The accountant's wait
+         * happens without the cache lock (its reclaimers take it) and with
+         * no segment held (yfs_view.h). */
+        make_room(c, need, reader);
         pthread_mutex_unlock(&c->lock);
-        return pq_error_set(err, "out of memory");
+        if (!(fresh = seg_new(plan, s)))
+            return pq_error_set(err, "out of memory");
+        yfs_hold_enter(c->budget, &fresh->hold);
+        yfs_budget_reserve(c->budget, need, YFS_MEM_SEGMENTS, YFS_DEMAND, &fresh->hold);
+        pthread_mutex_lock(&c->lock);
     }
+    yfs_count(&st->segment_misses, 1);
     e->served = 1;
     e->reader = reader;
+    int slot = c->num_builders < MAX_BUILDERS ? c->num_builders++ : -1;
+    if (slot >= 0)
+        c->builders[slot] = reader;
     pthread_mutex_unlock(&c->lock);
     int rc = build(c, e, plan, err);
+    if (slot >= 0) {
+        pthread_mutex_lock(&c->lock);
+        for (int i = 0; i < c->num_builders; i++) {
+            if (c->builders[i] == reader) {
+                c->builders[i] = c->builders[--c->num_builders];
+                break;
+            }
+        }
+        pthread_mutex_unlock(&c->lock);
+    }
     if (rc < 0) {
         pthread_mutex_lock(&c->lock);
         release(c, e);
@@ -334,22 +393,31 @@ void yfs_cache_put(yfs_cache *c, yfs_seg *e)
 int yfs_cache_prefetch(yfs_cache *c, yfs_plan *plan, uint64_t s)
 {
     pthread_mutex_lock(&c->lock);
-    int rc = 0;
-    if (find(c, plan->plan.epoch, s))
-        goto out;
-    rc = -1;
-    if (c->num_workers == 0 || c->queue_len == QUEUE_CAP ||
-        !make_room(c, plan->plan.segments[s].bytes + yfs_segment_work(&plan->plan, s), NULL))
-        goto out;
-    yfs_seg *e = insert(c, plan, s, QUEUED);
+    int present = find(c, plan->plan.epoch, s) != NULL;
+    int open = c->num_workers > 0 && c->queue_len < QUEUE_CAP;
+    pthread_mutex_unlock(&c->lock);
+    if (present)
+        return 0;
+    yfs_seg *e = open ? seg_new(plan, s) : NULL;
     if (!e)
-        goto out;
-    yfs_plans_ref(c->m->plans, plan);
-    e->plan = plan;
-    c->queue[(c->queue_head + c->queue_len++) % QUEUE_CAP] = e;
-    pthread_cond_signal(&c->work);
-    rc = 0;
-out:
+        return -1;
+    if (yfs_budget_reserve(c->budget, e->size, YFS_MEM_SEGMENTS, YFS_PREFETCH, &e->hold) < 0) {
+        free(e);
+        return -1;
+    }
+    pthread_mutex_lock(&c->lock);
+    int rc = 0;
+    if (find(c, plan->plan.epoch, s) || c->queue_len == QUEUE_CAP) {
+        rc = find(c, plan->plan.epoch, s) ? 0 : -1;
+        yfs_budget_release(c->budget, e->size, YFS_MEM_SEGMENTS, &e->hold);
+        free(e);
+    } else {
+        insert(c, e, QUEUED);
+        yfs_plans_ref(c->m->plans, plan);
+        e->plan = plan;
+        c->queue[(c->queue_head + c->queue_len++) % QUEUE_CAP] = e;
+        pthread_cond_signal(&c->work);
+    }
     pthread_mutex_unlock(&c->lock);
     return rc;
 }
@@ -370,6 +438,7 @@ static void *worker(void *arg)
         e->plan = NULL;
         if (e->state == QUEUED) {
             e->state = BUILDING;
+            yfs_hold_enter(c->budget, &e->hold);
             pthread_mutex_unlock(&c->lock);
             if (build(c, e, plan, NULL) == 0)
                 yfs_count(&c->m->stats.segments_prefetched, 1);
@@ -384,20 +453,17 @@ static void *worker(void *arg)
     return NULL;
 }
 
-yfs_cache *yfs_cache_new(yfs_mount *m, uint64_t budget)
+yfs_cache *yfs_cache_new(yfs_mount *m)
 {
     yfs_cache *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
     c->m = m;
-    c->budget = budget;
+    c->budget = m->budget;
     pthread_mutex_init(&c->lock, NULL);
-    pthread_condattr_t monotonic; /* wait_for_room's deadline is CLOCK_MONOTONIC */
-    pthread_condattr_init(&monotonic);
-    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->changed, &monotonic);
-    pthread_condattr_destroy(&monotonic);
+    pthread_cond_init(&c->changed, NULL);
     pthread_cond_init(&c->work, NULL);
+    yfs_budget_add_reclaimer(c->budget, reclaim, c);
     return c;
 }
 
@@ -427,12 +493,21 @@ void yfs_cache_free(yfs_cache *c)
     for (int i = 0; i < c->num_workers; i++)
         pthread_join(c->workers[i], NULL);
     free(c->workers);
-    /* Jobs never started still hold their plans. */
-    for (; c->queue_len; c->queue_len--, c->queue_head = (c->queue_head + 1) % QUEUE_CAP)
-        yfs_plans_put(c->m->plans, c->queue[c->queue_head]->plan);
+    /* Jobs never started still hold their plans; cancelled ones are in no
+     * table. */
+    for (; c->queue_len; c->queue_len--, c->queue_head = (c->queue_head + 1) % QUEUE_CAP) {
+        yfs_seg *e = c->queue[c->queue_head];
+        yfs_plans_put(c->m->plans, e->plan);
+        if (e->state == CANCELLED)
+            seg_free(e);
+    }
     for (size_t b = 0; b < BUCKETS; b++) {
         for (yfs_seg *e = c->buckets[b], *next; e; e = next) {
             next = e->chain;
+            if (e->state == QUEUED)
+                yfs_budget_transfer(c->budget, e->size, YFS_MEM_SEGMENTS, &e->hold,
+                                    YFS_MEM_SEGMENTS, NULL);
+            yfs_budget_release(c->budget, e->size, YFS_MEM_SEGMENTS, NULL);
             seg_free(e);
         }
     }

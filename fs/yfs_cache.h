@@ -2,23 +2,25 @@
  *
  * Segments (framed bytes of one segment of one epoch plan) are built on
  * demand by the reading thread, or ahead of time by workers when the read
- * path asks for a prefetch. Bytes of built and building segments, and the
- * working memory of builds (yfs_segment_work), are accounted against the
- * budget:
- *   - idle segments that a reader has read to the end go first, least
- *     recently used first;
- *   - a prefetch is refused when dropping those does not meet the budget
- *     (prefetched or half-read segments are never dropped for a prefetch);
- *   - a demand read then drops prefetched segments no reader has asked for
- *     and those its own reader left half-read, then those untouched for a
- *     second (their readers paused or left); if that does not meet the budget it
- *     waits for room (readers finishing, builds ending, segments going
- *     stale). It goes ahead regardless (correctness never depends on
- *     memory) only when the cache holds nothing else: a segment larger than
- *     the budget.
+ * path asks for a prefetch. A segment's bytes are reserved with the mount's
+ * accountant (yfs_budget.h) before it is built, and its build reserves
+ * every other byte it allocates (yfs_segment.h). Room is made:
+ *   - for a prefetch: by dropping idle segments that a reader has read to
+ *     the end (least recently used first); the accountant refuses it when
+ *     that is not enough or a demand read waits (prefetched or half-read
+ *     segments are never dropped for a prefetch); once its build starts, a
+ *     prefetch's build reserves as a demand read does (a reader may be
+ *     waiting for it);
+ *   - for a demand read: by dropping those, prefetched segments no reader
+ *     has asked for, queued prefetches, and those its own reader left
+ *     half-read; then it waits in the accountant, whose reclaimer drops
+ *     segments untouched for a second (their readers paused or left), until
+ *     readers finish, builds end, or segments go stale. It goes ahead over
+ *     budget only by the accountant's rule (nothing else can make room:
+ *     e.g. a segment larger than the whole budget).
  * Readers wait for room holding no segment (yfs_view.h), and everything
- * else that holds room ends without waiting for room or goes stale, so
- * waits end.
+ * else that holds room ends without waiting for room, goes stale, or waits
+ * by the accountant's rule, so waits end.
  * A segment still waiting in the prefetch queue when a reader needs it is
  * taken over and built by the reader at once. A failed build is not kept:
  * the error goes to everyone waiting for it and the next read retries.
@@ -34,7 +36,8 @@
 
 typedef struct yfs_seg yfs_seg;
 
-yfs_cache *yfs_cache_new(yfs_mount *m, uint64_t budget);
+/* Reserves through m->budget and registers a reclaimer with it. */
+yfs_cache *yfs_cache_new(yfs_mount *m);
 /* Start `threads` prefetch workers (none are running before this). */
 int yfs_cache_start(yfs_cache *c, int threads, pq_error *err);
 /* Stop the workers and free everything. No reader may be active. */

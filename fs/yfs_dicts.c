@@ -2,8 +2,10 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "ix_read.h"
+#include "pq_page.h"
 
 struct yfs_dict {
     uint32_t chunk;
@@ -15,7 +17,8 @@ struct yfs_dict {
 
 struct yfs_dicts {
     const ix_index *ix;
-    uint64_t budget;
+    yfs_budget *budget;
+    uint64_t cap;
     yfs_stats *stats;
     pthread_mutex_t lock;  /* guards everything below */
     yfs_dict **by_chunk;   /* ix->num_chunks slots */
@@ -23,7 +26,10 @@ struct yfs_dicts {
     uint64_t idle_bytes;   /* bytes of unreferenced entries */
 };
 
-yfs_dicts *yfs_dicts_new(const ix_index *ix, uint64_t budget, yfs_stats *stats)
+static uint64_t reclaim(void *ctx, uint64_t need, int demand);
+
+yfs_dicts *yfs_dicts_new(const ix_index *ix, yfs_budget *budget, uint64_t cap,
+                         yfs_stats *stats)
 {
     yfs_dicts *c = calloc(1, sizeof *c);
     if (!c)
@@ -35,14 +41,17 @@ yfs_dicts *yfs_dicts_new(const ix_index *ix, uint64_t budget, yfs_stats *stats)
     }
     c->ix = ix;
     c->budget = budget;
+    c->cap = cap;
     c->stats = stats;
     pthread_mutex_init(&c->lock, NULL);
+    yfs_budget_add_reclaimer(budget, reclaim, c);
     return c;
 }
 
-static void entry_free(yfs_dict *d)
+static void entry_free(yfs_dicts *c, yfs_dict *d)
 {
     pq_dictionary_free(&d->dict);
+    yfs_budget_release(c->budget, d->bytes, YFS_MEM_DICTIONARIES, NULL);
     free(d);
 }
 
@@ -52,7 +61,7 @@ void yfs_dicts_free(yfs_dicts *c)
         return;
     for (uint32_t i = 0; i < c->ix->num_chunks; i++)
         if (c->by_chunk[i])
-            entry_free(c->by_chunk[i]);
+            entry_free(c, c->by_chunk[i]);
     free(c->by_chunk);
     pthread_mutex_destroy(&c->lock);
     free(c);
@@ -72,19 +81,59 @@ static void lru_unlink(yfs_dicts *c, yfs_dict *d)
     c->idle_bytes -= d->bytes;
 }
 
-/* Drop least recently used idle dictionaries until within budget. */
-static void trim(yfs_dicts *c)
+/* Drop least recently used idle dictionaries until at most keep bytes of
+ * them are left (lock held); returns the bytes freed. */
+static uint64_t trim(yfs_dicts *c, uint64_t keep)
 {
-    while (c->idle_bytes > c->budget && c->lru_head) {
+    uint64_t freed = 0;
+    while (c->idle_bytes > keep && c->lru_head) {
         yfs_dict *d = c->lru_head;
         lru_unlink(c, d);
         c->by_chunk[d->chunk] = NULL;
-        entry_free(d);
+        freed += d->bytes;
+        entry_free(c, d);
     }
+    return freed;
 }
 
-int yfs_dicts_get(yfs_dicts *c, uint32_t chunk, const pq_dictionary **dict, yfs_dict **handle,
-                  pq_error *err)
+/* A demand read short of room: an idle dictionary is only a saving of I/O. */
+static uint64_t reclaim(void *ctx, uint64_t need, int demand)
+{
+    yfs_dicts *c = ctx;
+    if (!demand)
+        return 0;
+    pthread_mutex_lock(&c->lock);
+    for (uint64_t freed = 0; freed < need && c->lru_head;)
+        freed += trim(c, c->idle_bytes - c->lru_head->bytes);
+    pthread_mutex_unlock(&c->lock);
+    return 0;
+}
+
+/* Bytes a decoded dictionary of chunk may take, from its page header (read
+ * ahead of ix_read_dictionary, which reads and checks the whole page): the
+ * decompressed page, booleans materialised after it, a slice per entry and
+ * the cache entry. Only a sizing hint: 0 when the header cannot be read or
+ * parsed (the page's read then reports what is wrong, and its size is
+ * charged once known). */
+#define HEADER_PEEK 256
+
+static uint64_t decoded_bound(const ix_index *ix, uint32_t chunk)
+{
+    const ix_chunk *ch = &ix->chunks[chunk];
+    uint8_t head[HEADER_PEEK];
+    size_t want = ch->dict_length < HEADER_PEEK ? ch->dict_length : HEADER_PEEK;
+    ssize_t got = pread(ix->files[ch->file].fd, head, want, (off_t)ch->dict_offset);
+    pq_page_header h;
+    pq_error ignored;
+    if (got <= 0 || pq_page_header_parse(head, (size_t)got, &h, &ignored) < 0 ||
+        h.uncompressed_size < 0 || h.num_values < 0)
+        return 0;
+    uint64_t n = (uint64_t)h.num_values;
+    return (uint64_t)h.uncompressed_size + n * (1 + sizeof(pq_bytes)) + sizeof(yfs_dict);
+}
+
+int yfs_dicts_get(yfs_dicts *c, uint32_t chunk, yfs_hold *hold, const pq_dictionary **dict,
+                  yfs_dict **handle, pq_error *err)
 {
     pthread_mutex_lock(&c->lock);
     yfs_dict *d = c->by_chunk[chunk];
@@ -100,11 +149,17 @@ int yfs_dicts_get(yfs_dicts *c, uint32_t chunk, const pq_dictionary **dict, yfs_
 
     /* Load without the lock; if another thread loaded the same dictionary
      * meanwhile, keep theirs. */
+    uint32_t raw = c->ix->chunks[chunk].dict_length;
+    uint64_t bound = decoded_bound(c->ix, chunk);
+    yfs_budget_reserve(c->budget, raw, YFS_MEM_RAW, YFS_DEMAND, hold);
+    yfs_budget_reserve(c->budget, bound, YFS_MEM_DICTIONARIES, YFS_DEMAND, hold);
     yfs_dict *fresh = calloc(1, sizeof *fresh);
-    if (!fresh)
-        return pq_error_set(err, "out of memory for a dictionary");
     uint64_t bytes_read = 0;
-    if (ix_read_dictionary(c->ix, chunk, &fresh->dict, &bytes_read, err) < 0) {
+    int rc = fresh ? ix_read_dictionary(c->ix, chunk, &fresh->dict, &bytes_read, err)
+                   : pq_error_set(err, "out of memory for a dictionary");
+    yfs_budget_release(c->budget, raw, YFS_MEM_RAW, hold); /* freed by now */
+    if (rc < 0) {
+        yfs_budget_release(c->budget, bound, YFS_MEM_DICTIONARIES, hold);
         free(fresh);
         return -1;
     }
@@ -112,6 +167,10 @@ int yfs_dicts_get(yfs_dicts *c, uint32_t chunk, const pq_dictionary **dict, yfs_
     yfs_count(&c->stats->dictionaries_loaded, 1);
     fresh->chunk = chunk;
     fresh->bytes = pq_dictionary_bytes(&fresh->dict) + sizeof *fresh;
+    /* Settled to its size, and owned by the cache from now on. */
+    yfs_budget_settle(c->budget, bound, fresh->bytes, YFS_MEM_DICTIONARIES, hold);
+    yfs_budget_transfer(c->budget, fresh->bytes, YFS_MEM_DICTIONARIES, hold,
+                        YFS_MEM_DICTIONARIES, NULL);
 
     pthread_mutex_lock(&c->lock);
     d = c->by_chunk[chunk];
@@ -125,7 +184,7 @@ int yfs_dicts_get(yfs_dicts *c, uint32_t chunk, const pq_dictionary **dict, yfs_
     }
     pthread_mutex_unlock(&c->lock);
     if (fresh)
-        entry_free(fresh);
+        entry_free(c, fresh);
     *dict = &d->dict;
     *handle = d;
     return 0;
@@ -143,7 +202,7 @@ void yfs_dicts_put(yfs_dicts *c, yfs_dict *d)
             c->lru_head = d;
         c->lru_tail = d;
         c->idle_bytes += d->bytes;
-        trim(c);
+        trim(c, c->cap);
     }
     pthread_mutex_unlock(&c->lock);
 }

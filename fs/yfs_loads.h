@@ -9,7 +9,13 @@
  * whose load already ran but which is no longer in the store (dropped for
  * memory, or taken by an earlier build of the same segment) is read on its
  * own, as is every page when the plan has no schedule (chunk=0). The bytes
- * are the same either way: only the I/O differs. Thread-safe.
+ * are the same either way: only the I/O differs.
+ * Memory (yfs_budget.h): a page handed out is charged as YFS_MEM_RAW to the
+ * caller's hold; reading it alone is a demand reservation (it may wait). A
+ * chunk load's buffer and the copies of its pages are speculative: when the
+ * accountant refuses them the load, or the copy, is skipped and the page
+ * is read alone when needed. So a load never waits for room, and builds
+ * waiting for a load wait for a thread that does not wait. Thread-safe.
  */
 #ifndef YFS_LOADS_H
 #define YFS_LOADS_H
@@ -18,6 +24,7 @@
 #include <stdint.h>
 
 #include "pq_error.h"
+#include "yfs_budget.h"
 
 typedef struct yfs_mount yfs_mount;
 typedef struct yfs_plan yfs_plan;
@@ -33,9 +40,13 @@ int yfs_loads_init(yfs_loads *l, uint64_t num_loads);
 void yfs_loads_destroy(yfs_loads *l);
 
 /* The raw bytes (header and compressed body: the page's ix_page.length) of
- * the page at order position `pos` of the plan, malloc'ed for the caller. */
-int yfs_page_fetch(yfs_mount *m, yfs_plan *plan, uint64_t pos, uint8_t **raw, pq_error *err);
+ * the page at order position `pos` of the plan, malloc'ed for the caller and
+ * charged to hold (entered by the caller) as *len bytes of YFS_MEM_RAW: the
+ * caller frees them and releases the charge. */
+int yfs_page_fetch(yfs_mount *m, yfs_plan *plan, uint64_t pos, yfs_hold *hold, uint8_t **raw,
+                   uint32_t *len, pq_error *err);
 /* The same for global page `page`, read on its own. */
-int yfs_page_read(yfs_mount *m, uint64_t page, uint8_t **raw, pq_error *err);
+int yfs_page_read(yfs_mount *m, uint64_t page, yfs_hold *hold, uint8_t **raw, uint32_t *len,
+                  pq_error *err);
 
 #endif

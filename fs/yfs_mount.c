@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "ix_parallel.h"
+#include "yfs_budget.h"
 #include "yfs_cache.h"
 #include "yfs_dicts.h"
 #include "yfs_pages.h"
@@ -31,10 +32,9 @@ uint64_t yfs_untracked_budget(uint64_t mem)
     return mem / 8;
 }
 
-uint64_t yfs_mount_segment_budget(const yfs_mount *m)
+uint64_t yfs_mount_data_budget(const yfs_mount *m)
 {
-    return m->opts.mem - yfs_mount_dict_budget(m) - yfs_mount_loaded_budget(m) -
-           yfs_untracked_budget(m->opts.mem);
+    return m->opts.mem - yfs_untracked_budget(m->opts.mem);
 }
 
 uint64_t yfs_mount_index_bytes(const yfs_mount *m)
@@ -90,15 +90,17 @@ int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, y
         /* shuffle=row reads pages on their own: it has no chunks */
         .chunk_bytes = opts->shuffle == SH_SHUFFLE_ROW ? 0 : opts->chunk,
     };
-    m->loaded = yfs_pages_new(yfs_mount_loaded_budget(m), &m->stats);
-    m->dicts = yfs_dicts_new(ix, yfs_mount_dict_budget(m), &m->stats);
-    m->cache = yfs_cache_new(m, yfs_mount_segment_budget(m));
+    if (!(m->budget = yfs_budget_new(yfs_mount_data_budget(m), &m->stats)))
+        goto oom;
+    m->loaded = yfs_pages_new(m->budget, yfs_mount_loaded_budget(m), &m->stats);
+    m->dicts = yfs_dicts_new(ix, m->budget, yfs_mount_dict_budget(m), &m->stats);
+    m->cache = yfs_cache_new(m);
     if (!m->dicts || !m->cache || !m->loaded)
         goto oom;
     if (m->params.mode == SH_SHUFFLE_ROW && yfs_rows_measure(m, err) < 0)
         goto fail;
     m->plans = yfs_plans_new(&m->params, m->page_summary, m->page_storage, ix->num_pages,
-                             m->record_bytes, ix->num_records, &m->stats);
+                             m->record_bytes, ix->num_records, m->budget, &m->stats);
     if (!m->plans)
         goto oom;
     m->index_seconds = ix_now() - start;
@@ -125,6 +127,7 @@ void yfs_mount_close(yfs_mount *m)
     yfs_dicts_free(m->dicts);
     yfs_plans_free(m->plans);
     yfs_pages_free(m->loaded);
+    yfs_budget_free(m->budget); /* last: everything above has released its bytes */
     free(m->page_summary);
     free(m->page_storage);
     free(m->record_bytes);

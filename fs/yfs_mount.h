@@ -20,6 +20,7 @@ typedef struct yfs_plans yfs_plans;
 typedef struct yfs_dicts yfs_dicts;
 typedef struct yfs_cache yfs_cache;
 typedef struct yfs_pages yfs_pages;
+typedef struct yfs_budget yfs_budget;
 
 typedef struct yfs_mount {
     yfs_options opts;
@@ -29,6 +30,7 @@ typedef struct yfs_mount {
     sh_stored_page *page_storage; /* ix->num_pages entries: the plan's I/O input */
     uint32_t *record_bytes;        /* shuffle=row: framed size of every record (yfs_rows.h) */
     uint64_t *page_first_record;   /* shuffle=row: ix->num_pages+1 record-number starts */
+    yfs_budget *budget;    /* every byte held for data (yfs_budget.h) */
     yfs_plans *plans;
     yfs_dicts *dicts;
     yfs_cache *cache;
@@ -46,17 +48,17 @@ int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, y
 int yfs_mount_start(yfs_mount *m, pq_error *err);
 void yfs_mount_close(yfs_mount *m);
 
-/* Memory budgets derived from opts.mem: dictionaries get an eighth, loaded
- * pages waiting to be served a quarter (none with chunk=0), memory that no
- * budget tracks a sixteenth (yfs_untracked_budget), segment buffers and the
- * working memory of their builds the rest. */
-/* Of `mem`, what is left for memory no budget tracks: free heap that malloc
- * keeps for reuse (main.c caps it at this), FUSE request buffers and chunk
- * loads in flight. */
+/* Memory budgets derived from opts.mem. One accountant (m->budget,
+ * yfs_budget.h) holds everything held for data to yfs_mount_data_budget:
+ * mem less the share no accountant can see (yfs_untracked_budget: free
+ * heap that malloc keeps for reuse, main.c caps it at this; FUSE request
+ * buffers). Within it, idle dictionaries are kept up to an eighth of mem and
+ * loaded pages waiting to be served up to a quarter (none with chunk=0);
+ * both give way to demand reads (reclaimers). */
 uint64_t yfs_untracked_budget(uint64_t mem);
+uint64_t yfs_mount_data_budget(const yfs_mount *m);
 uint64_t yfs_mount_dict_budget(const yfs_mount *m);
 uint64_t yfs_mount_loaded_budget(const yfs_mount *m);
-uint64_t yfs_mount_segment_budget(const yfs_mount *m);
 
 /* Memory of the index and what the mount keeps beside it for every page or
  * record (the "index" of the memory bound index + mem). */

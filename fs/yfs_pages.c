@@ -14,7 +14,8 @@ typedef struct entry {
 } entry;
 
 struct yfs_pages {
-    uint64_t budget;
+    yfs_budget *budget;
+    uint64_t cap;
     yfs_stats *stats;
     pthread_mutex_t lock; /* guards everything below */
     entry *buckets[BUCKETS];
@@ -28,14 +29,18 @@ static size_t bucket_of(uint64_t epoch, uint32_t page)
     return (size_t)((h ^ (h >> 31)) % BUCKETS);
 }
 
-yfs_pages *yfs_pages_new(uint64_t budget, yfs_stats *stats)
+static uint64_t reclaim(void *ctx, uint64_t need, int demand);
+
+yfs_pages *yfs_pages_new(yfs_budget *budget, uint64_t cap, yfs_stats *stats)
 {
     yfs_pages *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
     s->budget = budget;
+    s->cap = cap;
     s->stats = stats;
     pthread_mutex_init(&s->lock, NULL);
+    yfs_budget_add_reclaimer(budget, reclaim, s);
     return s;
 }
 
@@ -57,24 +62,49 @@ static void unlink_entry(yfs_pages *s, entry *e)
     s->bytes -= e->len;
 }
 
+/* Drop the oldest entry (lock held). */
+static void drop_oldest(yfs_pages *s)
+{
+    entry *old = s->oldest;
+    unlink_entry(s, old);
+    free(old->raw);
+    yfs_budget_release(s->budget, old->len, YFS_MEM_PARKED, NULL);
+    free(old);
+    yfs_count(&s->stats->loaded_pages_dropped, 1);
+}
+
+/* A demand read short of room: parked pages are only a saving of I/O. */
+static uint64_t reclaim(void *ctx, uint64_t need, int demand)
+{
+    yfs_pages *s = ctx;
+    if (!demand)
+        return 0;
+    pthread_mutex_lock(&s->lock);
+    for (uint64_t freed = 0; freed < need && s->oldest;) {
+        freed += s->oldest->len;
+        drop_oldest(s);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return 0;
+}
+
 void yfs_pages_free(yfs_pages *s)
 {
     if (!s)
         return;
-    for (entry *e = s->oldest, *next; e; e = next) {
-        next = e->newer;
-        free(e->raw);
-        free(e);
-    }
+    while (s->oldest)
+        drop_oldest(s);
     pthread_mutex_destroy(&s->lock);
     free(s);
 }
 
-void yfs_pages_put(yfs_pages *s, uint64_t epoch, uint32_t page, uint8_t *raw, uint32_t len)
+void yfs_pages_put(yfs_pages *s, uint64_t epoch, uint32_t page, uint8_t *raw, uint32_t len,
+                   yfs_hold *hold)
 {
-    entry *e = len <= s->budget ? malloc(sizeof *e) : NULL;
+    entry *e = len <= s->cap ? malloc(sizeof *e) : NULL;
     if (!e) {
         free(raw);
+        yfs_budget_release(s->budget, len, YFS_MEM_RAW, hold);
         yfs_count(&s->stats->loaded_pages_dropped, 1);
         return;
     }
@@ -85,17 +115,14 @@ void yfs_pages_put(yfs_pages *s, uint64_t epoch, uint32_t page, uint8_t *raw, ui
         if (same->epoch == epoch && same->page == page) { /* loaded again by a rebuilt plan */
             pthread_mutex_unlock(&s->lock);
             free(raw);
+            yfs_budget_release(s->budget, len, YFS_MEM_RAW, hold);
             free(e);
             return;
         }
     }
-    while (s->bytes + len > s->budget && s->oldest) {
-        entry *old = s->oldest;
-        unlink_entry(s, old);
-        free(old->raw);
-        free(old);
-        yfs_count(&s->stats->loaded_pages_dropped, 1);
-    }
+    while (s->bytes + len > s->cap && s->oldest)
+        drop_oldest(s);
+    yfs_budget_transfer(s->budget, len, YFS_MEM_RAW, hold, YFS_MEM_PARKED, NULL);
     e->chain = s->buckets[b];
     s->buckets[b] = e;
     e->older = s->newest;
@@ -108,7 +135,8 @@ void yfs_pages_put(yfs_pages *s, uint64_t epoch, uint32_t page, uint8_t *raw, ui
     pthread_mutex_unlock(&s->lock);
 }
 
-uint8_t *yfs_pages_take(yfs_pages *s, uint64_t epoch, uint32_t page)
+uint8_t *yfs_pages_take(yfs_pages *s, uint64_t epoch, uint32_t page, yfs_hold *hold,
+                        uint32_t *len)
 {
     pthread_mutex_lock(&s->lock);
     entry *e = s->buckets[bucket_of(epoch, page)];
@@ -118,6 +146,8 @@ uint8_t *yfs_pages_take(yfs_pages *s, uint64_t epoch, uint32_t page)
     if (e) {
         unlink_entry(s, e);
         raw = e->raw;
+        *len = e->len;
+        yfs_budget_transfer(s->budget, e->len, YFS_MEM_PARKED, NULL, YFS_MEM_RAW, hold);
         free(e);
     }
     pthread_mutex_unlock(&s->lock);

@@ -14,6 +14,7 @@ struct yfs_plans {
     uint64_t num_pages;
     const uint32_t *record_bytes;
     uint64_t num_records;
+    yfs_budget *budget;
     yfs_stats *stats;
     pthread_mutex_t lock;      /* guards everything below and every plan's refs/last_use */
     yfs_plan *slots[KEPT_PLANS];
@@ -22,7 +23,8 @@ struct yfs_plans {
 
 yfs_plans *yfs_plans_new(const sh_params *params, const sh_page *pages,
                          const sh_stored_page *stored, uint64_t num_pages,
-                         const uint32_t *record_bytes, uint64_t num_records, yfs_stats *stats)
+                         const uint32_t *record_bytes, uint64_t num_records, yfs_budget *budget,
+                         yfs_stats *stats)
 {
     yfs_plans *c = calloc(1, sizeof *c);
     if (!c)
@@ -30,6 +32,7 @@ yfs_plans *yfs_plans_new(const sh_params *params, const sh_page *pages,
     c->params = params;
     c->pages = pages;
     c->stored = stored;
+    c->budget = budget;
     c->stats = stats;
     c->num_pages = num_pages;
     c->record_bytes = record_bytes;
@@ -38,8 +41,22 @@ yfs_plans *yfs_plans_new(const sh_params *params, const sh_page *pages,
     return c;
 }
 
-static void plan_free(yfs_plan *p)
+uint64_t yfs_plan_bytes(const yfs_plan *p)
 {
+    const sh_plan *sp = &p->plan;
+    uint64_t loads = sp->schedule.num_loads;
+    return sizeof *p + sp->num_pages * sizeof *sp->order +
+           (sp->rows ? sp->total_records * sizeof *sp->rows : 0) +
+           sp->num_segments * sizeof *sp->segments +
+           (loads ? loads * (sizeof *sp->schedule.loads + 1) +
+                        sp->num_pages * (sizeof *sp->schedule.source +
+                                         sizeof *sp->schedule.position)
+                  : 0);
+}
+
+static void plan_free(yfs_plans *c, yfs_plan *p)
+{
+    yfs_budget_release(c->budget, yfs_plan_bytes(p), YFS_MEM_PLANS, NULL);
     yfs_loads_destroy(&p->loads);
     sh_plan_free(&p->plan);
     free(p);
@@ -51,7 +68,7 @@ void yfs_plans_free(yfs_plans *c)
         return;
     for (int i = 0; i < KEPT_PLANS; i++)
         if (c->slots[i])
-            plan_free(c->slots[i]);
+            plan_free(c, c->slots[i]);
     pthread_mutex_destroy(&c->lock);
     free(c);
 }
@@ -96,11 +113,14 @@ int yfs_plans_get(yfs_plans *c, uint64_t epoch, yfs_plan **out, pq_error *err)
     p->last_use = ++c->clock;
     if (victim >= 0) {
         if (c->slots[victim])
-            plan_free(c->slots[victim]);
+            plan_free(c, c->slots[victim]);
         c->slots[victim] = p;
     }
     /* With every slot in use the plan lives unslotted until its last put. */
     pthread_mutex_unlock(&c->lock);
+    /* Charged after the lock is let go: the accountant's reclaimers take
+     * the segment cache's lock, under which the cache takes this one. */
+    yfs_budget_reserve(c->budget, yfs_plan_bytes(p), YFS_MEM_PLANS, YFS_FORCE, NULL);
     *out = p;
     return 0;
 }
@@ -121,5 +141,5 @@ void yfs_plans_put(yfs_plans *c, yfs_plan *p)
     int last = --p->refs == 0;
     pthread_mutex_unlock(&c->lock);
     if (last && !slotted)
-        plan_free(p);
+        plan_free(c, p);
 }

@@ -1,11 +1,16 @@
 /* yfs_plans.h — cache of epoch plans. A plan is computed on first use of an
  * epoch (any of its files) and shared by all readers of that epoch; a few
- * recently used plans are kept. Thread-safe (one mutex). */
+ * recently used plans are kept. Each plan's arrays (yfs_plan_bytes) are
+ * charged to the mount's accountant as YFS_MEM_PLANS while it lives, with
+ * YFS_FORCE: a plan is needed to read at all, its size is known only once
+ * built, and it is built under the cache's lock, where nothing may wait.
+ * Thread-safe (one mutex). */
 #ifndef YFS_PLANS_H
 #define YFS_PLANS_H
 
 #include "pq_error.h"
 #include "sh_plan.h"
+#include "yfs_budget.h"
 #include "yfs_loads.h"
 #include "yfs_stats.h"
 
@@ -22,7 +27,8 @@ typedef struct yfs_plan {
  * record_bytes (num_records entries) is for shuffle=row only, else NULL. */
 yfs_plans *yfs_plans_new(const sh_params *params, const sh_page *pages,
                          const sh_stored_page *stored, uint64_t num_pages,
-                         const uint32_t *record_bytes, uint64_t num_records, yfs_stats *stats);
+                         const uint32_t *record_bytes, uint64_t num_records, yfs_budget *budget,
+                         yfs_stats *stats);
 void yfs_plans_free(yfs_plans *c);
 
 /* A referenced plan of `epoch`; release with yfs_plans_put. */
@@ -30,5 +36,7 @@ int yfs_plans_get(yfs_plans *c, uint64_t epoch, yfs_plan **out, pq_error *err);
 void yfs_plans_put(yfs_plans *c, yfs_plan *p);
 /* Take another reference on a plan already held. */
 void yfs_plans_ref(yfs_plans *c, yfs_plan *p);
+/* Heap bytes of a built plan: its arrays and load states. */
+uint64_t yfs_plan_bytes(const yfs_plan *p);
 
 #endif

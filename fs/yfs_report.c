@@ -7,6 +7,8 @@
 #include <string.h>
 #include <syslog.h>
 
+#include "yfs_budget.h"
+
 /* Length of the valid UTF-8 sequence at p (RFC 3629: no overlong forms, no
  * surrogates, nothing above U+10FFFF), or 0. */
 static size_t utf8_sequence(const unsigned char *p, const unsigned char *end)
@@ -99,6 +101,28 @@ char *yfs_index_json(yfs_mount *m)
         (json_int_t)yfs_mount_index_bytes(m)));
 }
 
+/* What the accountant holds, by kind (yfs_budget.h): "bytes" now, "peak"
+ * since mount. */
+static json_t *memory_json(yfs_mount *m)
+{
+    yfs_budget_snapshot b;
+    yfs_budget_snapshot_get(m->budget, &b);
+    json_t *kinds = json_object();
+    for (int k = 0; kinds && k < YFS_MEM_KINDS; k++) {
+        json_t *kind = json_pack("{s:I, s:I}", "bytes", (json_int_t)b.bytes[k], "peak",
+                                 (json_int_t)b.peak_bytes[k]);
+        if (!kind || json_object_set_new(kinds, yfs_mem_kind_name((yfs_mem_kind)k), kind) < 0) {
+            json_decref(kinds);
+            return NULL;
+        }
+    }
+    return json_pack("{s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I}", "limit", (json_int_t)b.limit,
+                     "used", (json_int_t)b.used, "peak", (json_int_t)b.peak, "kinds", kinds,
+                     "demand_waits", (json_int_t)b.demand_waits, "prefetch_refused",
+                     (json_int_t)b.prefetch_refused, "over_budget", (json_int_t)b.over_budget,
+                     "max_over_bytes", (json_int_t)b.max_over_bytes);
+}
+
 char *yfs_stats_json(yfs_mount *m)
 {
     yfs_stats *s = &m->stats;
@@ -142,7 +166,8 @@ char *yfs_stats_json(yfs_mount *m)
               json_object_set_new(o, "build_seconds",
                                   json_real((double)yfs_counter(&s->build_nanoseconds) / 1e9)) < 0 ||
               json_object_set_new(o, "decode_seconds",
-                                  json_real((double)yfs_counter(&s->decode_nanoseconds) / 1e9)) < 0)) {
+                                  json_real((double)yfs_counter(&s->decode_nanoseconds) / 1e9)) < 0 ||
+              json_object_set_new(o, "memory", memory_json(m)) < 0)) {
         json_decref(o);
         return NULL;
     }

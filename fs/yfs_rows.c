@@ -13,22 +13,37 @@ typedef struct page_records {
     uint32_t cap; /* room in recs */
 } page_records;
 
-static int load_page(yfs_mount *m, uint64_t page, page_records *pr, pq_error *err)
+/* Read and decode one page into pr, its memory reserved for hold. */
+static int load_page(yfs_mount *m, uint64_t page, yfs_hold *hold, page_records *pr,
+                     pq_error *err)
 {
     uint32_t n = m->ix->pages[page].records;
     if (n > pr->cap) {
+        yfs_budget_reserve(m->budget, (uint64_t)(n - pr->cap) * sizeof *pr->recs, YFS_MEM_BUILD,
+                           YFS_DEMAND, hold);
         ix_record *grown = realloc(pr->recs, n * sizeof *grown);
-        if (!grown)
+        if (!grown) {
+            yfs_budget_release(m->budget, (uint64_t)(n - pr->cap) * sizeof *pr->recs,
+                               YFS_MEM_BUILD, hold);
             return pq_error_set(err, "out of memory for a page of %u records", n);
+        }
         pr->recs = grown;
         pr->cap = n;
     }
     uint8_t *raw;
-    if (yfs_page_read(m, page, &raw, err) < 0)
+    uint32_t len;
+    if (yfs_page_read(m, page, hold, &raw, &len, err) < 0)
         return -1;
-    int rc = yfs_page_records(m, page, raw, &pr->values, pr->recs, err);
+    int rc = yfs_page_records(m, page, raw, len, hold, &pr->values, pr->recs, err);
     free(raw);
+    yfs_budget_release(m->budget, len, YFS_MEM_RAW, hold);
     return rc;
+}
+
+static void page_records_free(yfs_mount *m, page_records *pr, yfs_hold *hold)
+{
+    free(pr->recs);
+    yfs_budget_release(m->budget, (uint64_t)pr->cap * sizeof *pr->recs, YFS_MEM_BUILD, hold);
 }
 
 int yfs_rows_measure(yfs_mount *m, pq_error *err)
@@ -43,6 +58,8 @@ int yfs_rows_measure(yfs_mount *m, pq_error *err)
         return pq_error_set(err, "out of memory for the size of %llu records",
                             (unsigned long long)ix->num_records);
     page_records pr = { 0 };
+    yfs_hold hold = { 0 }; /* the mount's own: nothing else holds memory yet */
+    yfs_hold_enter(m->budget, &hold);
     uint64_t next = 0;
     int rc = 0;
     for (uint64_t page = 0; rc == 0 && page < ix->num_pages; page++) {
@@ -53,7 +70,7 @@ int yfs_rows_measure(yfs_mount *m, pq_error *err)
             rc = pq_error_set(err, "pages hold more records than the index counted");
             break;
         }
-        if ((rc = load_page(m, page, &pr, err)) < 0)
+        if ((rc = load_page(m, page, &hold, &pr, err)) < 0)
             break;
         for (uint32_t k = 0; k < ix->pages[page].records; k++) {
             size_t size;
@@ -61,10 +78,11 @@ int yfs_rows_measure(yfs_mount *m, pq_error *err)
                 break;
             m->record_bytes[next++] = (uint32_t)size; /* < a page's 2 GiB */
         }
-        pq_page_values_free(&pr.values);
+        yfs_page_values_drop(m, &pr.values, &hold);
     }
     m->page_first_record[ix->num_pages] = next;
-    free(pr.recs);
+    page_records_free(m, &pr, &hold);
+    yfs_hold_leave(m->budget, &hold);
     memset(&m->stats, 0, sizeof m->stats); /* no reader or worker runs yet */
     return rc;
 }
@@ -96,11 +114,13 @@ static uint64_t page_of(const yfs_mount *m, uint64_t r)
     return lo;
 }
 
-int yfs_rows_build(yfs_mount *m, const sh_plan *plan, uint64_t s, uint8_t **data,
-                   pq_error *err)
+int yfs_rows_build(yfs_mount *m, const sh_plan *plan, uint64_t s, yfs_hold *hold,
+                   uint8_t **data, pq_error *err)
 {
     const sh_segment *seg = &plan->segments[s];
     uint32_t n = seg->records;
+    uint64_t arrays = (uint64_t)(n ? n : 1) * sizeof(wanted) + ((uint64_t)n + 1) * sizeof(uint64_t);
+    yfs_budget_reserve(m->budget, arrays, YFS_MEM_BUILD, YFS_DEMAND, hold);
     wanted *want = malloc((n ? n : 1) * sizeof *want);
     uint64_t *offset = malloc(((uint64_t)n + 1) * sizeof *offset);
     uint8_t *buf = yfs_segment_alloc(seg->bytes);
@@ -123,7 +143,7 @@ int yfs_rows_build(yfs_mount *m, const sh_plan *plan, uint64_t s, uint8_t **data
     for (uint32_t k = 0; rc == 0 && k < n;) {
         uint64_t page = page_of(m, want[k].record);
         uint64_t first = m->page_first_record[page], end = m->page_first_record[page + 1];
-        if ((rc = load_page(m, page, &pr, err)) < 0)
+        if ((rc = load_page(m, page, hold, &pr, err)) < 0)
             break;
         for (; rc == 0 && k < n && want[k].record < end; k++) {
             uint8_t *at = buf + offset[want[k].slot];
@@ -135,12 +155,13 @@ int yfs_rows_build(yfs_mount *m, const sh_plan *plan, uint64_t s, uint8_t **data
                 rc = pq_error_set(err, "a record fills %zu of the %zu bytes measured at mount "
                                   "(a source file changed?)", (size_t)(written - at), size);
         }
-        pq_page_values_free(&pr.values);
+        yfs_page_values_drop(m, &pr.values, hold);
     }
 out:
-    free(pr.recs);
+    page_records_free(m, &pr, hold);
     free(want);
     free(offset);
+    yfs_budget_release(m->budget, arrays, YFS_MEM_BUILD, hold);
     if (rc < 0) {
         yfs_segment_free(buf, seg->bytes);
         return -1;

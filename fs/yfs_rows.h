@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "sh_plan.h"
+#include "yfs_budget.h"
 #include "yfs_mount.h"
 
 /* Measure every record: fills m->record_bytes and m->page_first_record.
@@ -25,8 +26,9 @@
 int yfs_rows_measure(yfs_mount *m, pq_error *err);
 
 /* Build segment s of a shuffle=row plan into a yfs_segment_alloc buffer of
- * plan->segments[s].bytes bytes. */
-int yfs_rows_build(yfs_mount *m, const sh_plan *plan, uint64_t s, uint8_t **data,
-                   pq_error *err);
+ * plan->segments[s].bytes bytes, with the memory rules of yfs_segment_build
+ * (reservations for hold). */
+int yfs_rows_build(yfs_mount *m, const sh_plan *plan, uint64_t s, yfs_hold *hold,
+                   uint8_t **data, pq_error *err);
 
 #endif

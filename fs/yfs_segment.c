@@ -13,32 +13,68 @@
 #include "yfs_rows.h"
 #include "yfs_thread.h"
 
-/* ix_dict_source over the mount's dictionary cache. */
+/* ix_dict_source over the mount's dictionary cache, loading for a hold. */
+typedef struct dict_source {
+    yfs_dicts *dicts;
+    yfs_hold *hold;
+} dict_source;
+
 static int cached_dictionary(void *ctx, uint32_t chunk, const pq_dictionary **dict,
                              void **handle, pq_error *err)
 {
+    dict_source *src = ctx;
     yfs_dict *d;
-    if (yfs_dicts_get(ctx, chunk, dict, &d, err) < 0)
+    if (yfs_dicts_get(src->dicts, chunk, src->hold, dict, &d, err) < 0)
         return -1;
     *handle = d;
     return 0;
 }
 
+static uint64_t value_bytes(const pq_page_values *v)
+{
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < v->num_values; i++)
+        total += v->values[i].len;
+    return total;
+}
+
+void yfs_page_values_drop(yfs_mount *m, pq_page_values *values, yfs_hold *hold)
+{
+    yfs_budget_release(m->budget, pq_page_values_bytes(values), YFS_MEM_DECODED, hold);
+    pq_page_values_free(values);
+}
+
 /* Values decoded from a dictionary point into it, and a page-shuffled
  * segment's pages come from as many column chunks: holding their
  * dictionaries until framing held dozens at once (pyarrow writes up to 1 MiB
- * each), outside the memory budget. So such values are copied into the
- * page's own memory, which the segment's work reservation covers, and the
- * dictionary goes back to the cache at once. */
-int yfs_page_records(yfs_mount *m, uint64_t page, const uint8_t *raw, pq_page_values *values,
-                     ix_record *recs, pq_error *err)
+ * each). So such values are copied into the page's own memory and the
+ * dictionary goes back to the cache at once. The copy's size is known only
+ * once decoded; a thread holding a dictionary must not wait for room
+ * (yfs_budget.h), so when the copy does not fit at once the page is let go
+ * with its dictionary, the copy waited for, and the page decoded again. */
+int yfs_page_records(yfs_mount *m, uint64_t page, const uint8_t *raw, uint64_t raw_len,
+                     yfs_hold *hold, pq_page_values *values, ix_record *recs, pq_error *err)
 {
     const ix_index *ix = m->ix;
     const ix_chunk *chunk = &ix->chunks[ix_locate(ix, page)];
-    ix_dict_source dicts = { cached_dictionary, m->dicts };
+    dict_source src = { m->dicts, hold };
+    ix_dict_source dicts = { cached_dictionary, &src };
     uint64_t start = yfs_now_ns();
+    uint64_t reserved = yfs_decode_bound(raw, raw_len), copy = 0;
+    yfs_budget_reserve(m->budget, reserved, YFS_MEM_DECODED, YFS_DEMAND, hold);
     void *dict = NULL;
     int rc = ix_decode_page(ix, page, raw, &dicts, values, &dict, err);
+    if (rc == 0 && dict) {
+        copy = value_bytes(values);
+        if (yfs_budget_reserve(m->budget, copy, YFS_MEM_DECODED, YFS_TRY, hold) < 0) {
+            pq_page_values_free(values);
+            yfs_dicts_put(m->dicts, dict);
+            dict = NULL;
+            yfs_budget_reserve(m->budget, copy, YFS_MEM_DECODED, YFS_DEMAND, hold);
+            rc = ix_decode_page(ix, page, raw, &dicts, values, &dict, err);
+        }
+        reserved += copy;
+    }
     if (rc == 0 && dict && pq_page_values_own(values, err) < 0) {
         pq_page_values_free(values);
         rc = -1;
@@ -46,8 +82,11 @@ int yfs_page_records(yfs_mount *m, uint64_t page, const uint8_t *raw, pq_page_va
     if (dict)
         yfs_dicts_put(m->dicts, dict);
     yfs_count(&m->stats.decode_nanoseconds, yfs_now_ns() - start);
-    if (rc < 0)
+    if (rc < 0) {
+        yfs_budget_release(m->budget, reserved, YFS_MEM_DECODED, hold);
         return -1;
+    }
+    yfs_budget_settle(m->budget, reserved, pq_page_values_bytes(values), YFS_MEM_DECODED, hold);
     const ix_page *p = &ix->pages[page];
     yfs_count(&m->stats.pages_decoded, 1);
     yfs_count(&m->stats.page_bytes, p->length);
@@ -56,7 +95,7 @@ int yfs_page_records(yfs_mount *m, uint64_t page, const uint8_t *raw, pq_page_va
     if (ix_page_records(&ix->framing.shape, values, p->first_row, recs, p->records, &count,
                         &rows, err) < 0 ||
         (count != p->records || rows != p->rows)) {
-        pq_page_values_free(values);
+        yfs_page_values_drop(m, values, hold);
         return pq_error_prefix(err, "%s: data page at offset %llu: %s",
                                ix->files[chunk->file].name, (unsigned long long)p->offset,
                                count != p->records || rows != p->rows
@@ -76,6 +115,7 @@ int yfs_page_records(yfs_mount *m, uint64_t page, const uint8_t *raw, pq_page_va
 typedef struct page_jobs {
     yfs_mount *m;
     yfs_plan *plan;
+    yfs_hold *hold;          /* the build's reservations (yfs_budget.h) */
     const sh_segment *seg;
     pq_page_values *pages;   /* seg->units slots */
     ix_record *recs;
@@ -95,11 +135,15 @@ static void *decode_pages(void *arg)
             return NULL;
         uint64_t pos = j->seg->first + i, page = j->plan->plan.order[pos];
         uint8_t *raw = NULL;
+        uint32_t len = 0;
         pq_error err;
-        int rc = yfs_page_fetch(j->m, j->plan, pos, &raw, &err);
-        if (rc == 0)
-            rc = yfs_page_records(j->m, page, raw, &j->pages[i], j->recs + j->rec_at[i], &err);
-        free(raw);
+        int rc = yfs_page_fetch(j->m, j->plan, pos, j->hold, &raw, &len, &err);
+        if (rc == 0) {
+            rc = yfs_page_records(j->m, page, raw, len, j->hold, &j->pages[i],
+                                  j->recs + j->rec_at[i], &err);
+            free(raw);
+            yfs_budget_release(j->m->budget, len, YFS_MEM_RAW, j->hold);
+        }
         if (rc < 0) {
             pthread_mutex_lock(&j->lock);
             if (!atomic_exchange(&j->failed, 1))
@@ -109,9 +153,19 @@ static void *decode_pages(void *arg)
     }
 }
 
+/* A helper thread: entered into the build's hold by the builder, it leaves
+ * when done. */
+static void *decode_pages_helper(void *arg)
+{
+    page_jobs *j = arg;
+    decode_pages(j);
+    yfs_hold_leave(j->m->budget, j->hold);
+    return NULL;
+}
+
 /* Decode the segment's pages into pages[] and their records into recs, in
  * parallel when the mount has threads= to spare. */
-static int decode_segment(yfs_mount *m, yfs_plan *plan, const sh_segment *seg,
+static int decode_segment(yfs_mount *m, yfs_plan *plan, const sh_segment *seg, yfs_hold *hold,
                           pq_page_values *pages, ix_record *recs, pq_error *err)
 {
     uint32_t *rec_at = malloc((seg->units ? seg->units : 1) * sizeof *rec_at);
@@ -122,8 +176,8 @@ static int decode_segment(yfs_mount *m, yfs_plan *plan, const sh_segment *seg,
         rec_at[i] = at;
         at += m->ix->pages[plan->plan.order[seg->first + i]].records;
     }
-    page_jobs j = { .m = m, .plan = plan, .seg = seg, .pages = pages, .recs = recs,
-                    .rec_at = rec_at };
+    page_jobs j = { .m = m, .plan = plan, .hold = hold, .seg = seg, .pages = pages,
+                    .recs = recs, .rec_at = rec_at };
     atomic_init(&j.next, 0);
     atomic_init(&j.failed, 0);
     pthread_mutex_init(&j.lock, NULL);
@@ -132,12 +186,21 @@ static int decode_segment(yfs_mount *m, yfs_plan *plan, const sh_segment *seg,
                                                                     : DECODE_THREADS_MAX);
     pthread_t helper[DECODE_THREADS_MAX];
     uint32_t helpers = 0;
-    while (helpers + 1 < want && helpers + 1 < seg->units &&
-           yfs_thread_create(&helper[helpers], decode_pages, &j) == 0)
-        helpers++; /* fewer helpers (even none) only slow the build down */
+    while (helpers + 1 < want && helpers + 1 < seg->units) {
+        yfs_hold_enter(m->budget, hold); /* before it runs: see yfs_budget.h */
+        if (yfs_thread_create(&helper[helpers], decode_pages_helper, &j) != 0) {
+            yfs_hold_leave(m->budget, hold);
+            break; /* fewer helpers (even none) only slow the build down */
+        }
+        helpers++;
+    }
     decode_pages(&j);
+    /* Waiting for helpers is waiting for their room: out of the hold
+     * meanwhile, so that helpers that all wait for room count as blocked. */
+    yfs_hold_leave(m->budget, hold);
     for (uint32_t h = 0; h < helpers; h++)
         pthread_join(helper[h], NULL);
+    yfs_hold_enter(m->budget, hold);
 
     pthread_mutex_destroy(&j.lock);
     free(rec_at);
@@ -146,15 +209,6 @@ static int decode_segment(yfs_mount *m, yfs_plan *plan, const sh_segment *seg,
         return -1;
     }
     return 0;
-}
-
-/* Per record: its ix_record, its value slice, and its place in the order. */
-#define WORK_PER_RECORD (sizeof(ix_record) + sizeof(pq_bytes) + sizeof(uint32_t))
-
-uint64_t yfs_segment_work(const sh_plan *plan, uint64_t s)
-{
-    const sh_segment *seg = &plan->segments[s];
-    return seg->bytes + (uint64_t)seg->records * WORK_PER_RECORD;
 }
 
 /* Segment buffers are mapped, not taken from the heap: they are large and
@@ -262,36 +316,45 @@ static int frame(yfs_mount *m, const sh_plan *plan, uint64_t s, const ix_record 
 
 /* A page-ordered segment: decode its pages in plan order, then frame their
  * records in sh_segment_order. */
-static int build_from_pages(yfs_mount *m, yfs_plan *plan, uint64_t s, uint8_t **data,
-                            pq_error *err)
+static int build_from_pages(yfs_mount *m, yfs_plan *plan, uint64_t s, yfs_hold *hold,
+                            uint8_t **data, pq_error *err)
 {
     const sh_segment *seg = &plan->plan.segments[s];
 
     /* The index knows every page's record count (decode_page enforces it),
-     * so all buffers are sized before any byte is read. */
+     * so all buffers are sized before any byte is read: the page slots and
+     * where their records go (decode_segment), the record list and the
+     * order (frame). */
+    uint64_t arrays = (uint64_t)(seg->units ? seg->units : 1) *
+                          (sizeof(pq_page_values) + sizeof(uint32_t)) +
+                      (uint64_t)(seg->records ? seg->records : 1) *
+                          (sizeof(ix_record) + sizeof(uint32_t));
+    yfs_budget_reserve(m->budget, arrays, YFS_MEM_BUILD, YFS_DEMAND, hold);
     pq_page_values *pages = calloc(seg->units ? seg->units : 1, sizeof *pages);
     ix_record *recs = malloc((seg->records ? seg->records : 1) * sizeof *recs);
     int rc = 0;
     if (!pages || !recs)
         rc = pq_error_set(err, "out of memory for a segment of %u records", seg->records);
     if (rc == 0)
-        rc = decode_segment(m, plan, seg, pages, recs, err);
+        rc = decode_segment(m, plan, seg, hold, pages, recs, err);
     if (rc == 0)
         rc = frame(m, &plan->plan, s, recs, data, err);
 
     for (uint32_t i = 0; i < seg->units && pages; i++)
-        pq_page_values_free(&pages[i]);
+        yfs_page_values_drop(m, &pages[i], hold);
     free(pages);
     free(recs);
+    yfs_budget_release(m->budget, arrays, YFS_MEM_BUILD, hold);
     return rc;
 }
 
-int yfs_segment_build(yfs_mount *m, yfs_plan *plan, uint64_t s, uint8_t **data,
+int yfs_segment_build(yfs_mount *m, yfs_plan *plan, uint64_t s, yfs_hold *hold, uint8_t **data,
                       pq_error *err)
 {
     uint64_t start = yfs_now_ns();
-    int rc = m->params.mode == SH_SHUFFLE_ROW ? yfs_rows_build(m, &plan->plan, s, data, err)
-                                              : build_from_pages(m, plan, s, data, err);
+    int rc = m->params.mode == SH_SHUFFLE_ROW
+                 ? yfs_rows_build(m, &plan->plan, s, hold, data, err)
+                 : build_from_pages(m, plan, s, hold, data, err);
     if (rc == 0)
         yfs_count(&m->stats.segments_built, 1);
     yfs_count(&m->stats.build_nanoseconds, yfs_now_ns() - start);

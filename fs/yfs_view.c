@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "yfs_budget.h"
 #include "yfs_plans.h"
 
 /* How far a reader's prefetch runs ahead: at most readahead= segments, and
@@ -60,7 +61,7 @@ uint64_t yfs_view_size(const yfs_view *v)
 /* Queue the segments after the part's k-th for building. */
 static void prefetch_after(yfs_view *v, uint64_t k)
 {
-    uint64_t allowance = yfs_mount_segment_budget(v->m) / PREFETCH_BUDGET_SHARE;
+    uint64_t allowance = yfs_mount_data_budget(v->m) / PREFETCH_BUDGET_SHARE;
     uint64_t queued = 0;
     for (uint64_t j = k + 1; j < v->part.count && j <= k + (uint64_t)v->m->opts.readahead; j++) {
         uint64_t s = sh_part_segment(&v->part, j);
@@ -77,8 +78,10 @@ static int bounce(yfs_mount *m, yfs_extent *ext, int *n, size_t more, pq_error *
     size_t len = 0;
     for (int i = 0; i < *n; i++)
         len += ext[i].len;
+    yfs_budget_reserve(m->budget, len + more, YFS_MEM_BOUNCE, YFS_FORCE, NULL);
     uint8_t *copy = malloc(len + more), *at = copy;
     if (!copy) {
+        yfs_budget_release(m->budget, len + more, YFS_MEM_BOUNCE, NULL);
         yfs_extents_release(m, ext, *n);
         return pq_error_set(err, "out of memory");
     }
@@ -87,7 +90,7 @@ static int bounce(yfs_mount *m, yfs_extent *ext, int *n, size_t more, pq_error *
         at += ext[i].len;
     }
     yfs_extents_release(m, ext, *n);
-    ext[0] = (yfs_extent){ NULL, copy, len };
+    ext[0] = (yfs_extent){ NULL, copy, len, len + more };
     *n = 1;
     return 0;
 }
@@ -122,7 +125,7 @@ int yfs_view_read(yfs_view *v, uint64_t offset, size_t size, yfs_extent *ext, in
         size_t len = size < avail ? size : (size_t)avail;
         if (len == avail)
             yfs_cache_consumed(v->m->cache, seg);
-        ext[n++] = (yfs_extent){ seg, yfs_seg_data(seg) + within, len };
+        ext[n++] = (yfs_extent){ seg, yfs_seg_data(seg) + within, len, 0 };
         offset += len;
         size -= len;
         k++;
@@ -135,9 +138,11 @@ int yfs_view_read(yfs_view *v, uint64_t offset, size_t size, yfs_extent *ext, in
 void yfs_extents_release(yfs_mount *m, yfs_extent *ext, int count)
 {
     for (int i = 0; i < count; i++) {
-        if (ext[i].seg)
+        if (ext[i].seg) {
             yfs_cache_put(m->cache, ext[i].seg);
-        else
+        } else {
             free((void *)ext[i].data);
+            yfs_budget_release(m->budget, ext[i].charged, YFS_MEM_BOUNCE, NULL);
+        }
     }
 }

@@ -29,11 +29,14 @@ uint64_t yfs_view_size(const yfs_view *v);
  * bytes are in a segment (seg), or, for the part of a read before a segment
  * boundary, in a copy the extent owns (seg NULL): a reader never holds a
  * segment while it waits for the next to be built, so waiting for memory
- * cannot deadlock. */
+ * cannot deadlock. A copy is charged to the accountant as a bounce copy
+ * (YFS_FORCE: its reader holds segments and must not wait; at most one
+ * request's bytes per reading thread). */
 typedef struct yfs_extent {
     yfs_seg *seg;
     const uint8_t *data;
     size_t len;
+    size_t charged; /* a copy's bytes charged to the accountant */
 } yfs_extent;
 
 #define YFS_MAX_EXTENTS 64

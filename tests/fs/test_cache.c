@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "yfs_budget.h"
 #include "yfs_plans.h"
 #include "yfs_segment.h"
 #include "yfs_view.h"
@@ -26,8 +27,8 @@ static yfs_mount *open_sample(uint64_t mem)
     return m; /* not started: no prefetch workers, every build is a demand build */
 }
 
-/* A mount of the sample with the smallest mem whose segment budget is at
- * least need. The budget grows with mem, so bisect (lo too small, hi
+/* A mount of the sample with the smallest mem whose accountant's limit is
+ * at least need. The limit grows with mem, so bisect (lo too small, hi
  * enough). */
 static yfs_mount *open_with_segment_budget(uint64_t need)
 {
@@ -35,31 +36,44 @@ static yfs_mount *open_with_segment_budget(uint64_t need)
     while (hi - lo > 1) {
         uint64_t mid = lo + (hi - lo) / 2;
         yfs_mount *probe = open_sample(mid);
-        if (yfs_mount_segment_budget(probe) >= need)
+        if (yfs_mount_data_budget(probe) >= need)
             hi = mid;
         else
             lo = mid;
         yfs_mount_close(probe);
     }
     yfs_mount *m = open_sample(hi);
-    cr_assert_geq(yfs_mount_segment_budget(m), need);
+    cr_assert_geq(yfs_mount_data_budget(m), need);
     return m;
 }
 
-/* Framed sizes of the first n segments of epoch 0, and their builds' work. */
+/* Framed sizes of the first n segments of epoch 0, and the rest of what
+ * building each alone holds at its peak (its plan, dictionaries, decoded
+ * pages, record lists), measured by the accountant. */
 static void first_segments(int n, uint64_t *bytes, uint64_t *work)
 {
-    yfs_mount *probe = open_sample(64u << 20);
-    yfs_plan *p;
-    pq_error err;
-    cr_assert_eq(yfs_plans_get(probe->plans, 0, &p, &err), 0);
-    cr_assert_geq(p->plan.num_segments, (uint64_t)n);
+    uint64_t at = 0;
     for (int s = 0; s < n; s++) {
+        yfs_mount *probe = open_sample(64u << 20);
+        yfs_view *v;
+        pq_error err;
+        cr_assert_eq(yfs_view_open(probe, 0, 0, 0, &v, &err), 0);
+        yfs_plan *p;
+        cr_assert_eq(yfs_plans_get(probe->plans, 0, &p, &err), 0);
+        cr_assert_geq(p->plan.num_segments, (uint64_t)n);
         bytes[s] = p->plan.segments[s].bytes;
-        work[s] = yfs_segment_work(&p->plan, (uint64_t)s);
+        yfs_plans_put(probe->plans, p);
+        yfs_extent ext[YFS_MAX_EXTENTS];
+        int count;
+        cr_assert_eq(yfs_view_read(v, at, 1, ext, YFS_MAX_EXTENTS, &count, &err), 0);
+        yfs_extents_release(probe, ext, count);
+        yfs_budget_snapshot snap;
+        yfs_budget_snapshot_get(probe->budget, &snap);
+        work[s] = snap.peak - bytes[s];
+        at += bytes[s];
+        yfs_view_close(v);
+        yfs_mount_close(probe);
     }
-    yfs_plans_put(probe->plans, p);
-    yfs_mount_close(probe);
 }
 
 /* A mount with room to build segment 1 but not while segment 0 is kept. */
@@ -69,7 +83,7 @@ static yfs_mount *open_one_segment_at_a_time(uint64_t *s0)
     first_segments(2, bytes, work);
     *s0 = bytes[0];
     yfs_mount *m = open_with_segment_budget(bytes[1] + work[1] + bytes[0] / 2);
-    cr_assert_lt(yfs_mount_segment_budget(m), bytes[0] + bytes[1] + work[1]);
+    cr_assert_lt(yfs_mount_data_budget(m), bytes[0] + bytes[1] + work[1]);
     return m;
 }
 
@@ -96,7 +110,7 @@ Test(cache, half_read_segments_outlive_finished_ones)
     uint64_t too_much = s0 + s1 + s2 + w2;
     cr_assert_lt(need, too_much);
     yfs_mount *m = open_with_segment_budget(need);
-    cr_assert_lt(yfs_mount_segment_budget(m), too_much);
+    cr_assert_lt(yfs_mount_data_budget(m), too_much);
     yfs_view *v;
     cr_assert_eq(yfs_view_open(m, 0, 0, 0, &v, &err), 0);
 

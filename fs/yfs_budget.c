@@ -1,0 +1,344 @@
+#include "yfs_budget.h"
+
+#include <assert.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "pq_page.h"
+
+#define MAX_RECLAIMERS 4
+
+struct yfs_budget {
+    uint64_t limit;
+    yfs_stats *stats;
+    struct {
+        yfs_reclaim_fn fn;
+        void *ctx;
+    } reclaimers[MAX_RECLAIMERS];
+    int num_reclaimers;     /* fixed before the first reservation */
+    pthread_mutex_t lock;   /* guards everything below and every hold */
+    pthread_cond_t room;    /* memory was released, a hold changed, or memory went idle */
+    uint64_t used, peak;
+    uint64_t bytes[YFS_MEM_KINDS], peak_bytes[YFS_MEM_KINDS];
+    uint64_t blocked;       /* bytes of blocked holds (all their threads waiting) */
+    int demand_waiters;
+    uint64_t demand_waits, refused, over_budget, max_over;
+};
+
+static const char *const kind_names[YFS_MEM_KINDS] = {
+    "segments", "decoded_pages", "raw_pages", "build_arrays", "dictionaries",
+    "chunk_buffers", "parked_pages", "plans", "bounce_copies",
+};
+
+const char *yfs_mem_kind_name(yfs_mem_kind kind)
+{
+    return kind_names[kind];
+}
+
+yfs_budget *yfs_budget_new(uint64_t limit, yfs_stats *stats)
+{
+    yfs_budget *b = calloc(1, sizeof *b);
+    if (!b)
+        return NULL;
+    b->limit = limit;
+    b->stats = stats;
+    pthread_mutex_init(&b->lock, NULL);
+    pthread_condattr_t monotonic; /* reclaimers' deadlines are CLOCK_MONOTONIC */
+    pthread_condattr_init(&monotonic);
+    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+    pthread_cond_init(&b->room, &monotonic);
+    pthread_condattr_destroy(&monotonic);
+    return b;
+}
+
+void yfs_budget_free(yfs_budget *b)
+{
+    if (!b)
+        return;
+    assert(b->used == 0 && b->blocked == 0 && b->demand_waiters == 0);
+    pthread_cond_destroy(&b->room);
+    pthread_mutex_destroy(&b->lock);
+    free(b);
+}
+
+void yfs_budget_add_reclaimer(yfs_budget *b, yfs_reclaim_fn fn, void *ctx)
+{
+    assert(b->num_reclaimers < MAX_RECLAIMERS && b->used == 0);
+    b->reclaimers[b->num_reclaimers].fn = fn;
+    b->reclaimers[b->num_reclaimers].ctx = ctx;
+    b->num_reclaimers++;
+}
+
+static int is_blocked(const yfs_hold *h)
+{
+    return h && h->threads > 0 && h->waiting == h->threads;
+}
+
+/* Lock held: the hold's bytes change by +add -sub. */
+static void hold_adjust(yfs_budget *b, yfs_hold *h, uint64_t add, uint64_t sub)
+{
+    if (!h)
+        return;
+    assert(h->bytes + add >= sub);
+    if (is_blocked(h))
+        b->blocked = b->blocked + add - sub;
+    h->bytes = h->bytes + add - sub;
+}
+
+/* Lock held: charge bytes of kind to hold. */
+static void take(yfs_budget *b, uint64_t bytes, yfs_mem_kind kind, yfs_hold *h)
+{
+    b->used += bytes;
+    b->bytes[kind] += bytes;
+    if (b->used > b->peak)
+        b->peak = b->used;
+    if (b->bytes[kind] > b->peak_bytes[kind])
+        b->peak_bytes[kind] = b->bytes[kind];
+    if (b->used > b->limit) {
+        b->over_budget++;
+        if (b->used - b->limit > b->max_over)
+            b->max_over = b->used - b->limit;
+    }
+    hold_adjust(b, h, bytes, 0);
+}
+
+/* Call the reclaimers in the order registered (cheapest loss first) with
+ * the lock released, each for what is still missing (lock held on entry and
+ * return); returns the earliest retry time one of them gave (0: none). */
+static uint64_t reclaim(yfs_budget *b, uint64_t bytes, int demand)
+{
+    uint64_t retry = 0;
+    for (int i = 0; i < b->num_reclaimers && b->used + bytes > b->limit; i++) {
+        uint64_t need = b->used + bytes - b->limit;
+        pthread_mutex_unlock(&b->lock);
+        uint64_t at = b->reclaimers[i].fn(b->reclaimers[i].ctx, need, demand);
+        pthread_mutex_lock(&b->lock);
+        if (at && (!retry || at < retry))
+            retry = at;
+    }
+    return retry;
+}
+
+static int fits(const yfs_budget *b, uint64_t bytes)
+{
+    return b->used + bytes <= b->limit;
+}
+
+/* Lock held: wait as a demand reservation of hold h, until woken or until
+ * retry (CLOCK_MONOTONIC ns, 0: no deadline). */
+static void wait_for_room(yfs_budget *b, yfs_hold *h, uint64_t retry)
+{
+    b->demand_waiters++;
+    b->demand_waits++;
+    if (h) {
+        int was = is_blocked(h);
+        h->waiting++;
+        if (!was && is_blocked(h)) {
+            b->blocked += h->bytes;
+            pthread_cond_broadcast(&b->room); /* others may now proceed (see header) */
+        }
+    }
+    if (retry) {
+        struct timespec at = { (time_t)(retry / 1000000000u), (long)(retry % 1000000000u) };
+        pthread_cond_timedwait(&b->room, &b->lock, &at);
+    } else {
+        pthread_cond_wait(&b->room, &b->lock);
+    }
+    if (h) {
+        if (is_blocked(h))
+            b->blocked -= h->bytes;
+        h->waiting--;
+    }
+    b->demand_waiters--;
+}
+
+int yfs_budget_reserve(yfs_budget *b, uint64_t bytes, yfs_mem_kind kind, yfs_mem_mode mode,
+                       yfs_hold *hold)
+{
+    assert(kind < YFS_MEM_KINDS);
+    assert(mode != YFS_DEMAND || !hold || hold->threads > 0);
+    pthread_mutex_lock(&b->lock);
+    int counted_wait = 0;
+    for (;;) {
+        int blocked_out = mode == YFS_PREFETCH && b->demand_waiters > 0;
+        if (!blocked_out && fits(b, bytes))
+            break;
+        if (blocked_out) {
+            b->refused++;
+            pthread_mutex_unlock(&b->lock);
+            return -1;
+        }
+        uint64_t retry = reclaim(b, bytes, mode != YFS_PREFETCH);
+        if (fits(b, bytes) && !(mode == YFS_PREFETCH && b->demand_waiters > 0))
+            break;
+        if (mode == YFS_FORCE)
+            break;
+        if (mode != YFS_DEMAND) {
+            b->refused++;
+            pthread_mutex_unlock(&b->lock);
+            return -1;
+        }
+        /* Could anything not blocked free room? Plans stay while their
+         * files are open, bounce copies while their readers wait for the
+         * next segment; a blocked hold frees only after its wait. */
+        uint64_t blocked = b->blocked + b->bytes[YFS_MEM_PLANS] + b->bytes[YFS_MEM_BOUNCE];
+        if (hold && !is_blocked(hold) && hold->waiting + 1 == hold->threads)
+            blocked += hold->bytes; /* this thread is the hold's last runner */
+        if (b->used <= blocked)
+            break; /* nothing else can make room: proceed, over the limit, alone */
+        if (!counted_wait && b->stats)
+            yfs_count(&b->stats->memory_waits, 1);
+        counted_wait = 1;
+        wait_for_room(b, hold, retry);
+    }
+    take(b, bytes, kind, hold);
+    pthread_mutex_unlock(&b->lock);
+    return 0;
+}
+
+void yfs_budget_release(yfs_budget *b, uint64_t bytes, yfs_mem_kind kind, yfs_hold *hold)
+{
+    if (bytes == 0)
+        return;
+    pthread_mutex_lock(&b->lock);
+    assert(b->bytes[kind] >= bytes && b->used >= bytes);
+    b->used -= bytes;
+    b->bytes[kind] -= bytes;
+    hold_adjust(b, hold, 0, bytes);
+    pthread_cond_broadcast(&b->room);
+    pthread_mutex_unlock(&b->lock);
+}
+
+void yfs_budget_transfer(yfs_budget *b, uint64_t bytes, yfs_mem_kind from, yfs_hold *from_hold,
+                         yfs_mem_kind to, yfs_hold *to_hold)
+{
+    if (bytes == 0)
+        return;
+    pthread_mutex_lock(&b->lock);
+    assert(b->bytes[from] >= bytes);
+    b->bytes[from] -= bytes;
+    b->bytes[to] += bytes;
+    if (b->bytes[to] > b->peak_bytes[to])
+        b->peak_bytes[to] = b->bytes[to];
+    hold_adjust(b, from_hold, 0, bytes);
+    hold_adjust(b, to_hold, bytes, 0);
+    pthread_cond_broadcast(&b->room); /* bytes may have left a blocked hold */
+    pthread_mutex_unlock(&b->lock);
+}
+
+void yfs_budget_settle(yfs_budget *b, uint64_t reserved, uint64_t exact, yfs_mem_kind kind,
+                       yfs_hold *hold)
+{
+    if (exact < reserved)
+        yfs_budget_release(b, reserved - exact, kind, hold);
+    else if (exact > reserved)
+        yfs_budget_reserve(b, exact - reserved, kind, YFS_FORCE, hold);
+}
+
+void yfs_hold_enter(yfs_budget *b, yfs_hold *h)
+{
+    pthread_mutex_lock(&b->lock);
+    if (is_blocked(h))
+        b->blocked -= h->bytes;
+    h->threads++;
+    pthread_mutex_unlock(&b->lock);
+}
+
+void yfs_hold_leave(yfs_budget *b, yfs_hold *h)
+{
+    pthread_mutex_lock(&b->lock);
+    assert(h->threads > h->waiting);
+    h->threads--;
+    if (is_blocked(h)) {
+        b->blocked += h->bytes;
+        pthread_cond_broadcast(&b->room);
+    }
+    pthread_mutex_unlock(&b->lock);
+}
+
+uint64_t yfs_budget_shortfall(yfs_budget *b, uint64_t bytes)
+{
+    pthread_mutex_lock(&b->lock);
+    uint64_t missing = fits(b, bytes) ? 0 : b->used + bytes - b->limit;
+    pthread_mutex_unlock(&b->lock);
+    return missing;
+}
+
+int yfs_budget_demand_waiting(yfs_budget *b)
+{
+    pthread_mutex_lock(&b->lock);
+    int n = b->demand_waiters;
+    pthread_mutex_unlock(&b->lock);
+    return n > 0;
+}
+
+void yfs_budget_notify(yfs_budget *b)
+{
+    pthread_mutex_lock(&b->lock);
+    pthread_cond_broadcast(&b->room);
+    pthread_mutex_unlock(&b->lock);
+}
+
+uint64_t yfs_budget_limit(const yfs_budget *b)
+{
+    return b->limit;
+}
+
+uint64_t yfs_budget_used(yfs_budget *b)
+{
+    pthread_mutex_lock(&b->lock);
+    uint64_t used = b->used;
+    pthread_mutex_unlock(&b->lock);
+    return used;
+}
+
+void yfs_budget_snapshot_get(yfs_budget *b, yfs_budget_snapshot *out)
+{
+    pthread_mutex_lock(&b->lock);
+    out->limit = b->limit;
+    out->used = b->used;
+    out->peak = b->peak;
+    for (int k = 0; k < YFS_MEM_KINDS; k++) {
+        out->bytes[k] = b->bytes[k];
+        out->peak_bytes[k] = b->peak_bytes[k];
+    }
+    out->demand_waits = b->demand_waits;
+    out->prefetch_refused = b->refused;
+    out->over_budget = b->over_budget;
+    out->max_over_bytes = b->max_over;
+    pthread_mutex_unlock(&b->lock);
+}
+
+/* Per level entry of a data page: its value slice, two uint16 level arrays
+ * and their uint32 scratch, and up to 16 bytes the value decoders allocate
+ * per value (DELTA_BINARY_PACKED: the decoded integers and their bytes;
+ * dictionary indices; booleans). */
+#define BOUND_PER_ENTRY (sizeof(pq_bytes) + 2 * sizeof(uint16_t) + sizeof(uint32_t) + 16)
+
+uint64_t yfs_decode_bound(const uint8_t *raw, uint64_t len)
+{
+    uint64_t bound = 0, at = 0;
+    while (at < len) {
+        pq_page_header h;
+        pq_error ignored;
+        if (pq_page_header_parse(raw + at, (size_t)(len - at), &h, &ignored) < 0 ||
+            h.compressed_size < 0 || h.uncompressed_size < 0)
+            break;
+        if (h.type == PQ_PAGE_DATA || h.type == PQ_PAGE_DATA_V2) {
+            uint64_t ulen = (uint64_t)h.uncompressed_size;
+            uint64_t n = h.num_values > 0 ? (uint64_t)h.num_values : 0;
+            /* BYTE_STREAM_SPLIT and DELTA_BYTE_ARRAY materialise values
+             * next to the storage: about as many bytes again (a
+             * DELTA_BYTE_ARRAY page that expands beyond that is charged
+             * once decoded, yfs_budget_settle). */
+            uint64_t materialised = h.encoding == PQ_ENC_BYTE_STREAM_SPLIT ||
+                                            h.encoding == PQ_ENC_DELTA_BYTE_ARRAY
+                                        ? ulen
+                                        : 0;
+            bound += ulen + materialised + n * BOUND_PER_ENTRY;
+        }
+        at += h.header_len + (uint64_t)h.compressed_size;
+    }
+    return bound;
+}

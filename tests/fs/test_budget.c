@@ -1,0 +1,298 @@
+/* The memory accountant (yfs_budget.h) on its own: reservations balance,
+ * demand waits and wakes, prefetch gives way to a waiting demand, a request
+ * larger than the limit runs alone, holds that all wait do not deadlock,
+ * reclaimers are asked before anyone waits, and counters by kind. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "yfs_budget.h"
+
+static void sleep_ms(long ms)
+{
+    struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
+    nanosleep(&t, NULL);
+}
+
+static uint64_t kind_bytes(yfs_budget *b, yfs_mem_kind k)
+{
+    yfs_budget_snapshot s;
+    yfs_budget_snapshot_get(b, &s);
+    return s.bytes[k];
+}
+
+static yfs_budget_snapshot snapshot(yfs_budget *b)
+{
+    yfs_budget_snapshot s;
+    yfs_budget_snapshot_get(b, &s);
+    return s;
+}
+
+Test(budget, reservations_balance_and_count_by_kind)
+{
+    yfs_stats st = { 0 };
+    yfs_budget *b = yfs_budget_new(1000, &st);
+    yfs_hold h = { 0 };
+    yfs_hold_enter(b, &h);
+    cr_assert_eq(yfs_budget_reserve(b, 100, YFS_MEM_SEGMENTS, YFS_DEMAND, NULL), 0);
+    cr_assert_eq(yfs_budget_reserve(b, 200, YFS_MEM_DECODED, YFS_DEMAND, &h), 0);
+    cr_assert_eq(yfs_budget_reserve(b, 50, YFS_MEM_RAW, YFS_PREFETCH, &h), 0);
+    cr_assert_eq(yfs_budget_reserve(b, 30, YFS_MEM_PLANS, YFS_FORCE, NULL), 0);
+    cr_assert_eq(yfs_budget_used(b), 380);
+    cr_assert_eq(h.bytes, 250);
+    cr_assert_eq(kind_bytes(b, YFS_MEM_DECODED), 200);
+
+    /* a raw page becomes a parked page owned by no hold: same total */
+    yfs_budget_transfer(b, 50, YFS_MEM_RAW, &h, YFS_MEM_PARKED, NULL);
+    cr_assert_eq(yfs_budget_used(b), 380);
+    cr_assert_eq(h.bytes, 200);
+    cr_assert_eq(kind_bytes(b, YFS_MEM_RAW), 0);
+    cr_assert_eq(kind_bytes(b, YFS_MEM_PARKED), 50);
+
+    /* an estimate settled to the exact size, both ways */
+    yfs_budget_settle(b, 200, 120, YFS_MEM_DECODED, &h);
+    cr_assert_eq(kind_bytes(b, YFS_MEM_DECODED), 120);
+    yfs_budget_settle(b, 120, 150, YFS_MEM_DECODED, &h);
+    cr_assert_eq(kind_bytes(b, YFS_MEM_DECODED), 150);
+    cr_assert_eq(h.bytes, 150);
+
+    yfs_budget_release(b, 150, YFS_MEM_DECODED, &h);
+    yfs_budget_release(b, 50, YFS_MEM_PARKED, NULL);
+    yfs_budget_release(b, 30, YFS_MEM_PLANS, NULL);
+    yfs_budget_release(b, 100, YFS_MEM_SEGMENTS, NULL);
+    yfs_hold_leave(b, &h);
+    yfs_budget_snapshot s = snapshot(b);
+    cr_assert_eq(s.used, 0);
+    cr_assert_eq(s.peak, 380);
+    cr_assert_eq(s.peak_bytes[YFS_MEM_DECODED], 200);
+    cr_assert_eq(s.peak_bytes[YFS_MEM_PARKED], 50);
+    cr_assert_eq(s.over_budget, 0);
+    cr_assert_eq(s.demand_waits, 0);
+    cr_assert_str_eq(yfs_mem_kind_name(YFS_MEM_DECODED), "decoded_pages");
+    yfs_budget_free(b);
+}
+
+typedef struct waiter {
+    yfs_budget *b;
+    uint64_t bytes;
+    yfs_hold *hold; /* entered by the waiter itself */
+    atomic_int done;
+} waiter;
+
+static void *demand(void *arg)
+{
+    waiter *w = arg;
+    if (w->hold)
+        yfs_hold_enter(w->b, w->hold);
+    yfs_budget_reserve(w->b, w->bytes, YFS_MEM_DECODED, YFS_DEMAND, w->hold);
+    atomic_store(&w->done, 1);
+    return NULL;
+}
+
+static int waiting_now(yfs_budget *b)
+{
+    for (int i = 0; i < 200 && !yfs_budget_demand_waiting(b); i++)
+        sleep_ms(5);
+    return yfs_budget_demand_waiting(b);
+}
+
+Test(budget, demand_waits_for_room_and_wakes_on_release)
+{
+    yfs_stats st = { 0 };
+    yfs_budget *b = yfs_budget_new(100, &st);
+    cr_assert_eq(yfs_budget_reserve(b, 80, YFS_MEM_SEGMENTS, YFS_DEMAND, NULL), 0);
+    waiter w = { b, 50, NULL, 0 };
+    pthread_t t;
+    pthread_create(&t, NULL, demand, &w);
+    cr_assert(waiting_now(b), "the demand did not wait");
+    sleep_ms(50);
+    cr_assert_eq(atomic_load(&w.done), 0, "took room that was not there");
+    cr_assert_eq(yfs_budget_used(b), 80);
+
+    /* prefetch never takes room a waiting demand needs, even when it fits */
+    cr_assert_eq(yfs_budget_reserve(b, 10, YFS_MEM_SEGMENTS, YFS_PREFETCH, NULL), -1);
+    /* a try fits and may be taken: it is not speculative */
+    cr_assert_eq(yfs_budget_reserve(b, 10, YFS_MEM_RAW, YFS_TRY, NULL), 0);
+    yfs_budget_release(b, 10, YFS_MEM_RAW, NULL);
+
+    yfs_budget_release(b, 80, YFS_MEM_SEGMENTS, NULL);
+    pthread_join(t, NULL);
+    cr_assert_eq(atomic_load(&w.done), 1);
+    cr_assert_eq(yfs_budget_used(b), 50);
+    cr_assert_eq(yfs_counter(&st.memory_waits), 1);
+    /* no demand waits any more: prefetch may take what fits, nothing more */
+    cr_assert_eq(yfs_budget_reserve(b, 50, YFS_MEM_SEGMENTS, YFS_PREFETCH, NULL), 0);
+    cr_assert_eq(yfs_budget_reserve(b, 1, YFS_MEM_SEGMENTS, YFS_PREFETCH, NULL), -1);
+    cr_assert_eq(yfs_budget_reserve(b, 1, YFS_MEM_SEGMENTS, YFS_TRY, NULL), -1);
+    yfs_budget_snapshot s = snapshot(b);
+    cr_assert_eq(s.prefetch_refused, 3);
+    cr_assert_eq(s.over_budget, 0);
+    yfs_budget_release(b, 50, YFS_MEM_SEGMENTS, NULL);
+    yfs_budget_release(b, 50, YFS_MEM_DECODED, NULL);
+    yfs_budget_free(b);
+}
+
+Test(budget, a_request_larger_than_the_limit_runs_alone)
+{
+    yfs_budget *b = yfs_budget_new(100, NULL);
+    /* nothing else holds memory: it proceeds, and is counted */
+    cr_assert_eq(yfs_budget_reserve(b, 150, YFS_MEM_SEGMENTS, YFS_DEMAND, NULL), 0);
+    yfs_budget_snapshot s = snapshot(b);
+    cr_assert_eq(s.over_budget, 1);
+    cr_assert_eq(s.max_over_bytes, 50);
+    /* the next request waits for it, even a small one */
+    waiter w = { b, 10, NULL, 0 };
+    pthread_t t;
+    pthread_create(&t, NULL, demand, &w);
+    cr_assert(waiting_now(b));
+    cr_assert_eq(atomic_load(&w.done), 0);
+    yfs_budget_release(b, 150, YFS_MEM_SEGMENTS, NULL);
+    pthread_join(t, NULL);
+    yfs_budget_release(b, 10, YFS_MEM_DECODED, NULL);
+
+    /* with something else held it waits until that is released */
+    cr_assert_eq(yfs_budget_reserve(b, 20, YFS_MEM_SEGMENTS, YFS_DEMAND, NULL), 0);
+    waiter big = { b, 150, NULL, 0 };
+    pthread_create(&t, NULL, demand, &big);
+    cr_assert(waiting_now(b));
+    sleep_ms(30);
+    cr_assert_eq(atomic_load(&big.done), 0, "an oversize request ran beside other memory");
+    yfs_budget_release(b, 20, YFS_MEM_SEGMENTS, NULL);
+    pthread_join(t, NULL);
+    cr_assert_eq(yfs_budget_used(b), 150);
+    yfs_budget_release(b, 150, YFS_MEM_DECODED, NULL);
+    /* plans and bounce copies do not hold it back: they stay while their
+     * files are open and while their readers wait */
+    yfs_budget_reserve(b, 30, YFS_MEM_PLANS, YFS_FORCE, NULL);
+    yfs_budget_reserve(b, 20, YFS_MEM_BOUNCE, YFS_FORCE, NULL);
+    cr_assert_eq(yfs_budget_reserve(b, 150, YFS_MEM_SEGMENTS, YFS_DEMAND, NULL), 0);
+    yfs_budget_release(b, 150, YFS_MEM_SEGMENTS, NULL);
+    yfs_budget_release(b, 20, YFS_MEM_BOUNCE, NULL);
+    yfs_budget_release(b, 30, YFS_MEM_PLANS, NULL);
+    yfs_budget_free(b);
+}
+
+/* Two builds each hold part of the budget and each need more than is
+ * left: when both wait, nothing could ever make room, so one goes ahead
+ * (over the limit); its release lets the other through. */
+Test(budget, holds_that_all_wait_do_not_deadlock)
+{
+    yfs_budget *b = yfs_budget_new(100, NULL);
+    yfs_hold h1 = { 0 }, h2 = { 0 };
+    yfs_hold_enter(b, &h1);
+    yfs_hold_enter(b, &h2);
+    yfs_budget_reserve(b, 60, YFS_MEM_DECODED, YFS_DEMAND, &h1);
+    yfs_budget_reserve(b, 30, YFS_MEM_DECODED, YFS_DEMAND, &h2);
+    yfs_hold_leave(b, &h1); /* the waiters below enter them again */
+    yfs_hold_leave(b, &h2);
+
+    waiter w1 = { b, 50, &h1, 0 };
+    pthread_t t1, t2;
+    pthread_create(&t1, NULL, demand, &w1);
+    cr_assert(waiting_now(b));
+    sleep_ms(30);
+    cr_assert_eq(atomic_load(&w1.done), 0, "went ahead while another build still ran");
+
+    waiter w2 = { b, 50, &h2, 0 };
+    pthread_create(&t2, NULL, demand, &w2);
+    for (int i = 0; i < 400 && !atomic_load(&w1.done) && !atomic_load(&w2.done); i++)
+        sleep_ms(5);
+    cr_assert(atomic_load(&w1.done) + atomic_load(&w2.done) == 1,
+              "exactly one of two blocked builds goes ahead");
+    waiter *ahead = atomic_load(&w1.done) ? &w1 : &w2, *other = ahead == &w1 ? &w2 : &w1;
+    cr_assert_eq(yfs_budget_used(b), 140);
+    cr_assert_geq(snapshot(b).over_budget, 1);
+
+    /* the one ahead finishes: frees everything and leaves */
+    yfs_budget_release(b, ahead->hold->bytes, YFS_MEM_DECODED, ahead->hold);
+    yfs_hold_leave(b, ahead->hold);
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+    cr_assert_eq(atomic_load(&other->done), 1);
+    yfs_budget_release(b, other->hold->bytes, YFS_MEM_DECODED, other->hold);
+    yfs_hold_leave(b, other->hold);
+    cr_assert_eq(yfs_budget_used(b), 0);
+    yfs_budget_free(b);
+}
+
+/* A build with a helper thread: while the helper still runs, the builder's
+ * wait is not a deadlock, so it waits for the helper's release. */
+Test(budget, a_hold_waits_while_one_of_its_threads_runs)
+{
+    yfs_budget *b = yfs_budget_new(100, NULL);
+    yfs_hold h = { 0 };
+    yfs_hold_enter(b, &h);                /* the helper, running */
+    yfs_budget_reserve(b, 90, YFS_MEM_DECODED, YFS_DEMAND, &h);
+    waiter w = { b, 50, &h, 0 };          /* the builder */
+    pthread_t t;
+    pthread_create(&t, NULL, demand, &w);
+    cr_assert(waiting_now(b));
+    sleep_ms(30);
+    cr_assert_eq(atomic_load(&w.done), 0);
+    yfs_budget_release(b, 60, YFS_MEM_DECODED, &h); /* the helper's page is done */
+    pthread_join(t, NULL);
+    cr_assert_eq(snapshot(b).over_budget, 0);
+    yfs_budget_release(b, 80, YFS_MEM_DECODED, &h);
+    yfs_hold_leave(b, &h);
+    yfs_hold_leave(b, &h);
+    yfs_budget_free(b);
+}
+
+/* A reclaimer holding idle memory: asked before anyone waits or is
+ * refused, for what is missing; not asked for what fits. */
+typedef struct idle_store {
+    yfs_budget *b;
+    uint64_t idle;
+    uint64_t asked, calls;
+    int demand_only;
+} idle_store;
+
+static uint64_t drop_idle(void *ctx, uint64_t need, int demand)
+{
+    idle_store *s = ctx;
+    s->calls++;
+    s->asked = need;
+    if (s->demand_only && !demand)
+        return 0;
+    uint64_t n = need < s->idle ? need : s->idle;
+    s->idle -= n;
+    yfs_budget_release(s->b, n, YFS_MEM_PARKED, NULL);
+    return 0;
+}
+
+Test(budget, reclaimers_free_idle_memory_before_anyone_waits)
+{
+    yfs_budget *b = yfs_budget_new(100, NULL);
+    idle_store s = { b, 70, 0, 0, 1 };
+    yfs_budget_add_reclaimer(b, drop_idle, &s);
+    yfs_budget_reserve(b, 70, YFS_MEM_PARKED, YFS_PREFETCH, NULL);
+    cr_assert_eq(yfs_budget_reserve(b, 30, YFS_MEM_RAW, YFS_DEMAND, NULL), 0);
+    cr_assert_eq(s.calls, 0, "asked while it fit");
+    /* a prefetch may not drop what only demand may */
+    cr_assert_eq(yfs_budget_reserve(b, 20, YFS_MEM_RAW, YFS_PREFETCH, NULL), -1);
+    cr_assert_eq(s.idle, 70);
+    cr_assert_eq(yfs_budget_reserve(b, 20, YFS_MEM_RAW, YFS_DEMAND, NULL), 0);
+    cr_assert_eq(s.asked, 20);
+    cr_assert_eq(s.idle, 50);
+    cr_assert_eq(yfs_budget_used(b), 100);
+    cr_assert_eq(snapshot(b).demand_waits, 0);
+    yfs_budget_release(b, 50, YFS_MEM_RAW, NULL);
+    yfs_budget_release(b, 50, YFS_MEM_PARKED, NULL);
+    yfs_budget_free(b);
+}
+
+/* Forced charges never wait and never fail; over the limit they count. */
+Test(budget, forced_charges_are_counted_over_the_limit)
+{
+    yfs_budget *b = yfs_budget_new(100, NULL);
+    yfs_budget_reserve(b, 90, YFS_MEM_SEGMENTS, YFS_DEMAND, NULL);
+    cr_assert_eq(yfs_budget_reserve(b, 40, YFS_MEM_BOUNCE, YFS_FORCE, NULL), 0);
+    yfs_budget_snapshot s = snapshot(b);
+    cr_assert_eq(s.over_budget, 1);
+    cr_assert_eq(s.max_over_bytes, 30);
+    cr_assert_eq(s.bytes[YFS_MEM_BOUNCE], 40);
+    yfs_budget_release(b, 40, YFS_MEM_BOUNCE, NULL);
+    yfs_budget_release(b, 90, YFS_MEM_SEGMENTS, NULL);
+    yfs_budget_free(b);
+}

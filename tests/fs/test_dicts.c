@@ -1,0 +1,131 @@
+/* The dictionary cache (yfs_dicts.h) on the sample dataset: one load per
+ * chunk while cached, charged at its decoded size in use and idle, idle
+ * ones dropped by the cap and by demand reads short of room, referenced
+ * ones never. */
+#include <criterion/criterion.h>
+
+#include "yfs_dicts.h"
+#include "yfs_mount.h"
+
+#define SAMPLE YFS_SOURCE_DIR "/examples/sample"
+
+static yfs_mount *open_sample(void)
+{
+    yfs_options o;
+    yfs_options_init(&o);
+    pq_error err;
+    char *rest = NULL;
+    cr_assert_eq(yfs_options_apply_list(&o, "cache=none", &rest, &err), 0);
+    yfs_mount *m;
+    cr_assert_eq(yfs_mount_open(&o, SAMPLE, 0, &m, &err), 0, "%s", err.msg);
+    yfs_options_free(&o);
+    return m;
+}
+
+static uint64_t dict_bytes(yfs_budget *b)
+{
+    yfs_budget_snapshot s;
+    yfs_budget_snapshot_get(b, &s);
+    return s.bytes[YFS_MEM_DICTIONARIES];
+}
+
+/* The first two chunks with a dictionary. */
+static void dict_chunks(const ix_index *ix, uint32_t *c)
+{
+    int n = 0;
+    for (uint32_t i = 0; i < ix->num_chunks && n < 2; i++)
+        if (ix->chunks[i].dict_offset >= 0)
+            c[n++] = i;
+    cr_assert_eq(n, 2, "the sample has dictionary-encoded chunks");
+}
+
+Test(dicts, loaded_once_and_charged_in_use_and_idle)
+{
+    yfs_mount *m = open_sample();
+    yfs_stats st = { 0 };
+    yfs_budget *b = yfs_budget_new(64u << 20, &st);
+    yfs_dicts *c = yfs_dicts_new(m->ix, b, 64u << 20, &st);
+    uint32_t ch[2];
+    dict_chunks(m->ix, ch);
+    const pq_dictionary *d1, *d2;
+    yfs_dict *h1, *h2;
+    pq_error err;
+    cr_assert_eq(yfs_dicts_get(c, ch[0], NULL, &d1, &h1, &err), 0, "%s", err.msg);
+    cr_assert_eq(yfs_dicts_get(c, ch[0], NULL, &d2, &h2, &err), 0, "%s", err.msg);
+    cr_assert_eq(d1, d2);
+    cr_assert_eq(yfs_counter(&st.dictionaries_loaded), 1);
+    cr_assert_gt(d1->count, 0);
+    uint64_t charged = dict_bytes(b);
+    cr_assert_geq(charged, pq_dictionary_bytes(d1), "charged below its decoded size");
+    cr_assert_lt(charged, pq_dictionary_bytes(d1) + 256);
+    cr_assert_eq(yfs_budget_used(b), charged, "the raw page's charge was not released");
+    yfs_dicts_put(c, h1);
+    yfs_dicts_put(c, h2);
+    cr_assert_eq(dict_bytes(b), charged, "an idle dictionary is not charged");
+    cr_assert_eq(yfs_dicts_get(c, ch[0], NULL, &d1, &h1, &err), 0);
+    cr_assert_eq(yfs_counter(&st.dictionaries_loaded), 1, "the idle one was not reused");
+    yfs_dicts_put(c, h1);
+    yfs_dicts_free(c);
+    cr_assert_eq(yfs_budget_used(b), 0);
+    yfs_budget_free(b);
+    yfs_mount_close(m);
+}
+
+Test(dicts, idle_ones_go_for_the_cap_and_for_demand_reads_in_use_ones_never)
+{
+    yfs_mount *m = open_sample();
+    uint32_t ch[2];
+    dict_chunks(m->ix, ch);
+    pq_error err;
+    const pq_dictionary *d;
+    yfs_dict *h0, *h1;
+
+    /* cap 0: dropped as soon as the last user lets go */
+    yfs_stats st = { 0 };
+    yfs_budget *b = yfs_budget_new(64u << 20, &st);
+    yfs_dicts *c = yfs_dicts_new(m->ix, b, 0, &st);
+    cr_assert_eq(yfs_dicts_get(c, ch[0], NULL, &d, &h0, &err), 0);
+    yfs_dicts_put(c, h0);
+    cr_assert_eq(dict_bytes(b), 0);
+    yfs_dicts_free(c);
+    yfs_budget_free(b);
+
+    /* a limit holding about the two: a demand read drops the idle one */
+    b = yfs_budget_new(64u << 20, &st);
+    c = yfs_dicts_new(m->ix, b, 64u << 20, &st);
+    cr_assert_eq(yfs_dicts_get(c, ch[0], NULL, &d, &h0, &err), 0);
+    cr_assert_eq(yfs_dicts_get(c, ch[1], NULL, &d, &h1, &err), 0);
+    uint64_t both = yfs_budget_used(b);
+    yfs_budget_snapshot probe;
+    yfs_budget_snapshot_get(b, &probe); /* the peak: loading reserves a bound first */
+    yfs_dicts_free(c);
+    yfs_budget_free(b);
+
+    b = yfs_budget_new(probe.peak, &st);
+    c = yfs_dicts_new(m->ix, b, 64u << 20, &st);
+    cr_assert_eq(yfs_dicts_get(c, ch[0], NULL, &d, &h0, &err), 0);
+    cr_assert_eq(yfs_dicts_get(c, ch[1], NULL, &d, &h1, &err), 0);
+    uint64_t in_use = yfs_budget_used(b);
+    cr_assert_eq(in_use, both);
+    /* both in use: nothing to drop, a try is refused */
+    uint64_t more = probe.peak - both + 100;
+    cr_assert_eq(yfs_budget_reserve(b, more, YFS_MEM_DECODED, YFS_TRY, NULL), -1);
+    cr_assert_eq(yfs_budget_used(b), both);
+    yfs_dicts_put(c, h0);
+    cr_assert_eq(yfs_budget_reserve(b, more, YFS_MEM_DECODED, YFS_DEMAND, NULL), 0);
+    cr_assert_lt(dict_bytes(b), both, "the idle dictionary was kept");
+    cr_assert_eq(yfs_counter(&st.memory_waits), 0);
+    /* the one in use is still there */
+    const pq_dictionary *again;
+    yfs_dict *h;
+    uint64_t loads = yfs_counter(&st.dictionaries_loaded);
+    cr_assert_eq(yfs_dicts_get(c, ch[1], NULL, &again, &h, &err), 0);
+    cr_assert_eq(yfs_counter(&st.dictionaries_loaded), loads);
+    yfs_dicts_put(c, h);
+    yfs_dicts_put(c, h1);
+    yfs_budget_release(b, more, YFS_MEM_DECODED, NULL);
+    yfs_dicts_free(c);
+    cr_assert_eq(yfs_budget_used(b), 0);
+    yfs_budget_free(b);
+    yfs_mount_close(m);
+}

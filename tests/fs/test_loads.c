@@ -1,0 +1,137 @@
+/* Fetching pages (yfs_loads.h): through chunk loads or alone, every page
+ * comes back as the bytes on disk, each raw page charged to its caller at
+ * its length, parked pages all taken in the end; when the accountant
+ * refuses a chunk's memory the pages are read alone, same bytes. Also: the
+ * decode bound of every page (yfs_decode_bound) covers its decoded size. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ix_read.h"
+#include "yfs_budget.h"
+#include "yfs_loads.h"
+#include "yfs_mount.h"
+#include "yfs_plans.h"
+#include "yfs_segment.h"
+
+#define SAMPLE YFS_SOURCE_DIR "/examples/sample"
+
+static yfs_mount *open_sample(const char *opts)
+{
+    yfs_options o;
+    yfs_options_init(&o);
+    pq_error err;
+    char *rest = NULL;
+    cr_assert_eq(yfs_options_apply_list(&o, opts, &rest, &err), 0, "%s", err.msg);
+    yfs_mount *m;
+    cr_assert_eq(yfs_mount_open(&o, SAMPLE, 0, &m, &err), 0, "%s", err.msg);
+    yfs_options_free(&o);
+    return m;
+}
+
+static yfs_budget_snapshot snap(yfs_mount *m)
+{
+    yfs_budget_snapshot s;
+    yfs_budget_snapshot_get(m->budget, &s);
+    return s;
+}
+
+/* The page's bytes as stored: read from its file by path, not by the index. */
+static uint8_t *on_disk(const yfs_mount *m, uint32_t page)
+{
+    const ix_index *ix = m->ix;
+    const ix_page *p = &ix->pages[page];
+    const char *name = ix->files[ix->chunks[ix_locate(ix, page)].file].name;
+    char path[4096];
+    snprintf(path, sizeof path, "%s%s", name[0] == '/' ? "" : SAMPLE "/", name);
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot open %s", path);
+    uint8_t *buf = malloc(p->length);
+    cr_assert_eq(fseek(f, (long)p->offset, SEEK_SET), 0);
+    cr_assert_eq(fread(buf, 1, p->length, f), p->length);
+    fclose(f);
+    return buf;
+}
+
+/* Fetch every page of epoch 0 in plan order; returns chunk loads run. */
+static uint64_t fetch_all(yfs_mount *m)
+{
+    yfs_plan *plan;
+    pq_error err;
+    cr_assert_eq(yfs_plans_get(m->plans, 0, &plan, &err), 0);
+    yfs_hold h = { 0 };
+    yfs_hold_enter(m->budget, &h);
+    for (uint64_t pos = 0; pos < plan->plan.num_pages; pos++) {
+        uint8_t *raw;
+        uint32_t len;
+        cr_assert_eq(yfs_page_fetch(m, plan, pos, &h, &raw, &len, &err), 0, "%s", err.msg);
+        uint32_t page = plan->plan.order[pos];
+        cr_assert_eq(len, m->ix->pages[page].length);
+        cr_assert_eq(snap(m).bytes[YFS_MEM_RAW], len, "the raw page is not charged at its length");
+        cr_assert_eq(h.bytes, len);
+        uint8_t *want = on_disk(m, page);
+        cr_assert_eq(memcmp(raw, want, len), 0, "page %u: other bytes than on disk", page);
+        free(want);
+        free(raw);
+        yfs_budget_release(m->budget, len, YFS_MEM_RAW, &h);
+    }
+    yfs_hold_leave(m->budget, &h);
+    cr_assert_eq(snap(m).bytes[YFS_MEM_PARKED], 0, "parked pages never taken");
+    cr_assert_eq(snap(m).bytes[YFS_MEM_CHUNKS], 0);
+    yfs_plans_put(m->plans, plan);
+    return yfs_counter(&m->stats.chunk_loads);
+}
+
+Test(loads, chunk_loads_bring_the_bytes_on_disk)
+{
+    yfs_mount *m = open_sample("cache=none,chunk=32K");
+    cr_assert_gt(fetch_all(m), 0, "no chunk was loaded");
+    cr_assert_gt(yfs_counter(&m->stats.pages_from_chunks), 0);
+    cr_assert_gt(snap(m).peak_bytes[YFS_MEM_CHUNKS], 0);
+    yfs_mount_close(m);
+}
+
+Test(loads, refused_chunk_memory_means_pages_read_alone)
+{
+    /* memory that stays (charged as a plan) leaves room for no chunk: every
+     * load is refused, and pages are read alone, over the limit (nothing
+     * else could make room) */
+    yfs_mount *m = open_sample("cache=none,chunk=32K");
+    uint64_t filler = yfs_budget_limit(m->budget) - 1000;
+    yfs_budget_reserve(m->budget, filler, YFS_MEM_PLANS, YFS_FORCE, NULL);
+    cr_assert_eq(fetch_all(m), 0);
+    cr_assert_eq(yfs_counter(&m->stats.pages_read_alone), m->ix->num_pages);
+    cr_assert_gt(snap(m).prefetch_refused, 0);
+    yfs_budget_release(m->budget, filler, YFS_MEM_PLANS, NULL);
+    yfs_mount_close(m);
+}
+
+Test(loads, the_header_bound_covers_every_decoded_page)
+{
+    yfs_mount *m = open_sample("cache=none,chunk=0");
+    yfs_hold h = { 0 };
+    yfs_hold_enter(m->budget, &h);
+    for (uint32_t page = 0; page < m->ix->num_pages; page++) {
+        uint8_t *raw;
+        uint32_t len;
+        pq_error err;
+        cr_assert_eq(yfs_page_read(m, page, &h, &raw, &len, &err), 0, "%s", err.msg);
+        uint64_t bound = yfs_decode_bound(raw, len);
+        pq_page_values v;
+        ix_record *recs = malloc((m->ix->pages[page].records + 1) * sizeof *recs);
+        cr_assert_eq(yfs_page_records(m, page, raw, len, &h, &v, recs, &err), 0, "%s", err.msg);
+        /* all but values copied out of a dictionary (reserved once known) */
+        cr_assert_geq(bound, pq_page_values_bytes(&v) - v.extra_len, "page %u", page);
+        cr_assert_eq(snap(m).bytes[YFS_MEM_DECODED], pq_page_values_bytes(&v),
+                     "page %u: not charged at its real size", page);
+        yfs_page_values_drop(m, &v, &h);
+        free(recs);
+        free(raw);
+        yfs_budget_release(m->budget, len, YFS_MEM_RAW, &h);
+    }
+    cr_assert_eq(h.bytes, 0);
+    yfs_hold_leave(m->budget, &h);
+    yfs_mount_close(m);
+}
