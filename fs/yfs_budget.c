@@ -7,7 +7,7 @@
 
 #include "pq_page.h"
 
-#define MAX_RECLAIMERS 4
+#define MAX_RECLAIMERS 8
 
 struct yfs_budget {
     uint64_t limit;

@@ -1,5 +1,6 @@
 #include "yfs_mount.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -27,6 +28,11 @@ uint64_t yfs_mount_loaded_budget(const yfs_mount *m)
     return m->params.chunk_bytes ? m->opts.mem / 4 : 0;
 }
 
+uint64_t yfs_mount_framed_budget(const yfs_mount *m)
+{
+    return m->opts.mem / 4;
+}
+
 uint64_t yfs_untracked_budget(uint64_t mem)
 {
     return mem / 8;
@@ -40,10 +46,55 @@ uint64_t yfs_mount_data_budget(const yfs_mount *m)
 uint64_t yfs_mount_index_bytes(const yfs_mount *m)
 {
     uint64_t per_page = sizeof *m->page_summary + sizeof *m->page_storage;
+    uint64_t units = m->units.first_unit ? m->units.first_unit[m->ix->num_pages] : 0;
+    if (m->units.first_unit)
+        per_page += sizeof *m->units.first_unit;
     uint64_t rows = m->record_bytes ? m->ix->num_records * sizeof *m->record_bytes +
                                           (m->ix->num_pages + 1) * sizeof *m->page_first_record
                                     : 0;
-    return ix_memory_bytes(m->ix) + m->ix->num_pages * per_page + rows;
+    return ix_memory_bytes(m->ix) + m->ix->num_pages * per_page + rows +
+           units * (sizeof *m->units.unit_records + sizeof *m->units.unit_bytes);
+}
+
+/* The plan's units from the index's cut pages: a page's units split its
+ * records as ix_unit_first_record does, with the bytes the index measured;
+ * an uncut page is one unit. Nothing when no page is cut. */
+static int map_units(yfs_mount *m)
+{
+    const ix_index *ix = m->ix;
+    yfs_unit_map *u = &m->units;
+    if (ix->num_units == 0)
+        return 0;
+    uint64_t n = ix->num_pages, units = 0;
+    if (!(u->first_unit = malloc((n + 1) * sizeof *u->first_unit)))
+        return -1;
+    for (uint64_t p = 0; p < n; p++) {
+        u->first_unit[p] = units;
+        units += ix->chunks[ix_locate(ix, p)].cut ? ix_units_of(&ix->pages[p]) : 1;
+    }
+    u->first_unit[n] = units;
+    u->unit_records = malloc((units ? units : 1) * sizeof *u->unit_records);
+    u->unit_bytes = malloc((units ? units : 1) * sizeof *u->unit_bytes);
+    if (!u->unit_records || !u->unit_bytes)
+        return -1;
+    uint64_t cut = 0; /* position in ix->unit_bytes */
+    for (uint64_t p = 0; p < n; p++) {
+        uint64_t first = u->first_unit[p];
+        uint32_t count = (uint32_t)(u->first_unit[p + 1] - first), records = ix->pages[p].records;
+        if (count == 1) {
+            u->unit_records[first] = records;
+            u->unit_bytes[first] = ix->pages[p].framed;
+            continue;
+        }
+        for (uint32_t k = 0; k < count; k++) {
+            u->unit_records[first + k] = ix_unit_first_record(records, count, k + 1) -
+                                         ix_unit_first_record(records, count, k);
+            u->unit_bytes[first + k] = ix->unit_bytes[cut++];
+        }
+    }
+    assert(cut == ix->num_units);
+    u->cut = (sh_cut){ u->first_unit, u->unit_records, u->unit_bytes };
+    return 0;
 }
 
 int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, yfs_mount **out,
@@ -93,13 +144,20 @@ int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, y
     if (!(m->budget = yfs_budget_new(yfs_mount_data_budget(m), &m->stats)))
         goto oom;
     m->loaded = yfs_pages_new(m->budget, yfs_mount_loaded_budget(m), &m->stats);
+    m->framed = yfs_pages_new(m->budget, yfs_mount_framed_budget(m), &m->stats);
+    if (map_units(m) < 0)
+        goto oom;
     m->dicts = yfs_dicts_new(ix, m->budget, yfs_mount_dict_budget(m), &m->stats);
     m->cache = yfs_cache_new(m);
-    if (!m->dicts || !m->cache || !m->loaded)
+    if (!m->dicts || !m->cache || !m->loaded || !m->framed)
         goto oom;
     if (m->params.mode == SH_SHUFFLE_ROW && yfs_rows_measure(m, err) < 0)
         goto fail;
-    m->plans = yfs_plans_new(&m->params, m->page_summary, m->page_storage, ix->num_pages,
+    m->plans = yfs_plans_new(&m->params, m->page_summary,
+                             m->units.first_unit && m->params.mode != SH_SHUFFLE_ROW
+                                 ? &m->units.cut
+                                 : NULL,
+                             m->page_storage, ix->num_pages,
                              m->record_bytes, ix->num_records, m->budget, &m->stats);
     if (!m->plans)
         goto oom;
@@ -127,9 +185,13 @@ void yfs_mount_close(yfs_mount *m)
     yfs_dicts_free(m->dicts);
     yfs_plans_free(m->plans);
     yfs_pages_free(m->loaded);
+    yfs_pages_free(m->framed);
     yfs_budget_free(m->budget); /* last: everything above has released its bytes */
     free(m->page_summary);
     free(m->page_storage);
+    free(m->units.first_unit);
+    free(m->units.unit_records);
+    free(m->units.unit_bytes);
     free(m->record_bytes);
     free(m->page_first_record);
     ix_free(m->ix);

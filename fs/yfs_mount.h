@@ -22,6 +22,16 @@ typedef struct yfs_cache yfs_cache;
 typedef struct yfs_pages yfs_pages;
 typedef struct yfs_budget yfs_budget;
 
+/* The plan's shuffle units (sh_plan.h sh_cut), from the index's cut pages
+ * (ix_index.h): cut.first_unit is NULL when no page is cut, and then every
+ * page is one unit. The arrays are owned; cut points to them. */
+typedef struct yfs_unit_map {
+    sh_cut cut;
+    uint64_t *first_unit;   /* ix->num_pages + 1 entries */
+    uint32_t *unit_records;
+    uint64_t *unit_bytes;
+} yfs_unit_map;
+
 typedef struct yfs_mount {
     yfs_options opts;
     ix_index *ix;
@@ -35,6 +45,8 @@ typedef struct yfs_mount {
     yfs_dicts *dicts;
     yfs_cache *cache;
     yfs_pages *loaded;     /* pages read by chunk loads, waiting to be served */
+    yfs_unit_map units;
+    yfs_pages *framed;     /* framed units of cut pages, waiting to be served (yfs_units.h) */
     yfs_stats stats;
     double index_seconds;  /* wall time of the whole mount-time build */
     int log_to_syslog;     /* set once daemonized, before any read */
@@ -59,6 +71,8 @@ uint64_t yfs_untracked_budget(uint64_t mem);
 uint64_t yfs_mount_data_budget(const yfs_mount *m);
 uint64_t yfs_mount_dict_budget(const yfs_mount *m);
 uint64_t yfs_mount_loaded_budget(const yfs_mount *m);
+/* Framed units of cut pages waiting to be served: up to a quarter. */
+uint64_t yfs_mount_framed_budget(const yfs_mount *m);
 
 /* Memory of the index and what the mount keeps beside it for every page or
  * record (the "index" of the memory bound index + mem). */

@@ -10,6 +10,7 @@
 struct yfs_plans {
     const sh_params *params;
     const sh_page *pages;
+    const sh_cut *cut;
     const sh_stored_page *stored;
     uint64_t num_pages;
     const uint32_t *record_bytes;
@@ -21,7 +22,7 @@ struct yfs_plans {
     uint64_t clock;
 };
 
-yfs_plans *yfs_plans_new(const sh_params *params, const sh_page *pages,
+yfs_plans *yfs_plans_new(const sh_params *params, const sh_page *pages, const sh_cut *cut,
                          const sh_stored_page *stored, uint64_t num_pages,
                          const uint32_t *record_bytes, uint64_t num_records, yfs_budget *budget,
                          yfs_stats *stats)
@@ -31,6 +32,7 @@ yfs_plans *yfs_plans_new(const sh_params *params, const sh_page *pages,
         return NULL;
     c->params = params;
     c->pages = pages;
+    c->cut = cut;
     c->stored = stored;
     c->budget = budget;
     c->stats = stats;
@@ -46,6 +48,7 @@ uint64_t yfs_plan_bytes(const yfs_plan *p)
     const sh_plan *sp = &p->plan;
     uint64_t loads = sp->schedule.num_loads;
     return sizeof *p + sp->num_pages * sizeof *sp->order +
+           (sp->unit_order != sp->order ? sp->num_units * sizeof *sp->unit_order : 0) +
            (sp->rows ? sp->total_records * sizeof *sp->rows : 0) +
            sp->num_segments * sizeof *sp->segments +
            (loads ? loads * (sizeof *sp->schedule.loads + 1) +
@@ -98,7 +101,7 @@ int yfs_plans_get(yfs_plans *c, uint64_t epoch, yfs_plan **out, pq_error *err)
     int built = p && (c->params->mode == SH_SHUFFLE_ROW
                           ? sh_plan_build_rows(c->params, c->record_bytes, c->num_records, epoch,
                                                &p->plan)
-                          : sh_plan_build(c->params, c->pages, NULL, c->stored, c->num_pages,
+                          : sh_plan_build(c->params, c->pages, c->cut, c->stored, c->num_pages,
                                           epoch, &p->plan)) == 0;
     if (!built || yfs_loads_init(&p->loads, p->plan.schedule.num_loads) < 0) {
         if (built)

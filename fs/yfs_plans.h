@@ -23,9 +23,10 @@ typedef struct yfs_plan {
     uint64_t last_use; /* guarded by the cache mutex */
 } yfs_plan;
 
-/* The inputs (params, pages, stored, record_bytes) must outlive the cache.
- * record_bytes (num_records entries) is for shuffle=row only, else NULL. */
-yfs_plans *yfs_plans_new(const sh_params *params, const sh_page *pages,
+/* The inputs (params, pages, cut, stored, record_bytes) must outlive the
+ * cache. cut is NULL when no page is cut into units (sh_plan.h); record_bytes
+ * (num_records entries) is for shuffle=row only, else NULL. */
+yfs_plans *yfs_plans_new(const sh_params *params, const sh_page *pages, const sh_cut *cut,
                          const sh_stored_page *stored, uint64_t num_pages,
                          const uint32_t *record_bytes, uint64_t num_records, yfs_budget *budget,
                          yfs_stats *stats);

@@ -12,6 +12,7 @@
 #include "yfs_loads.h"
 #include "yfs_rows.h"
 #include "yfs_thread.h"
+#include "yfs_units.h"
 
 /* ix_dict_source over the mount's dictionary cache, loading for a hold. */
 typedef struct dict_source {
@@ -105,46 +106,35 @@ int yfs_page_records(yfs_mount *m, uint64_t page, const uint8_t *raw, uint64_t r
     return 0;
 }
 
-/* Rinas: the pages of a segment are fetched and decoded by up to this many
- * threads at once (the builder and helpers), each taking the next page not
- * yet taken, so they finish out of order. The result cannot depend on it:
- * every page decodes into its own slot, and its records go to the place the
- * index's record counts give them. */
+/* Rinas: the units of a segment are fetched, decoded and framed by up to
+ * this many threads at once (the builder and helpers), each taking the next
+ * unit not yet taken, so they finish out of order. The result cannot depend
+ * on it: every unit is framed into its own slot, and its records go to the
+ * place the plan's record counts give them. */
 #define DECODE_THREADS_MAX 4
 
-typedef struct page_jobs {
+typedef struct unit_jobs {
     yfs_mount *m;
     yfs_plan *plan;
     yfs_hold *hold;          /* the build's reservations (yfs_budget.h) */
     const sh_segment *seg;
-    pq_page_values *pages;   /* seg->units slots */
-    ix_record *recs;
-    const uint32_t *rec_at;  /* where each page's records go in recs */
-    _Atomic uint32_t next;   /* the next page to take */
+    yfs_unit *units;         /* seg->units slots */
+    _Atomic uint32_t next;   /* the next unit to take */
     _Atomic int failed;
     pthread_mutex_t lock;    /* guards err */
     pq_error err;            /* the first failure */
-} page_jobs;
+} unit_jobs;
 
-static void *decode_pages(void *arg)
+static void *frame_units(void *arg)
 {
-    page_jobs *j = arg;
+    unit_jobs *j = arg;
     for (;;) {
         uint32_t i = atomic_fetch_add(&j->next, 1);
         if (i >= j->seg->units || atomic_load(&j->failed))
             return NULL;
-        uint64_t pos = j->seg->first + i, page = j->plan->plan.order[pos];
-        uint8_t *raw = NULL;
-        uint32_t len = 0;
+        uint32_t unit = j->plan->plan.unit_order[j->seg->first + i];
         pq_error err;
-        int rc = yfs_page_fetch(j->m, j->plan, pos, j->hold, &raw, &len, &err);
-        if (rc == 0) {
-            rc = yfs_page_records(j->m, page, raw, len, j->hold, &j->pages[i],
-                                  j->recs + j->rec_at[i], &err);
-            free(raw);
-            yfs_budget_release(j->m->budget, len, YFS_MEM_RAW, j->hold);
-        }
-        if (rc < 0) {
+        if (yfs_unit_get(j->m, j->plan, unit, j->hold, &j->units[i], &err) < 0) {
             pthread_mutex_lock(&j->lock);
             if (!atomic_exchange(&j->failed, 1))
                 j->err = err;
@@ -155,29 +145,21 @@ static void *decode_pages(void *arg)
 
 /* A helper thread: entered into the build's hold by the builder, it leaves
  * when done. */
-static void *decode_pages_helper(void *arg)
+static void *frame_units_helper(void *arg)
 {
-    page_jobs *j = arg;
-    decode_pages(j);
+    unit_jobs *j = arg;
+    frame_units(j);
     yfs_hold_leave(j->m->budget, j->hold);
     return NULL;
 }
 
-/* Decode the segment's pages into pages[] and their records into recs, in
- * parallel when the mount has threads= to spare. */
-static int decode_segment(yfs_mount *m, yfs_plan *plan, const sh_segment *seg, yfs_hold *hold,
-                          pq_page_values *pages, ix_record *recs, pq_error *err)
+/* The framed records of the segment's units into units[], in parallel when
+ * the mount has threads= to spare (Rinas: each unit into its own slot, so
+ * finishing out of order changes nothing). */
+static int frame_segment_units(yfs_mount *m, yfs_plan *plan, const sh_segment *seg,
+                               yfs_hold *hold, yfs_unit *units, pq_error *err)
 {
-    uint32_t *rec_at = malloc((seg->units ? seg->units : 1) * sizeof *rec_at);
-    if (!rec_at)
-        return pq_error_set(err, "out of memory for a segment of %u pages", seg->units);
-    uint32_t at = 0;
-    for (uint32_t i = 0; i < seg->units; i++) {
-        rec_at[i] = at;
-        at += m->ix->pages[plan->plan.order[seg->first + i]].records;
-    }
-    page_jobs j = { .m = m, .plan = plan, .hold = hold, .seg = seg, .pages = pages,
-                    .recs = recs, .rec_at = rec_at };
+    unit_jobs j = { .m = m, .plan = plan, .hold = hold, .seg = seg, .units = units };
     atomic_init(&j.next, 0);
     atomic_init(&j.failed, 0);
     pthread_mutex_init(&j.lock, NULL);
@@ -188,13 +170,13 @@ static int decode_segment(yfs_mount *m, yfs_plan *plan, const sh_segment *seg, y
     uint32_t helpers = 0;
     while (helpers + 1 < want && helpers + 1 < seg->units) {
         yfs_hold_enter(m->budget, hold); /* before it runs: see yfs_budget.h */
-        if (yfs_thread_create(&helper[helpers], decode_pages_helper, &j) != 0) {
+        if (yfs_thread_create(&helper[helpers], frame_units_helper, &j) != 0) {
             yfs_hold_leave(m->budget, hold);
             break; /* fewer helpers (even none) only slow the build down */
         }
         helpers++;
     }
-    decode_pages(&j);
+    frame_units(&j);
     /* Waiting for helpers is waiting for their room: out of the hold
      * meanwhile, so that helpers that all wait for room count as blocked. */
     yfs_hold_leave(m->budget, hold);
@@ -203,7 +185,6 @@ static int decode_segment(yfs_mount *m, yfs_plan *plan, const sh_segment *seg, y
     yfs_hold_enter(m->budget, hold);
 
     pthread_mutex_destroy(&j.lock);
-    free(rec_at);
     if (atomic_load(&j.failed)) {
         *err = j.err;
         return -1;
@@ -228,40 +209,6 @@ void yfs_segment_free(uint8_t *data, uint64_t size)
         munmap(data, size ? size : 1);
 }
 
-/* Framing visits the records of a segment in shuffled order, so each record
- * costs up to three dependent cache misses (its ix_record, its value slice,
- * the value's bytes) that the hardware prefetcher cannot foresee; unhidden,
- * they made a page-shuffled epoch cost ~40% more user CPU than shuffle=none
- * (bench/data/epoch-4g, youmufs cat: 7.8 s against 5.5 s; 5.7 s with this). The
- * order is known, so fetch ahead in stages: the record PREFETCH_RECORD
- * positions ahead, its value slice at PREFETCH_SLICE, its first value bytes
- * at PREFETCH_BYTES, a cache line at a time up to PREFETCH_MAX_BYTES (flat
- * columns only: a flat record has exactly one value,
- * while a list record may have none and its slice pointer must not be
- * followed). Each stage reads only what the one before brought in.
- * always_inline: GCC 12 at -O2 judges an out-of-line prefetch_ahead free of
- * side effects and deletes every call to it. */
-enum { PREFETCH_RECORD = 24, PREFETCH_SLICE = 12, PREFETCH_BYTES = 4, PREFETCH_MAX_BYTES = 4096 };
-
-static inline __attribute__((always_inline)) void
-prefetch_ahead(const ix_record *recs, const uint32_t *order, uint32_t r, uint32_t n)
-{
-    if (r + PREFETCH_RECORD < n)
-        __builtin_prefetch(&recs[order[r + PREFETCH_RECORD]]);
-    if (r + PREFETCH_SLICE < n)
-        __builtin_prefetch(recs[order[r + PREFETCH_SLICE]].values);
-    if (r + PREFETCH_BYTES < n) {
-        const ix_record *next = &recs[order[r + PREFETCH_BYTES]];
-        if (!next->defs) {
-            const uint8_t *bytes = next->values->ptr;
-            uint32_t len = next->values->len < PREFETCH_MAX_BYTES ? next->values->len
-                                                                  : PREFETCH_MAX_BYTES;
-            for (uint32_t at = 0; at < len; at += 64)
-                __builtin_prefetch(bytes + at);
-        }
-    }
-}
-
 uint8_t *yfs_frame_record(const ix_framing *f, const ix_record *rec, uint8_t *out, size_t room,
                           pq_error *err)
 {
@@ -277,73 +224,100 @@ uint8_t *yfs_frame_record(const ix_framing *f, const ix_record *rec, uint8_t *ou
     return ix_frame_write(f, rec, out, err);
 }
 
-static int frame(yfs_mount *m, const sh_plan *plan, uint64_t s, const ix_record *recs,
-                 uint8_t **data, pq_error *err)
+/* The segment's records are gathered in shuffled order from their units'
+ * framed bytes, so each costs a random read that the hardware prefetcher
+ * cannot foresee: the order is known, so the bytes of the record
+ * PREFETCH_AHEAD positions on are fetched ahead (their first cache lines). */
+enum { PREFETCH_AHEAD = 8, PREFETCH_LINES = 4 };
+
+typedef struct record_at {
+    uint32_t unit;  /* slot in the build's units */
+    uint32_t index; /* the record's index in its unit */
+} record_at;
+
+static inline const uint8_t *record_bytes(const yfs_unit *units, record_at at, uint64_t *len)
+{
+    const yfs_unit *u = &units[at.unit];
+    uint64_t start = at.index ? u->ends[at.index - 1] : 0;
+    *len = u->ends[at.index] - start;
+    return u->bytes + start;
+}
+
+/* Copy the records of units[] into a new segment buffer in sh_segment_order. */
+static int gather(yfs_mount *m, const sh_plan *plan, uint64_t s, const yfs_unit *units,
+                  record_at *where, uint32_t *order, uint8_t **data, pq_error *err)
 {
     const sh_segment *seg = &plan->segments[s];
-    uint32_t *order = malloc((seg->records ? seg->records : 1) * sizeof *order);
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < seg->units; i++)
+        for (uint32_t r = 0; r < units[i].records && k < seg->records; r++)
+            where[k++] = (record_at){ i, r };
+    if (k != seg->records)
+        return pq_error_set(err, "the segment's units hold %u records, the plan says %u",
+                            k, seg->records);
     uint8_t *buf = yfs_segment_alloc(seg->bytes);
-    if (!order || !buf) {
-        free(order);
-        yfs_segment_free(buf, seg->bytes);
+    if (!buf)
         return pq_error_set(err, "out of memory for a %llu-byte segment",
                             (unsigned long long)seg->bytes);
-    }
     sh_segment_order(&m->params, plan, s, order);
-    const ix_framing *f = &m->ix->framing;
     uint8_t *out = buf, *end = buf + seg->bytes;
-    int rc = 0;
     for (uint32_t r = 0; r < seg->records; r++) {
-        prefetch_ahead(recs, order, r, seg->records);
-        out = yfs_frame_record(f, &recs[order[r]], out, (size_t)(end - out), err);
-        if (!out) {
-            rc = -1;
-            break;
+        uint64_t len;
+        if (r + PREFETCH_AHEAD < seg->records) {
+            const uint8_t *next = record_bytes(units, where[order[r + PREFETCH_AHEAD]], &len);
+            for (uint64_t at = 0; at < len && at < 64 * PREFETCH_LINES; at += 64)
+                __builtin_prefetch(next + at);
         }
+        const uint8_t *bytes = record_bytes(units, where[order[r]], &len);
+        if (len > (uint64_t)(end - out)) {
+            yfs_segment_free(buf, seg->bytes);
+            return pq_error_set(err, "records outgrow the %llu bytes indexed at mount (a "
+                                "source file changed?)", (unsigned long long)seg->bytes);
+        }
+        memcpy(out, bytes, len);
+        out += len;
     }
-    if (rc == 0 && out != end)
-        rc = pq_error_set(err, "records fill %llu of the %llu bytes indexed at mount (a source "
-                          "file changed?)", (unsigned long long)(out - buf),
-                          (unsigned long long)seg->bytes);
-    free(order);
-    if (rc < 0) {
+    if (out != end) {
         yfs_segment_free(buf, seg->bytes);
-        return -1;
+        return pq_error_set(err, "records fill %llu of the %llu bytes indexed at mount (a "
+                            "source file changed?)", (unsigned long long)(out - buf),
+                            (unsigned long long)seg->bytes);
     }
     *data = buf;
     return 0;
 }
 
-/* A page-ordered segment: decode its pages in plan order, then frame their
- * records in sh_segment_order. */
-static int build_from_pages(yfs_mount *m, yfs_plan *plan, uint64_t s, yfs_hold *hold,
+/* A page-shuffled (or natural-order) segment: frame its units (yfs_units.h),
+ * then gather their records in sh_segment_order. The build holds the framed
+ * units and the segment, and one decoded page per framing thread. */
+static int build_from_units(yfs_mount *m, yfs_plan *plan, uint64_t s, yfs_hold *hold,
                             uint8_t **data, pq_error *err)
 {
     const sh_segment *seg = &plan->plan.segments[s];
-
-    /* The index knows every page's record count (decode_page enforces it),
-     * so all buffers are sized before any byte is read: the page slots and
-     * where their records go (decode_segment), the record list and the
-     * order (frame). */
-    uint64_t arrays = (uint64_t)(seg->units ? seg->units : 1) *
-                          (sizeof(pq_page_values) + sizeof(uint32_t)) +
+    /* The plan knows every unit's records: the slots, where each record is
+     * and the order are sized before any byte is read. */
+    uint64_t arrays = (uint64_t)(seg->units ? seg->units : 1) * sizeof(yfs_unit) +
                       (uint64_t)(seg->records ? seg->records : 1) *
-                          (sizeof(ix_record) + sizeof(uint32_t));
+                          (sizeof(record_at) + sizeof(uint32_t));
+    for (uint32_t i = 0; i < seg->units; i++)
+        arrays += yfs_unit_block_size(m, plan->plan.unit_order[seg->first + i]);
     yfs_budget_reserve(m->budget, arrays, YFS_MEM_BUILD, YFS_DEMAND, hold);
-    pq_page_values *pages = calloc(seg->units ? seg->units : 1, sizeof *pages);
-    ix_record *recs = malloc((seg->records ? seg->records : 1) * sizeof *recs);
+    yfs_unit *units = calloc(seg->units ? seg->units : 1, sizeof *units);
+    record_at *where = malloc((seg->records ? seg->records : 1) * sizeof *where);
+    uint32_t *order = malloc((seg->records ? seg->records : 1) * sizeof *order);
     int rc = 0;
-    if (!pages || !recs)
+    if (!units || !where || !order)
         rc = pq_error_set(err, "out of memory for a segment of %u records", seg->records);
     if (rc == 0)
-        rc = decode_segment(m, plan, seg, hold, pages, recs, err);
+        rc = frame_segment_units(m, plan, seg, hold, units, err);
     if (rc == 0)
-        rc = frame(m, &plan->plan, s, recs, data, err);
+        rc = gather(m, &plan->plan, s, units, where, order, data, err);
 
-    for (uint32_t i = 0; i < seg->units && pages; i++)
-        yfs_page_values_drop(m, &pages[i], hold);
-    free(pages);
-    free(recs);
+    for (uint32_t i = 0; i < seg->units && units; i++)
+        yfs_unit_drop(&units[i]);
+    free(units);
+    free(where);
+    free(order);
     yfs_budget_release(m->budget, arrays, YFS_MEM_BUILD, hold);
     return rc;
 }
@@ -354,7 +328,7 @@ int yfs_segment_build(yfs_mount *m, yfs_plan *plan, uint64_t s, yfs_hold *hold, 
     uint64_t start = yfs_now_ns();
     int rc = m->params.mode == SH_SHUFFLE_ROW
                  ? yfs_rows_build(m, &plan->plan, s, hold, data, err)
-                 : build_from_pages(m, plan, s, hold, data, err);
+                 : build_from_units(m, plan, s, hold, data, err);
     if (rc == 0)
         yfs_count(&m->stats.segments_built, 1);
     yfs_count(&m->stats.build_nanoseconds, yfs_now_ns() - start);

@@ -209,7 +209,7 @@ static int place_units(const build *b, uint32_t c, const ix_page *pages, uint64_
         n = cc->num_units;
     }
     for (uint32_t k = 0; k < scan->num_pages; k++) {
-        uint32_t count = ix_units_of(pages[k].records);
+        uint32_t count = ix_units_of(&pages[k]);
         if (count == 1)
             continue;
         uint64_t bytes = 0;

@@ -440,7 +440,7 @@ static void put_index(out *o, const ix_cache *c, const ix_index *ix, const ix_ca
             }
             uint64_t units = 0;
             for (uint64_t p = ch->first_page; ch->cut && p < ch->first_page + ch->num_pages; p++) {
-                uint32_t count = ix_units_of(ix->pages[p].records);
+                uint32_t count = ix_units_of(&ix->pages[p]);
                 units += count > 1 ? count : 0;
             }
             put_u32(o, (uint32_t)ch->cut);

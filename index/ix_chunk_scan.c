@@ -169,7 +169,7 @@ static int add_units(scan_state *st, const ix_page *e, const uint32_t *sizes, ui
                      pq_error *err)
 {
     ix_scan *scan = st->scan;
-    uint32_t units = ix_units_of(e->records);
+    uint32_t units = ix_units_of(e);
     if (units == 1)
         return 0;
     uint64_t *grown = realloc(scan->unit_bytes, (scan->num_units + units) * sizeof *grown);

@@ -29,7 +29,7 @@ static uint64_t check_units(const ix_index *ix)
     for (uint64_t p = 0; p < ix->num_pages; p++) {
         const ix_page *pg = &ix->pages[p];
         const ix_chunk *ch = &ix->chunks[ix_locate(ix, p)];
-        uint32_t units = ix_units_of(pg->records);
+        uint32_t units = ix_units_of(pg);
         if (!ch->cut || units == 1)
             continue;
         cut++;

@@ -1,0 +1,51 @@
+/* yfs_units.h — the framed records of one shuffle unit (shuffle/sh_units.h,
+ * index/ix_index.h): what a segment build gathers its records from.
+ *
+ * A unit's records, framed back to back in record order, with the end of
+ * each: a build frames every unit of its segment this way as soon as the
+ * page is decoded, lets the decoded page go, and then copies the records
+ * into the segment in shuffled order (yfs_segment.c). So a build holds
+ * about twice its segment's bytes and one decoded page per decode thread,
+ * not every decoded page of the segment: for lists of numbers a decoded
+ * page is many times its framed size (a 16-byte value slice, 4 bytes of
+ * levels and the value itself for each 2-byte token of raw u16).
+ *
+ * A page cut into several units is decoded for the first of them a build
+ * needs; its other units are framed from the same decode and parked in the
+ * mount's store of framed units (yfs_pages.h, keyed by unit) for the builds
+ * that serve them next (the plan serves a page's units close together). A
+ * parked unit dropped for memory is framed again from its page: only the
+ * work differs, never the bytes. Thread-safe.
+ */
+#ifndef YFS_UNITS_H
+#define YFS_UNITS_H
+
+#include <stdint.h>
+
+#include "yfs_budget.h"
+#include "yfs_mount.h"
+#include "yfs_plans.h"
+
+typedef struct yfs_unit {
+    uint32_t records;
+    uint64_t size;         /* framed bytes */
+    const uint64_t *ends;  /* records entries: the end of each record in bytes */
+    const uint8_t *bytes;  /* size bytes */
+    uint8_t *block;        /* owned: ends, then bytes */
+    int mapped;            /* block is mapped (yfs_segment_alloc), else malloc'ed */
+} yfs_unit;
+
+/* The framed records of unit `unit` of the plan's input, charged to hold
+ * (entered by the caller) as YFS_MEM_BUILD until yfs_unit_drop: the caller
+ * has reserved them already, yfs_unit_block_size(unit) bytes (a build
+ * reserves all its units' blocks at once before framing any, so that builds
+ * that could not finish do not start). Fails, naming the file, when the page
+ * holds other records or bytes than the index says (a source changed). */
+int yfs_unit_get(yfs_mount *m, yfs_plan *plan, uint32_t unit, yfs_hold *hold, yfs_unit *out,
+                 pq_error *err);
+/* The bytes unit `unit`'s framed records take with their ends. */
+uint64_t yfs_unit_block_size(const yfs_mount *m, uint32_t unit);
+/* Free the unit's block (its charge is the caller's to release). */
+void yfs_unit_drop(yfs_unit *u);
+
+#endif

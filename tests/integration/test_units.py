@@ -1,0 +1,83 @@
+"""Pages of many records are cut into shuffle units (shuffle/sh_units.h, index/ix_index.h):
+exactness, determinism, parts and seeks hold with units, and a window mixes many pages where a
+page-granular order served one or two. Pages of 10,000 and more rows, as DuckDB and pyarrow
+write small values."""
+
+import json
+import os
+import random
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import typed_data as td
+
+
+@pytest.fixture(scope="module")
+def big_pages(tmp_path_factory):
+    """4 files of 30,000 rows in pages of 10,000 rows: a text column of short strings (some
+    null) and an int64 column."""
+    d = tmp_path_factory.mktemp("units")
+    rng = random.Random(5)
+    row = 0
+    for f in range(4):
+        n = 30000
+        text = [None if rng.random() < 0.05 else f"r{row + i} " + "x" * rng.randint(0, 40)
+                for i in range(n)]
+        ids = list(range(row, row + n))
+        pq.write_table(pa.table({"text": text, "id": pa.array(ids, pa.int64())}),
+                       str(d / f"part-{f}.parquet"), data_page_size=1 << 30,
+                       write_batch_size=10000, row_group_size=n, use_dictionary=False)
+        row += n
+    md = pq.ParquetFile(str(d / "part-0.parquet")).metadata
+    assert md.num_rows == 30000
+    return str(d)
+
+
+def test_cut_pages_exact_in_every_framing(big_pages, cat):
+    leaf = td.leaf_oracle(big_pages, "text")
+    p = cat(big_pages, "epoch-0.jsonl", {"column": "text", "rowid": True, "seed": 4})
+    problem = td.check_rowid_records(p.stdout, leaf)
+    assert not problem, problem
+    p = cat(big_pages, "epoch-0.jsonl", {"column": "text", "rowid": True, "shuffle": "none"})
+    assert p.stdout == b"".join(leaf.expected_jsonl())
+    ids = td.leaf_oracle(big_pages, "id")
+    raw = cat(big_pages, "epoch-1.bin", {"column": "id", "format": "raw"}).stdout
+    got = td.unpack_all(raw, "i64")
+    assert sorted(got) == sorted(int(t) for _r, t in ids.rows)
+    assert got != sorted(got)
+
+
+def test_units_mix_pages_in_a_window(big_pages, cat):
+    """With pages of 10,000 rows, a page-granular order gives a 10,000-record window the rows
+    of one or two pages; units of at most 512 records interleaved 8 pages at a time give it
+    many."""
+    p = cat(big_pages, "epoch-0.jsonl", {"column": "text", "rowid": True, "seed": 1})
+    rows = [json.loads(line)["_row"] for line in p.stdout.splitlines()]
+    pages = [r // 10000 for r in rows]
+    windows = [len(set(pages[i:i + 10000])) for i in range(0, len(pages) - 9999, 10000)]
+    # a page-granular order: at most 2 pages per window; the tail of the order, where fewer
+    # pages are left to open, mixes fewer
+    assert sum(windows) / len(windows) >= 6, windows
+    near = sum(abs(a - b) < 10000 for a, b in zip(rows, rows[1:])) / (len(rows) - 1)
+    assert near < 0.5, near
+
+
+def test_units_deterministic_and_seekable(big_pages, mount, cat):
+    opts = {"column": "text", "seed": 9}
+    a = cat(big_pages, "epoch-0.jsonl", dict(opts, threads=1, mem="8M")).stdout
+    b = cat(big_pages, "epoch-0.jsonl", dict(opts, threads=8, mem="256M")).stdout
+    c = cat(big_pages, "epoch-0.jsonl", dict(opts, chunk=0)).stdout
+    assert a == b
+    assert sorted(a.splitlines()) == sorted(c.splitlines())
+    with mount(big_pages, "column=text,seed=9") as m:
+        whole = m.read("epoch-0.jsonl")
+        assert whole == a and m.size("epoch-0.jsonl") == len(a)
+        parts = b"".join(m.read(f"epoch-0.part-{i}-of-3.jsonl") for i in range(3))
+        assert sorted(parts.splitlines()) == sorted(whole.splitlines())
+        rng = random.Random(2)
+        with open(m.p("epoch-0.jsonl"), "rb", buffering=0) as f:
+            for _ in range(30):
+                off = rng.randrange(len(whole))
+                assert os.pread(f.fileno(), 5000, off) == whole[off:off + 5000]
