@@ -10,21 +10,12 @@
 #include "yfs_plans.h"
 #include "yfs_segment.h"
 #include "yfs_view.h"
-
-#define SAMPLE YFS_SOURCE_DIR "/examples/sample"
+#include "tfs.h"
 
 static yfs_mount *open_sample(uint64_t mem)
 {
-    yfs_options o;
-    yfs_options_init(&o);
-    pq_error err;
-    char *rest = NULL;
-    cr_assert_eq(yfs_options_apply_list(&o, "buffer=300,cache=none,chunk=0,threads=1", &rest, &err), 0);
-    o.mem = mem;
-    yfs_mount *m;
-    cr_assert_eq(yfs_mount_open(&o, SAMPLE, 0, &m, &err), 0, "%s", err.msg);
-    yfs_options_free(&o);
-    return m; /* not started: no prefetch workers, every build is a demand build */
+    /* not started: no prefetch workers, every build is a demand build */
+    return tfs_open_sample("buffer=300,cache=none,chunk=0,threads=1", NULL, mem);
 }
 
 /* A mount of the sample with the smallest mem whose accountant's limit is

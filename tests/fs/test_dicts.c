@@ -6,28 +6,7 @@
 
 #include "yfs_dicts.h"
 #include "yfs_mount.h"
-
-#define SAMPLE YFS_SOURCE_DIR "/examples/sample"
-
-static yfs_mount *open_sample(void)
-{
-    yfs_options o;
-    yfs_options_init(&o);
-    pq_error err;
-    char *rest = NULL;
-    cr_assert_eq(yfs_options_apply_list(&o, "cache=none", &rest, &err), 0);
-    yfs_mount *m;
-    cr_assert_eq(yfs_mount_open(&o, SAMPLE, 0, &m, &err), 0, "%s", err.msg);
-    yfs_options_free(&o);
-    return m;
-}
-
-static uint64_t dict_bytes(yfs_budget *b)
-{
-    yfs_budget_snapshot s;
-    yfs_budget_snapshot_get(b, &s);
-    return s.bytes[YFS_MEM_DICTIONARIES];
-}
+#include "tfs.h"
 
 /* The first two chunks with a dictionary. */
 static void dict_chunks(const ix_index *ix, uint32_t *c)
@@ -41,7 +20,7 @@ static void dict_chunks(const ix_index *ix, uint32_t *c)
 
 Test(dicts, loaded_once_and_charged_in_use_and_idle)
 {
-    yfs_mount *m = open_sample();
+    yfs_mount *m = tfs_open_sample("cache=none", NULL, 0);
     yfs_stats st = { 0 };
     yfs_budget *b = yfs_budget_new(64u << 20, &st);
     yfs_dicts *c = yfs_dicts_new(m->ix, b, 64u << 20, &st);
@@ -55,13 +34,13 @@ Test(dicts, loaded_once_and_charged_in_use_and_idle)
     cr_assert_eq(d1, d2);
     cr_assert_eq(yfs_counter(&st.dictionaries_loaded), 1);
     cr_assert_gt(d1->count, 0);
-    uint64_t charged = dict_bytes(b);
+    uint64_t charged = tfs_held(b, YFS_MEM_DICTIONARIES);
     cr_assert_geq(charged, pq_dictionary_bytes(d1), "charged below its decoded size");
     cr_assert_lt(charged, pq_dictionary_bytes(d1) + 256);
     cr_assert_eq(yfs_budget_used(b), charged, "the raw page's charge was not released");
     yfs_dicts_put(c, h1);
     yfs_dicts_put(c, h2);
-    cr_assert_eq(dict_bytes(b), charged, "an idle dictionary is not charged");
+    cr_assert_eq(tfs_held(b, YFS_MEM_DICTIONARIES), charged, "an idle dictionary is not charged");
     cr_assert_eq(yfs_dicts_get(c, ch[0], NULL, &d1, &h1, &err), 0);
     cr_assert_eq(yfs_counter(&st.dictionaries_loaded), 1, "the idle one was not reused");
     yfs_dicts_put(c, h1);
@@ -73,7 +52,7 @@ Test(dicts, loaded_once_and_charged_in_use_and_idle)
 
 Test(dicts, idle_ones_go_for_the_cap_and_for_demand_reads_in_use_ones_never)
 {
-    yfs_mount *m = open_sample();
+    yfs_mount *m = tfs_open_sample("cache=none", NULL, 0);
     uint32_t ch[2];
     dict_chunks(m->ix, ch);
     pq_error err;
@@ -86,7 +65,7 @@ Test(dicts, idle_ones_go_for_the_cap_and_for_demand_reads_in_use_ones_never)
     yfs_dicts *c = yfs_dicts_new(m->ix, b, 0, &st);
     cr_assert_eq(yfs_dicts_get(c, ch[0], NULL, &d, &h0, &err), 0);
     yfs_dicts_put(c, h0);
-    cr_assert_eq(dict_bytes(b), 0);
+    cr_assert_eq(tfs_held(b, YFS_MEM_DICTIONARIES), 0);
     yfs_dicts_free(c);
     yfs_budget_free(b);
 
@@ -113,7 +92,7 @@ Test(dicts, idle_ones_go_for_the_cap_and_for_demand_reads_in_use_ones_never)
     cr_assert_eq(yfs_budget_used(b), both);
     yfs_dicts_put(c, h0);
     cr_assert_eq(yfs_budget_reserve(b, more, YFS_MEM_DECODED, YFS_DEMAND, NULL), 0);
-    cr_assert_lt(dict_bytes(b), both, "the idle dictionary was kept");
+    cr_assert_lt(tfs_held(b, YFS_MEM_DICTIONARIES), both, "the idle dictionary was kept");
     cr_assert_eq(yfs_counter(&st.memory_waits), 0);
     /* the one in use is still there */
     const pq_dictionary *again;

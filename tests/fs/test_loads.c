@@ -15,21 +15,7 @@
 #include "yfs_mount.h"
 #include "yfs_plans.h"
 #include "yfs_segment.h"
-
-#define SAMPLE YFS_SOURCE_DIR "/examples/sample"
-
-static yfs_mount *open_sample(const char *opts)
-{
-    yfs_options o;
-    yfs_options_init(&o);
-    pq_error err;
-    char *rest = NULL;
-    cr_assert_eq(yfs_options_apply_list(&o, opts, &rest, &err), 0, "%s", err.msg);
-    yfs_mount *m;
-    cr_assert_eq(yfs_mount_open(&o, SAMPLE, 0, &m, &err), 0, "%s", err.msg);
-    yfs_options_free(&o);
-    return m;
-}
+#include "tfs.h"
 
 static yfs_budget_snapshot snap(yfs_mount *m)
 {
@@ -45,7 +31,7 @@ static uint8_t *on_disk(const yfs_mount *m, uint32_t page)
     const ix_page *p = &ix->pages[page];
     const char *name = ix->files[ix->chunks[ix_locate(ix, page)].file].name;
     char path[4096];
-    snprintf(path, sizeof path, "%s%s", name[0] == '/' ? "" : SAMPLE "/", name);
+    snprintf(path, sizeof path, "%s%s", name[0] == '/' ? "" : TFS_SAMPLE "/", name);
     FILE *f = fopen(path, "rb");
     cr_assert_not_null(f, "cannot open %s", path);
     uint8_t *buf = malloc(p->length);
@@ -86,7 +72,7 @@ static uint64_t fetch_all(yfs_mount *m)
 
 Test(loads, chunk_loads_bring_the_bytes_on_disk)
 {
-    yfs_mount *m = open_sample("cache=none,chunk=32K");
+    yfs_mount *m = tfs_open_sample("cache=none,chunk=32K", NULL, 0);
     cr_assert_gt(fetch_all(m), 0, "no chunk was loaded");
     cr_assert_gt(yfs_counter(&m->stats.pages_from_chunks), 0);
     cr_assert_gt(snap(m).peak_bytes[YFS_MEM_CHUNKS], 0);
@@ -98,7 +84,7 @@ Test(loads, refused_chunk_memory_means_pages_read_alone)
     /* memory that stays (charged as a plan) leaves room for no chunk: every
      * load is refused, and pages are read alone, over the limit (nothing
      * else could make room) */
-    yfs_mount *m = open_sample("cache=none,chunk=32K");
+    yfs_mount *m = tfs_open_sample("cache=none,chunk=32K", NULL, 0);
     uint64_t filler = yfs_budget_limit(m->budget) - 1000;
     yfs_budget_reserve(m->budget, filler, YFS_MEM_PLANS, YFS_FORCE, NULL);
     cr_assert_eq(fetch_all(m), 0);
@@ -110,7 +96,7 @@ Test(loads, refused_chunk_memory_means_pages_read_alone)
 
 Test(loads, the_header_bound_covers_every_decoded_page)
 {
-    yfs_mount *m = open_sample("cache=none,chunk=0");
+    yfs_mount *m = tfs_open_sample("cache=none,chunk=0", NULL, 0);
     yfs_hold h = { 0 };
     yfs_hold_enter(m->budget, &h);
     for (uint32_t page = 0; page < m->ix->num_pages; page++) {

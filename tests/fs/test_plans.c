@@ -7,32 +7,12 @@
 #include "yfs_budget.h"
 #include "yfs_mount.h"
 #include "yfs_plans.h"
+#include "tfs.h"
 
-#define SAMPLE YFS_SOURCE_DIR "/examples/sample"
-
-static yfs_mount *open_sample(void)
-{
-    yfs_options o;
-    yfs_options_init(&o);
-    pq_error err;
-    char *rest = NULL;
-    cr_assert_eq(yfs_options_apply_list(&o, "cache=none,buffer=300,chunk=16K", &rest, &err), 0);
-    yfs_mount *m;
-    cr_assert_eq(yfs_mount_open(&o, SAMPLE, 0, &m, &err), 0, "%s", err.msg);
-    yfs_options_free(&o);
-    return m;
-}
-
-static uint64_t plan_bytes(yfs_mount *m)
-{
-    yfs_budget_snapshot s;
-    yfs_budget_snapshot_get(m->budget, &s);
-    return s.bytes[YFS_MEM_PLANS];
-}
 
 Test(plans, one_plan_per_epoch_charged_at_its_size)
 {
-    yfs_mount *m = open_sample();
+    yfs_mount *m = tfs_open_sample("cache=none,buffer=300,chunk=16K", NULL, 0);
     pq_error err;
     yfs_plan *a, *b;
     cr_assert_eq(yfs_plans_get(m->plans, 0, &a, &err), 0);
@@ -42,16 +22,16 @@ Test(plans, one_plan_per_epoch_charged_at_its_size)
     const sh_plan *p = &a->plan;
     cr_assert_gt(p->schedule.num_loads, 0, "chunk=16K gives the plan loads");
     cr_assert_geq(yfs_plan_bytes(a), p->num_pages * 4 * 3 + p->num_segments * sizeof(sh_segment));
-    cr_assert_eq(plan_bytes(m), yfs_plan_bytes(a));
+    cr_assert_eq(tfs_held(m->budget, YFS_MEM_PLANS), yfs_plan_bytes(a));
     yfs_plans_put(m->plans, a);
     yfs_plans_put(m->plans, b);
-    cr_assert_eq(plan_bytes(m), yfs_plan_bytes(a), "a kept plan is still charged");
+    cr_assert_eq(tfs_held(m->budget, YFS_MEM_PLANS), yfs_plan_bytes(a), "a kept plan is still charged");
     yfs_mount_close(m);
 }
 
 Test(plans, at_most_eight_kept_and_a_rebuilt_plan_is_the_same)
 {
-    yfs_mount *m = open_sample();
+    yfs_mount *m = tfs_open_sample("cache=none,buffer=300,chunk=16K", NULL, 0);
     pq_error err;
     yfs_plan *p[10];
     uint32_t *order0 = NULL;
@@ -66,10 +46,10 @@ Test(plans, at_most_eight_kept_and_a_rebuilt_plan_is_the_same)
     cr_assert_neq(memcmp(p[0]->plan.order, p[1]->plan.order, n0 * sizeof *order0), 0,
                   "two epochs, one order");
     uint64_t one = yfs_plan_bytes(p[0]);
-    cr_assert_eq(plan_bytes(m), 10 * one);
+    cr_assert_eq(tfs_held(m->budget, YFS_MEM_PLANS), 10 * one);
     for (int e = 0; e < 10; e++)
         yfs_plans_put(m->plans, p[e]);
-    cr_assert_eq(plan_bytes(m), 8 * one, "more than 8 plans kept without readers");
+    cr_assert_eq(tfs_held(m->budget, YFS_MEM_PLANS), 8 * one, "more than 8 plans kept without readers");
 
     /* epochs 10..17 take every slot: epoch 0 is rebuilt, the same */
     for (uint64_t e = 10; e < 18; e++) {
@@ -77,7 +57,7 @@ Test(plans, at_most_eight_kept_and_a_rebuilt_plan_is_the_same)
         cr_assert_eq(yfs_plans_get(m->plans, e, &q, &err), 0);
         yfs_plans_put(m->plans, q);
     }
-    cr_assert_eq(plan_bytes(m), 8 * one);
+    cr_assert_eq(tfs_held(m->budget, YFS_MEM_PLANS), 8 * one);
     yfs_plan *again;
     cr_assert_eq(yfs_plans_get(m->plans, 0, &again, &err), 0);
     cr_assert_eq(again->plan.num_pages, n0);

@@ -4,24 +4,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tfs.h"
 #include "yfs_view.h"
 
-#define SAMPLE YFS_SOURCE_DIR "/examples/sample"
-
+/* The sample, started (prefetch workers run). */
 static yfs_mount *open_sample(const char *extra)
 {
-    yfs_options o;
-    yfs_options_init(&o);
-    pq_error err;
-    char *rest = NULL;
     /* small segments and little memory, so reads cross segments and evict */
-    cr_assert_eq(yfs_options_apply_list(&o, "buffer=300,mem=1M,threads=2", &rest, &err), 0);
-    if (extra)
-        cr_assert_eq(yfs_options_apply_list(&o, extra, &rest, &err), 0, "%s", err.msg);
-    yfs_mount *m;
-    cr_assert_eq(yfs_mount_open(&o, SAMPLE, 0, &m, &err), 0, "%s", err.msg);
+    yfs_mount *m = tfs_open_sample("buffer=300,mem=1M,threads=2", extra, 0);
+    pq_error err;
     cr_assert_eq(yfs_mount_start(m, &err), 0, "%s", err.msg);
-    yfs_options_free(&o);
     return m;
 }
 
