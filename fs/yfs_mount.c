@@ -68,10 +68,12 @@ static int map_units(yfs_mount *m)
     uint64_t n = ix->num_pages, units = 0;
     if (!(u->first_unit = malloc((n + 1) * sizeof *u->first_unit)))
         return -1;
-    for (uint64_t p = 0; p < n; p++) {
-        u->first_unit[p] = units;
-        units += ix->chunks[ix_locate(ix, p)].cut ? ix_units_of(&ix->pages[p]) : 1;
-    }
+    for (uint32_t c = 0; c < ix->num_chunks; c++)
+        for (uint64_t p = ix->chunks[c].first_page;
+             p < ix->chunks[c].first_page + ix->chunks[c].num_pages; p++) {
+            u->first_unit[p] = units;
+            units += ix->chunks[c].cut ? ix_units_of(&ix->pages[p]) : 1;
+        }
     u->first_unit[n] = units;
     u->unit_records = malloc((units ? units : 1) * sizeof *u->unit_records);
     u->unit_bytes = malloc((units ? units : 1) * sizeof *u->unit_bytes);

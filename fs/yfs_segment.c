@@ -9,7 +9,6 @@
 #include "ix_read.h"
 #include "ix_record.h"
 #include "yfs_dicts.h"
-#include "yfs_loads.h"
 #include "yfs_rows.h"
 #include "yfs_thread.h"
 #include "yfs_units.h"

@@ -7,23 +7,7 @@
 
 #include "ix_index.h"
 #include "ix_read.h"
-
-#define SAMPLE YFS_SOURCE_DIR "/examples/sample"
-
-/* ix_dict_source that loads the dictionary afresh (the caller frees it). */
-static int load_dictionary(void *ctx, uint32_t chunk, const pq_dictionary **dict, void **handle,
-                           pq_error *err)
-{
-    pq_dictionary *d = malloc(sizeof *d);
-    uint64_t read = 0;
-    if (ix_read_dictionary(ctx, chunk, d, &read, err) < 0) {
-        free(d);
-        return -1;
-    }
-    *dict = d;
-    *handle = d;
-    return 0;
-}
+#include "tix.h"
 
 static ix_options opts(const char *dataset, const char *column)
 {
@@ -33,7 +17,7 @@ static ix_options opts(const char *dataset, const char *column)
 
 Test(build, sample_index_is_consistent)
 {
-    ix_options o = opts(SAMPLE, NULL);
+    ix_options o = opts(TIX_SAMPLE, NULL);
     ix_index *ix;
     pq_error err;
     cr_assert_eq(ix_build(&o, &ix, &err), 0, "%s", err.msg);
@@ -54,17 +38,14 @@ Test(build, sample_index_is_consistent)
         framed += pg->framed;
 
         /* the run-time reader agrees with the mount-time pass */
-        ix_dict_source dicts = { load_dictionary, ix };
+        ix_dict_source dicts = { tix_load_dictionary, ix };
         void *handle;
         uint64_t read = 0;
         pq_page_values v;
         cr_assert_eq(ix_read_page(ix, p, &dicts, &v, &handle, &read, &err), 0, "%s", err.msg);
         cr_assert_eq(v.num_values, pg->records);
         pq_page_values_free(&v);
-        if (handle) {
-            pq_dictionary_free(handle);
-            free(handle);
-        }
+        tix_free_dictionary(handle);
     }
     cr_assert_eq(rows, ix->num_rows);
     cr_assert_eq(records, ix->num_records);
@@ -75,7 +56,7 @@ Test(build, sample_index_is_consistent)
 
 Test(build, missing_column_lists_the_columns)
 {
-    ix_options o = opts(SAMPLE, "nope");
+    ix_options o = opts(TIX_SAMPLE, "nope");
     ix_index *ix;
     pq_error err;
     cr_assert_eq(ix_build(&o, &ix, &err), -1);
@@ -85,7 +66,7 @@ Test(build, missing_column_lists_the_columns)
 
 Test(build, text_of_a_numeric_column_is_refused_clearly)
 {
-    ix_options o = opts(SAMPLE, "id");
+    ix_options o = opts(TIX_SAMPLE, "id");
     o.frame.format = IX_FORMAT_TEXT;
     ix_index *ix;
     pq_error err;
@@ -114,7 +95,7 @@ Test(build, truncated_file_names_the_file)
     char dir[] = "/tmp/yfs-trunc-XXXXXX";
     cr_assert_not_null(mkdtemp(dir));
     char src[512], dst[512];
-    snprintf(src, sizeof src, "%s/part-0.parquet", SAMPLE);
+    snprintf(src, sizeof src, "%s/part-0.parquet", TIX_SAMPLE);
     snprintf(dst, sizeof dst, "%s/broken.parquet", dir);
     FILE *in = fopen(src, "rb"), *out = fopen(dst, "wb");
     char buf[4096];

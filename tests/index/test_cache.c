@@ -12,8 +12,7 @@
 
 #include "ix_cache.h"
 #include "ix_index.h"
-
-#define SAMPLE YFS_SOURCE_DIR "/examples/sample"
+#include "tix.h"
 
 static char dataset[64], cache[64];
 
@@ -21,19 +20,13 @@ static char dataset[64], cache[64];
 static void setup(void)
 {
     strcpy(dataset, "/tmp/yfs-cache-ds-XXXXXX");
-    strcpy(cache, "/tmp/yfs-cache-dir-XXXXXX");
-    cr_assert_not_null(mkdtemp(dataset));
-    cr_assert_not_null(mkdtemp(cache));
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "cp %s/*.parquet %s/", SAMPLE, dataset);
-    cr_assert_eq(system(cmd), 0);
+    strcpy(cache, "/tmp/yfs-cache-cache-XXXXXX");
+    tix_copy_sample(dataset, cache);
 }
 
 static void teardown(void)
 {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf %s %s", dataset, cache);
-    cr_assert_eq(system(cmd), 0);
+    tix_remove(dataset, cache);
 }
 
 TestSuite(cache, .init = setup, .fini = teardown);

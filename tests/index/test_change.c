@@ -15,9 +15,8 @@
 #include <zlib.h>
 
 #include "ix_index.h"
+#include "tix.h"
 #include "ix_read.h"
-
-#define SAMPLE YFS_SOURCE_DIR "/examples/sample"
 
 static char dataset[64], cache[64];
 
@@ -25,18 +24,12 @@ static void setup(void)
 {
     strcpy(dataset, "/tmp/yfs-change-ds-XXXXXX");
     strcpy(cache, "/tmp/yfs-change-cache-XXXXXX");
-    cr_assert_not_null(mkdtemp(dataset));
-    cr_assert_not_null(mkdtemp(cache));
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "cp %s/*.parquet %s/", SAMPLE, dataset);
-    cr_assert_eq(system(cmd), 0);
+    tix_copy_sample(dataset, cache);
 }
 
 static void teardown(void)
 {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf %s %s", dataset, cache);
-    cr_assert_eq(system(cmd), 0);
+    tix_remove(dataset, cache);
 }
 
 TestSuite(change, .init = setup, .fini = teardown);

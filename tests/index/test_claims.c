@@ -6,8 +6,8 @@
 #include "ix_claims.h"
 #include "ix_index.h"
 #include "ix_read.h"
+#include "tix.h"
 
-#define SAMPLE YFS_SOURCE_DIR "/examples/sample"
 
 static pq_page_header page(int type, int32_t uncompressed, int32_t compressed, int32_t values)
 {
@@ -51,33 +51,16 @@ Test(claims, each_rule_at_its_limit)
     cr_assert_eq(ix_page_claims_check(&h, &chunk, &err), 0, "%s", err.msg);
 }
 
-static int load_dictionary(void *ctx, uint32_t chunk, const pq_dictionary **dict, void **handle,
-                           pq_error *err)
-{
-    pq_dictionary *d = malloc(sizeof *d);
-    uint64_t read = 0;
-    if (ix_read_dictionary(ctx, chunk, d, &read, err) < 0) {
-        free(d);
-        return -1;
-    }
-    *dict = d;
-    *handle = d;
-    return 0;
-}
-
 static int read_page(ix_index *ix, uint64_t p, pq_error *err)
 {
-    ix_dict_source dicts = { load_dictionary, ix };
+    ix_dict_source dicts = { tix_load_dictionary, ix };
     void *handle;
     uint64_t read = 0;
     pq_page_values v;
     int rc = ix_read_page(ix, p, &dicts, &v, &handle, &read, err);
     if (rc == 0)
         pq_page_values_free(&v);
-    if (handle) {
-        pq_dictionary_free(handle);
-        free(handle);
-    }
+    tix_free_dictionary(handle);
     return rc;
 }
 
@@ -86,7 +69,7 @@ static int read_page(ix_index *ix, uint64_t p, pq_error *err)
  * their header (page index, persistent index) are checked there. */
 Test(claims, the_read_path_checks_every_header)
 {
-    ix_options o = { .dataset = SAMPLE, .frame = { IX_FORMAT_JSONL }, .threads = 2 };
+    ix_options o = { .dataset = TIX_SAMPLE, .frame = { IX_FORMAT_JSONL }, .threads = 2 };
     ix_index *ix;
     pq_error err;
     cr_assert_eq(ix_build(&o, &ix, &err), 0, "%s", err.msg);
