@@ -10,6 +10,7 @@
 #include <time.h>
 #include <zlib.h>
 
+#include "ix_checked.h"
 #include "ix_internal.h"
 #include "ix_record.h"
 #include "pq_page.h"
@@ -91,11 +92,8 @@ static void read_delay_init(void)
     read_delay_us = v && *v && !*end && us > 0 && us <= 10000000 ? us : 0;
 }
 
-/* Read [offset, offset+length) of `file` between two checks of the file.
- * *moved: the ctime differed from the index's before or after the read, so
- * the bytes must be compared with the index's CRCs. */
-static int read_checked(const ix_index *ix, uint32_t file, uint64_t offset, void *buf,
-                        size_t length, uint64_t *bytes_read, int *moved, pq_error *err)
+int ix_read_checked(const ix_index *ix, uint32_t file, uint64_t offset, void *buf,
+                    size_t length, uint64_t *bytes_read, int *moved, pq_error *err)
 {
     const ix_file *f = &ix->files[file];
     int before = ix_check_file(ix, file, err);
@@ -117,29 +115,40 @@ static int read_checked(const ix_index *ix, uint32_t file, uint64_t offset, void
     return 0;
 }
 
-/* The bytes of one page (or dictionary page) just read against its CRC
- * slot: learned while the ctime is the index's, compared once it is not. */
-static int check_crc(const ix_file *f, int moved, const _Atomic uint32_t *slot,
-                     const uint8_t *bytes, uint32_t length, const char *what, uint64_t offset,
-                     pq_error *err)
+int ix_crc_needed(int moved, const _Atomic uint32_t *slot)
+{
+    uint32_t known = atomic_load_explicit(slot, memory_order_relaxed);
+    return moved ? known != 0 : known == 0;
+}
+
+int ix_crc_settle(const ix_file *f, int moved, const _Atomic uint32_t *slot, uint32_t now,
+                  const char *what, uint64_t offset, pq_error *err)
 {
     _Atomic uint32_t *crc = learned_u32(slot);
     uint32_t known = atomic_load_explicit(crc, memory_order_relaxed);
     if (!moved) {
         uint32_t unknown = 0;
         if (!known) /* two readers learning at once learn the same bytes */
-            atomic_compare_exchange_strong_explicit(crc, &unknown, ix_page_crc(bytes, length),
-                                                    memory_order_relaxed, memory_order_relaxed);
+            atomic_compare_exchange_strong_explicit(crc, &unknown, now, memory_order_relaxed,
+                                                    memory_order_relaxed);
         return 0;
     }
-    if (!known)
-        return 0; /* the footer check is all there is (ix_index.h) */
-    uint32_t now = ix_page_crc(bytes, length);
-    if (now != known)
-        return pq_error_set(err, "%s: changed since mount: the %s at offset %llu no longer has "
-                            "the bytes indexed (CRC-32 %08x, now %08x); not served", f->name,
-                            what, (unsigned long long)offset, known, now);
-    return 0;
+    if (!known || now == known)
+        return 0; /* unknown: the footer check is all there is (ix_index.h) */
+    return pq_error_set(err, "%s: changed since mount: the %s at offset %llu no longer has "
+                        "the bytes indexed (CRC-32 %08x, now %08x); not served", f->name, what,
+                        (unsigned long long)offset, known, now);
+}
+
+/* The bytes of one page (or dictionary page) just read against its CRC
+ * slot, computing their CRC only when it is learned or compared. */
+static int check_crc(const ix_file *f, int moved, const _Atomic uint32_t *slot,
+                     const uint8_t *bytes, uint32_t length, const char *what, uint64_t offset,
+                     pq_error *err)
+{
+    if (!ix_crc_needed(moved, slot))
+        return 0;
+    return ix_crc_settle(f, moved, slot, ix_page_crc(bytes, length), what, offset, err);
 }
 
 int ix_read_range(const ix_index *ix, uint32_t file, uint64_t offset, void *buf, size_t length,
@@ -149,7 +158,7 @@ int ix_read_range(const ix_index *ix, uint32_t file, uint64_t offset, void *buf,
                               ix->chunks[ix_locate(ix, first_page)].file == file &&
                               ix->chunks[ix_locate(ix, first_page + num_pages - 1)].file == file));
     int moved;
-    if (read_checked(ix, file, offset, buf, length, bytes_read, &moved, err) < 0)
+    if (ix_read_checked(ix, file, offset, buf, length, bytes_read, &moved, err) < 0)
         return -1;
     for (uint64_t q = first_page; q < first_page + num_pages; q++) {
         const ix_page *p = &ix->pages[q];
@@ -182,11 +191,6 @@ static int parse_page(const ix_index *ix, const ix_chunk *c, const uint8_t *raw,
     return 0;
 }
 
-static int uses_dictionary(const pq_page_header *h)
-{
-    return h->encoding == PQ_ENC_PLAIN_DICTIONARY || h->encoding == PQ_ENC_RLE_DICTIONARY;
-}
-
 int ix_read_dictionary(const ix_index *ix, uint32_t chunk, pq_dictionary *out,
                        uint64_t *bytes_read, pq_error *err)
 {
@@ -196,8 +200,8 @@ int ix_read_dictionary(const ix_index *ix, uint32_t chunk, pq_dictionary *out,
     int rc = raw ? 0 : pq_error_set(err, "out of memory for a %u-byte page", c->dict_length);
     int moved;
     if (rc == 0)
-        rc = read_checked(ix, c->file, (uint64_t)c->dict_offset, raw, c->dict_length,
-                          bytes_read, &moved, err);
+        rc = ix_read_checked(ix, c->file, (uint64_t)c->dict_offset, raw, c->dict_length,
+                             bytes_read, &moved, err);
     if (rc == 0)
         rc = check_crc(&ix->files[c->file], moved, &c->dict_crc, raw, c->dict_length,
                        "dictionary page", (uint64_t)c->dict_offset, err);
@@ -226,7 +230,7 @@ static int decode_one(const ix_index *ix, uint32_t chunk, const uint8_t *raw, ui
         return -1;
     if (h.type != PQ_PAGE_DATA && h.type != PQ_PAGE_DATA_V2)
         return pq_error_set(err, "not a data page (page type %d; file changed?)", h.type);
-    if (uses_dictionary(&h) && !*dict) {
+    if (ix_uses_dictionary(&h) && !*dict) {
         if (c->dict_offset < 0)
             return pq_error_set(err, "dictionary-encoded, but the chunk has no dictionary page");
         if (dicts->get(dicts->ctx, chunk, dict, dict_handle, err) < 0)
@@ -234,7 +238,7 @@ static int decode_one(const ix_index *ix, uint32_t chunk, const uint8_t *raw, ui
     }
     *used = h.header_len + (uint64_t)h.compressed_size;
     return pq_page_decode(&c->desc, &h, raw + h.header_len, (size_t)h.compressed_size,
-                          uses_dictionary(&h) ? *dict : NULL, out, err);
+                          ix_uses_dictionary(&h) ? *dict : NULL, out, err);
 }
 
 /* An index entry of a repeated column holds the rows that start in its

@@ -1,0 +1,93 @@
+#include "ix_row.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void ix_row_init(ix_row *r, size_t max)
+{
+    memset(r, 0, sizeof *r);
+    r->max = max;
+}
+
+size_t ix_row_bytes(const ix_row *r)
+{
+    return r->defs_cap * sizeof *r->defs + r->values_cap * sizeof *r->values + r->bytes_cap;
+}
+
+/* Make room for `need` elements of `size` bytes in *array (capacity *cap),
+ * doubling, within the row's limit. */
+static int reserve(ix_row *r, void **array, size_t *cap, size_t need, size_t size,
+                   pq_error *err)
+{
+    if (need <= *cap)
+        return 0;
+    size_t grown = *cap ? *cap : 64;
+    while (grown < need)
+        grown *= 2;
+    size_t others = ix_row_bytes(r) - *cap * size;
+    if (grown * size + others > r->max) {
+        grown = need; /* the least that fits, if any */
+        if (need > (r->max - others) / size || others > r->max)
+            return pq_error_set(err, "a row of more than %zu bytes once assembled (not "
+                                "streamable at this limit)", r->max);
+    }
+    void *p = realloc(*array, grown * size);
+    if (!p)
+        return pq_error_set(err, "out of memory for a row of %zu entries", need);
+    *array = p;
+    *cap = grown;
+    return 0;
+}
+
+int ix_row_add(ix_row *r, const pq_stream_entry *e, pq_error *err)
+{
+    if (reserve(r, (void **)&r->defs, &r->defs_cap, (size_t)r->entries + 1, sizeof *r->defs,
+                err) < 0)
+        return -1;
+    r->defs[r->entries++] = e->def;
+    if (!e->has_value)
+        return 0;
+    if (reserve(r, (void **)&r->values, &r->values_cap, (size_t)r->num_values + 1,
+                sizeof *r->values, err) < 0 ||
+        reserve(r, (void **)&r->bytes, &r->bytes_cap, r->used + e->value.len, 1, err) < 0) {
+        r->entries--;
+        return -1;
+    }
+    if (e->value.len)
+        memcpy(r->bytes + r->used, e->value.ptr, e->value.len);
+    r->values[r->num_values++] = (pq_bytes){ NULL, e->value.len };
+    r->used += e->value.len;
+    return 0;
+}
+
+int ix_row_record(ix_row *r, const ix_shape *shape, uint64_t row, ix_record *out)
+{
+    /* a null list: one entry defined below the list itself (ix_record.c) */
+    if (r->entries == 0 || (shape->max_rep > 0 && r->defs[0] < shape->rep_def - 1) ||
+        (shape->max_rep == 0 && r->num_values == 0))
+        return 0;
+    /* the bytes may have moved since the values were added */
+    static const uint8_t none[1];
+    size_t at = 0;
+    for (uint32_t k = 0; k < r->num_values; k++) {
+        r->values[k].ptr = r->bytes ? r->bytes + at : none;
+        at += r->values[k].len;
+    }
+    *out = (ix_record){ r->values, shape->max_rep > 0 ? r->defs : NULL,
+                        shape->max_rep > 0 ? r->entries : 1, row };
+    return 1;
+}
+
+void ix_row_clear(ix_row *r)
+{
+    r->entries = r->num_values = 0;
+    r->used = 0;
+}
+
+void ix_row_free(ix_row *r)
+{
+    free(r->defs);
+    free(r->values);
+    free(r->bytes);
+    ix_row_init(r, r->max);
+}

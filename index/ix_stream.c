@@ -1,0 +1,473 @@
+#include "ix_stream.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "ix_checked.h"
+#include "ix_claims.h"
+#include "ix_row.h"
+#include "pq_stream.h"
+
+/* Page headers are short but may carry statistics: a first read of
+ * HEADER_PROBE bytes, then up to HEADER_MAX (a longer header does not
+ * stream). */
+#define HEADER_PROBE ((size_t)64 << 10)
+#define HEADER_MAX ((size_t)1 << 20)
+
+enum { RUNNING, ENDED, FAILED };
+
+struct ix_stream {
+    const ix_index *ix;
+    const ix_page *entry;
+    const ix_chunk *chunk;
+    uint32_t chunk_index;
+    const ix_file *file;
+    uint32_t file_index;
+    ix_shape shape;
+    const ix_dict_source *dicts;
+    void **dict_handle;
+    const pq_dictionary *dict;
+    pq_stream_opts page_opts;
+    size_t read_size;
+    uint64_t *bytes_read;
+
+    /* The entry's bytes [entry->offset, end) are read once, in order:
+     * pos is the next file offset to read; buf[at, have) holds bytes read
+     * and not yet used (a header probe reads on into the body). */
+    uint64_t pos, end;
+    uint8_t *buf;
+    size_t buf_cap, have, at;
+    uint32_t crc;  /* zlib crc32 of the bytes read so far */
+    int moved;     /* a read saw the ctime moved (ix_checked.h) */
+
+    /* The page being decoded. */
+    pq_page_header h, first_h;
+    uint64_t page_offset;
+    uint64_t body_left; /* body bytes not yet handed to ps */
+    uint32_t body_crc;  /* of the body so far, when h has a CRC that is verified */
+    int check_body_crc;
+    unsigned page_no;   /* 0: the entry's first page */
+    pq_stream *ps;
+
+    /* Rows. A row is complete when the entry after it starts a row (or the
+     * range ends); that entry waits in `pending` while the row is out. */
+    ix_row row;
+    int leading;        /* skipping entries of a row begun before the entry */
+    int last_row;       /* a row started in a later page: the entry's rows are over */
+    int row_out;        /* the row was handed out: clear it first */
+    pq_stream_entry pending;
+    int has_pending;
+    pq_bytes flat_value;
+    uint32_t rows, records;
+    int state;
+    pq_error failure;
+};
+
+/* Take up to want bytes of the entry, in order: first what buf holds, then
+ * straight from the file into dst. */
+static int take(ix_stream *s, uint8_t *dst, size_t want, size_t *got, pq_error *err)
+{
+    if (s->at < s->have) {
+        size_t n = s->have - s->at < want ? s->have - s->at : want;
+        memcpy(dst, s->buf + s->at, n);
+        s->at += n;
+        *got = n;
+        return 0;
+    }
+    uint64_t left = s->end - s->pos;
+    size_t n = want < left ? want : (size_t)left;
+    int moved = 0;
+    if (n && ix_read_checked(s->ix, s->file_index, s->pos, dst, n, s->bytes_read, &moved,
+                             err) < 0)
+        return -1;
+    s->crc = (uint32_t)crc32(s->crc, dst, (uInt)n);
+    s->moved |= moved;
+    s->pos += n;
+    *got = n;
+    return 0;
+}
+
+/* Make at least `need` unused bytes available in buf (fewer at the end of
+ * the range), reading on. */
+static int fill(ix_stream *s, size_t need, pq_error *err)
+{
+    if (s->at > 0) {
+        memmove(s->buf, s->buf + s->at, s->have - s->at);
+        s->have -= s->at;
+        s->at = 0;
+    }
+    if (need > s->buf_cap) {
+        uint8_t *grown = realloc(s->buf, need);
+        if (!grown)
+            return pq_error_set(err, "out of memory for a %zu-byte page header", need);
+        s->buf = grown;
+        s->buf_cap = need;
+    }
+    while (s->have < need && s->pos < s->end) {
+        uint64_t left = s->end - s->pos;
+        size_t n = need - s->have < left ? need - s->have : (size_t)left;
+        int moved = 0;
+        if (ix_read_checked(s->ix, s->file_index, s->pos, s->buf + s->have, n, s->bytes_read,
+                            &moved, err) < 0)
+            return -1;
+        s->crc = (uint32_t)crc32(s->crc, s->buf + s->have, (uInt)n);
+        s->moved |= moved;
+        s->pos += n;
+        s->have += n;
+    }
+    return 0;
+}
+
+/* pq_stream_read_fn: the current page's body. */
+static int read_body(void *ctx, uint8_t *dst, size_t want, size_t *got, pq_error *err)
+{
+    ix_stream *s = ctx;
+    if (want > s->body_left)
+        want = (size_t)s->body_left;
+    *got = 0;
+    if (want == 0)
+        return 0;
+    if (take(s, dst, want, got, err) < 0)
+        return -1;
+    s->body_left -= *got;
+    if (s->check_body_crc)
+        s->body_crc = (uint32_t)crc32(s->body_crc, dst, (uInt)*got);
+    return 0;
+}
+
+/* Parse the header of the page at the current position and open its
+ * stream. */
+static int open_page(ix_stream *s, pq_error *err)
+{
+    s->page_offset = s->pos - (s->have - s->at);
+    uint64_t left = s->end - s->page_offset;
+    size_t probe = left < HEADER_PROBE ? (size_t)left : HEADER_PROBE;
+    if (fill(s, probe, err) < 0)
+        return -1;
+    pq_page_header *h = &s->h;
+    if (pq_page_header_parse(s->buf, s->have, h, err) < 0) {
+        if (s->have == left)
+            return -1;
+        size_t more = left < HEADER_MAX ? (size_t)left : HEADER_MAX;
+        if (fill(s, more, err) < 0)
+            return -1;
+        if (pq_page_header_parse(s->buf, s->have, h, err) < 0)
+            return s->have == left ? -1
+                                   : pq_error_set(err, "a page header of more than %zu bytes "
+                                                  "(not streamable)", HEADER_MAX);
+    }
+    if (ix_page_claims_check(h, &s->chunk->bounds, err) < 0)
+        return -1;
+    uint64_t total = h->header_len + (uint64_t)h->compressed_size;
+    /* the entry's pages tile its range exactly (ix_chunk_scan.c) */
+    if (total > left || (s->chunk->desc.max_rep == 0 && total != left))
+        return pq_error_set(err, "header and body take %llu bytes, the index says %llu (file "
+                            "changed?)", (unsigned long long)total, (unsigned long long)left);
+    if (h->type != PQ_PAGE_DATA && h->type != PQ_PAGE_DATA_V2)
+        return pq_error_set(err, "not a data page (page type %d; file changed?)", h->type);
+    if (ix_uses_dictionary(h) && !s->dict) {
+        if (s->chunk->dict_offset < 0)
+            return pq_error_set(err, "dictionary-encoded, but the chunk has no dictionary page");
+        if (s->dicts->get(s->dicts->ctx, s->chunk_index, &s->dict, s->dict_handle, err) < 0)
+            return -1;
+    }
+    s->at += h->header_len;
+    s->body_left = (uint64_t)h->compressed_size;
+    s->check_body_crc = s->ix->verify_crc && h->has_crc;
+    s->body_crc = 0;
+    if (s->page_no == 0)
+        s->first_h = *h;
+    s->ps = pq_stream_open(&s->chunk->desc, h, ix_uses_dictionary(h) ? s->dict : NULL,
+                           &s->page_opts, read_body, s, err);
+    return s->ps ? 0 : -1;
+}
+
+/* The current page's entries are all out (its body checked by pq_stream):
+ * check its Parquet CRC and go on to the next page. */
+static int end_page(ix_stream *s, pq_error *err)
+{
+    assert(s->body_left == 0);
+    pq_stream_close(s->ps);
+    s->ps = NULL;
+    s->page_no++;
+    if (s->check_body_crc && s->body_crc != s->h.crc)
+        return pq_error_set(err, "data page at offset %llu: CRC mismatch: header says 0x%08x, "
+                            "the body has 0x%08x", (unsigned long long)s->page_offset,
+                            s->h.crc, s->body_crc);
+    return 0;
+}
+
+/* The next level entry of the range: 1, 0 at its end, -1. */
+static int next_entry(ix_stream *s, pq_stream_entry *e, pq_error *err)
+{
+    for (;;) {
+        if (!s->ps) {
+            if (s->pos == s->end && s->at == s->have)
+                return 0;
+            if (open_page(s, err) < 0)
+                return -1;
+        }
+        int rc = pq_stream_next(s->ps, e, err);
+        if (rc != 0)
+            return rc;
+        if (end_page(s, err) < 0)
+            return -1;
+    }
+}
+
+/* Pass over n bytes of the range without decoding them (their CRCs are
+ * taken as they are read; `body`: they are the current page's body). */
+static int pass_over(ix_stream *s, uint64_t n, int body, pq_error *err)
+{
+    while (n > 0) {
+        const uint8_t *p = s->buf + s->at;
+        size_t got;
+        if (s->at < s->have) {
+            got = s->have - s->at < n ? s->have - s->at : (size_t)n;
+            s->at += got;
+        } else {
+            s->at = s->have = 0;
+            p = s->buf;
+            if (take(s, s->buf, s->buf_cap < n ? s->buf_cap : (size_t)n, &got, err) < 0)
+                return -1;
+            if (got == 0)
+                return pq_error_set(err, "the page runs past the range the index gives");
+        }
+        if (body && s->check_body_crc)
+            s->body_crc = (uint32_t)crc32(s->body_crc, p, (uInt)got);
+        n -= got;
+    }
+    return 0;
+}
+
+/* Read the rest of the range without decoding it: the current page's body
+ * (for its CRC) and every byte after it (for the entry's). */
+static int drain(ix_stream *s, pq_error *err)
+{
+    if (s->ps) {
+        if (pass_over(s, s->body_left, 1, err) < 0)
+            return -1;
+        s->body_left = 0;
+        if (end_page(s, err) < 0)
+            return -1;
+    }
+    return pass_over(s, (s->have - s->at) + (s->end - s->pos), 0, err);
+}
+
+/* Check the entry's CRC once all its bytes were read, or read them all when
+ * they must be compared. */
+static int vouch(ix_stream *s, pq_error *err)
+{
+    int compare = s->moved && ix_crc_needed(1, &s->entry->crc);
+    int page_crc = s->ps && s->check_body_crc;
+    if ((compare || page_crc) && drain(s, err) < 0)
+        return -1;
+    if (s->pos < s->end)
+        return 0; /* stopped early; nothing to compare: the CRC is learned another time */
+    return ix_crc_settle(s->file, s->moved, &s->entry->crc, s->crc ? s->crc : 1, "data page",
+                         s->entry->offset, err);
+}
+
+static int fail(ix_stream *s, pq_error *err)
+{
+    s->state = FAILED;
+    pq_error_prefix(err, "%s: data page at offset %llu: ", s->file->name,
+                    (unsigned long long)s->entry->offset);
+    s->failure = *err;
+    return -1;
+}
+
+/* All the entry's records are out: hold them to the index. */
+static int complete(ix_stream *s, pq_error *err)
+{
+    if (s->rows != s->entry->rows || s->records != s->entry->records)
+        return pq_error_set(err, "holds other records than indexed (%u rows, %u records; the "
+                            "index says %u and %u: file changed?)", s->rows, s->records,
+                            s->entry->rows, s->entry->records);
+    if (vouch(s, err) < 0)
+        return -1;
+    s->state = ENDED;
+    return 0;
+}
+
+static int next_flat(ix_stream *s, ix_record *rec, pq_error *err)
+{
+    pq_stream_entry e;
+    int rc;
+    while ((rc = next_entry(s, &e, err)) == 1) {
+        uint64_t row = s->entry->first_row + s->rows++;
+        if (!e.has_value)
+            continue; /* a null row: no record */
+        s->records++;
+        s->flat_value = e.value;
+        *rec = (ix_record){ &s->flat_value, NULL, 1, row };
+        return 1;
+    }
+    return rc;
+}
+
+/* Hand out the row just completed, if it is a record; 0 if it is not. */
+static int emit_row(ix_stream *s, ix_record *rec)
+{
+    uint64_t row = s->entry->first_row + s->rows++;
+    if (!ix_row_record(&s->row, &s->shape, row, rec)) {
+        ix_row_clear(&s->row);
+        return 0;
+    }
+    s->records++;
+    s->row_out = 1;
+    return 1;
+}
+
+static int next_list(ix_stream *s, ix_record *rec, pq_error *err)
+{
+    if (s->row_out) {
+        ix_row_clear(&s->row);
+        s->row_out = 0;
+    }
+    if (s->has_pending) {
+        s->has_pending = 0;
+        if (s->last_row)
+            return 0;
+        if (ix_row_add(&s->row, &s->pending, err) < 0)
+            return -1;
+    }
+    for (;;) {
+        pq_stream_entry e;
+        int rc = next_entry(s, &e, err);
+        if (rc < 0)
+            return -1;
+        if (rc == 1 && e.rep != 0) {
+            if (!s->leading && ix_row_add(&s->row, &e, err) < 0)
+                return -1;
+            continue;
+        }
+        /* a row starts here, or the range ends */
+        if (s->leading) {
+            if (rc == 0 || s->page_no > 0)
+                return pq_error_set(err, "no row starts in the page (file changed?)");
+            s->leading = 0;
+        } else if (s->row.entries > 0) {
+            if (rc == 1 && s->page_no > 0) {
+                /* Only the range's last page may start a row (its last
+                 * row's end): the entry's rows are over. */
+                if (s->page_offset + s->h.header_len + (uint64_t)s->h.compressed_size != s->end)
+                    return pq_error_set(err, "a row starts before the end of the range the "
+                                         "index gives (file changed?)");
+                s->last_row = 1;
+            }
+            if (rc == 1) {
+                s->pending = e;
+                s->has_pending = 1;
+            }
+            if (emit_row(s, rec))
+                return 1;
+            if (s->has_pending) {
+                s->has_pending = 0;
+                if (s->last_row)
+                    return 0;
+                if (ix_row_add(&s->row, &e, err) < 0)
+                    return -1;
+            }
+            if (rc == 0)
+                return 0;
+            continue;
+        }
+        if (rc == 0)
+            return 0;
+        if (ix_row_add(&s->row, &e, err) < 0)
+            return -1;
+    }
+}
+
+int ix_stream_next(ix_stream *s, ix_record *rec, pq_error *err)
+{
+    if (s->state == FAILED) {
+        *err = s->failure;
+        return -1;
+    }
+    if (s->state == ENDED)
+        return 0;
+    int rc = s->shape.max_rep > 0 ? next_list(s, rec, err) : next_flat(s, rec, err);
+    if (rc == 0 && complete(s, err) < 0)
+        rc = -1;
+    return rc < 0 ? fail(s, err) : rc;
+}
+
+int ix_stream_finish(ix_stream *s, pq_error *err)
+{
+    if (s->state == FAILED) {
+        *err = s->failure;
+        return -1;
+    }
+    if (s->state == ENDED)
+        return 0;
+    if (vouch(s, err) < 0)
+        return fail(s, err);
+    s->state = ENDED;
+    return 0;
+}
+
+ix_stream *ix_stream_open(const ix_index *ix, uint64_t page, const ix_dict_source *dicts,
+                          void **dict_handle, const ix_stream_opts *opts, uint64_t *bytes_read,
+                          pq_error *err)
+{
+    *dict_handle = NULL;
+    ix_stream *s = calloc(1, sizeof *s);
+    if (!s) {
+        pq_error_set(err, "out of memory for a page stream");
+        return NULL;
+    }
+    s->ix = ix;
+    s->entry = &ix->pages[page];
+    s->chunk_index = ix_locate(ix, page);
+    s->chunk = &ix->chunks[s->chunk_index];
+    s->file_index = s->chunk->file;
+    s->file = &ix->files[s->file_index];
+    s->shape = ix->framing.shape;
+    s->dicts = dicts;
+    s->dict_handle = dict_handle;
+    s->bytes_read = bytes_read;
+    s->pos = s->entry->offset;
+    s->end = s->entry->offset + s->entry->length;
+    s->leading = s->shape.max_rep > 0;
+    size_t cap = opts && opts->cap ? opts->cap : IX_STREAM_CAP;
+    s->read_size = opts && opts->read_size ? opts->read_size : IX_STREAM_READ_SIZE;
+    /* The cap's shares: a quarter for the row being assembled, the header
+     * buffer, and the rest for the page's stream, of which a quarter each
+     * at most for one value and for the levels. */
+    size_t row_max = cap / 4;
+    size_t fixed = sizeof *s + row_max + HEADER_MAX;
+    size_t page_cap = cap > fixed + (1u << 20) ? cap - fixed : (1u << 20);
+    ix_row_init(&s->row, row_max);
+    s->page_opts = (pq_stream_opts){ .read_size = s->read_size, .value_max = page_cap / 4,
+                                     .levels_max = page_cap / 4, .cap = page_cap };
+    if (open_page(s, err) < 0) {
+        fail(s, err);
+        ix_stream_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+const pq_page_header *ix_stream_first_header(const ix_stream *s)
+{
+    return &s->first_h;
+}
+
+size_t ix_stream_bytes(const ix_stream *s)
+{
+    return sizeof *s + s->buf_cap + ix_row_bytes(&s->row) + (s->ps ? pq_stream_bytes(s->ps) : 0);
+}
+
+void ix_stream_close(ix_stream *s)
+{
+    if (!s)
+        return;
+    pq_stream_close(s->ps);
+    ix_row_free(&s->row);
+    free(s->buf);
+    free(s);
+}

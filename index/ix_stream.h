@@ -1,0 +1,80 @@
+/* ix_stream.h — the records of one index entry, in bounded memory.
+ *
+ * ix_read_page decodes an entry whole: its raw bytes, the decompressed body
+ * and a value slice and levels per entry, several times the page for lists
+ * of numbers (about 600 MB for one of DuckDB's 43 MB pages of 15.6 M
+ * tokens). An ix_stream hands out the same records one at a time, holding
+ * only windows: the entry's bytes are read in order, opts.read_size at a
+ * time (each read checked like ix_read_range's: the file is fstat'ed before
+ * and after), decoded by pq_stream (decode/pq_stream.h) page after page, and
+ * a list row is assembled in an ix_row (ix_row.h), across the pages it goes
+ * on in. Everything it holds stays within opts.cap bytes, so a caller
+ * reserves cap before opening.
+ *
+ * The records are those of ix_read_page + ix_page_records for the entry:
+ * the same values, rows and row numbers, in page order (tests/index/
+ * test_stream.c checks it on every writer's files). What does not stream (a
+ * codec, an encoding or a limit pq_stream refuses; a row larger than its
+ * share of cap) fails with a message containing "not streamable" or
+ * "beyond the stream's window", and the caller decodes the entry whole
+ * instead; such a failure may come after records were handed out, so a
+ * caller keeps nothing it framed from a stream that failed.
+ *
+ * Change detection. The entry's CRC (ix_page.crc) covers all its bytes: a
+ * stream that read them all learns it, or compares it when the file's ctime
+ * moved (ix_read.h). A caller that stops early calls ix_stream_finish, which
+ * reads the rest of the entry (without decoding it) when the bytes must be
+ * compared, or when the page carries a Parquet CRC that is verified. The
+ * records handed out are vouched for only once ix_stream_next returned 0 or
+ * ix_stream_finish returned 0. Not thread-safe; streams over distinct
+ * entries may run on distinct threads.
+ */
+#ifndef IX_STREAM_H
+#define IX_STREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ix_read.h"
+#include "ix_record.h"
+
+typedef struct ix_stream_opts {
+    size_t cap;       /* everything held, in bytes; default IX_STREAM_CAP */
+    size_t read_size; /* bytes per read; default IX_STREAM_READ_SIZE */
+} ix_stream_opts;
+
+#define IX_STREAM_CAP ((size_t)12 << 20)
+#define IX_STREAM_READ_SIZE ((size_t)256 << 10)
+
+typedef struct ix_stream ix_stream;
+
+/* Open a stream over entry `page` of the index and read its first page
+ * header. The chunk's dictionary is taken through dicts when a page needs
+ * it; *dict_handle is then set (else NULL) and stays in use until
+ * ix_stream_close, after which the caller gives it back. opts may be NULL.
+ * *bytes_read grows by every byte read. NULL on failure, with err naming
+ * the file and the offset. */
+ix_stream *ix_stream_open(const ix_index *ix, uint64_t page, const ix_dict_source *dicts,
+                          void **dict_handle, const ix_stream_opts *opts, uint64_t *bytes_read,
+                          pq_error *err);
+
+/* The header of the entry's first page (for a caller weighing a whole
+ * decode against the stream). */
+const pq_page_header *ix_stream_first_header(const ix_stream *s);
+
+/* The next record: 1 and *rec (valid until the next call), 0 once the
+ * entry's records are all out (their count, rows and bytes checked against
+ * the index), or -1 with err naming the file and the entry's offset. */
+int ix_stream_next(ix_stream *s, ix_record *rec, pq_error *err);
+
+/* For a caller that stops before ix_stream_next returned 0: read what must
+ * be read to vouch for the records handed out (above). 0 or -1. */
+int ix_stream_finish(ix_stream *s, pq_error *err);
+
+/* Bytes held now (<= cap). */
+size_t ix_stream_bytes(const ix_stream *s);
+
+/* Release everything. NULL is fine. */
+void ix_stream_close(ix_stream *s);
+
+#endif
