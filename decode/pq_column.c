@@ -217,16 +217,19 @@ static int decode_page(const pq_column_desc *col, const pq_page_header *h, const
             return pq_error_prefix(err, "values section: ");
     }
 
-    uint32_t *scratch = NULL;
+    /* The value slices, one per level entry (at most one value each): the
+     * array is first the levels' uint32 scratch (a slice is wider than a
+     * uint32), then shrunk to the values the definition levels define. So a
+     * page allocates no scratch of its own. */
+    _Static_assert(sizeof *out->values >= sizeof(uint32_t), "a slice holds a level");
+    if (!(out->values = malloc((size_t)(n ? n : 1) * sizeof *out->values)))
+        return pq_error_set(err, "out of memory for %u values", n);
+    uint32_t *scratch = (uint32_t *)(void *)out->values;
     if (col->max_rep > 0 || col->max_def > 0) {
-        scratch = malloc((size_t)(n ? n : 1) * sizeof *scratch);
         out->rep_levels = col->max_rep > 0 ? malloc((size_t)(n ? n : 1) * sizeof(uint16_t)) : NULL;
         out->def_levels = col->max_def > 0 ? malloc((size_t)(n ? n : 1) * sizeof(uint16_t)) : NULL;
-        if (!scratch || (col->max_rep > 0 && !out->rep_levels) ||
-            (col->max_def > 0 && !out->def_levels)) {
-            free(scratch);
+        if ((col->max_rep > 0 && !out->rep_levels) || (col->max_def > 0 && !out->def_levels))
             return pq_error_set(err, "out of memory for %u levels", n);
-        }
     }
     int rc = 0;
     if (col->max_rep > 0) {
@@ -251,7 +254,6 @@ static int decode_page(const pq_column_desc *col, const pq_page_header *h, const
         if (v1)
             levels = def;
     }
-    free(scratch);
     if (rc < 0)
         return -1;
 
@@ -270,9 +272,12 @@ static int decode_page(const pq_column_desc *col, const pq_page_header *h, const
             present += out->def_levels[i] == col->max_def;
         out->num_values = present;
     }
-    if (!(out->values = malloc((size_t)(out->num_values ? out->num_values : 1) *
-                               sizeof *out->values)))
-        return pq_error_set(err, "out of memory for %u values", out->num_values);
+    if (out->num_values < n) { /* shrinking: on failure the larger block stays */
+        pq_bytes *fit = realloc(out->values, (size_t)(out->num_values ? out->num_values : 1) *
+                                                 sizeof *out->values);
+        if (fit)
+            out->values = fit;
+    }
     if (decode_values(col, h->encoding, values, values_len, dict, out, err) < 0)
         return pq_error_prefix(err, "values (%s): ", encoding_name(h->encoding));
     return 0;

@@ -25,7 +25,8 @@ int64_t pq_value_width(const pq_column_desc *col);
 int pq_values_plain(const pq_column_desc *col, const uint8_t *buf, size_t len, uint32_t n,
                     pq_bytes *out, uint8_t *bools, pq_error *err);
 
-/* PLAIN_DICTIONARY / RLE_DICTIONARY indices into dict. */
+/* PLAIN_DICTIONARY / RLE_DICTIONARY indices into dict. out[0..n) also serves
+ * as the scratch the indices are decoded into (nothing else is allocated). */
 int pq_values_dict(const uint8_t *buf, size_t len, uint32_t n, const pq_dictionary *dict,
                    pq_bytes *out, pq_error *err);
 
