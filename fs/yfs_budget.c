@@ -316,6 +316,21 @@ void yfs_budget_snapshot_get(yfs_budget *b, yfs_budget_snapshot *out)
  * dictionary indices; booleans). */
 #define BOUND_PER_ENTRY (sizeof(pq_bytes) + 2 * sizeof(uint16_t) + sizeof(uint32_t) + 16)
 
+uint64_t yfs_decode_bound_page(const pq_page_header *h)
+{
+    if ((h->type != PQ_PAGE_DATA && h->type != PQ_PAGE_DATA_V2) || h->uncompressed_size < 0)
+        return 0;
+    uint64_t ulen = (uint64_t)h->uncompressed_size;
+    uint64_t n = h->num_values > 0 ? (uint64_t)h->num_values : 0;
+    /* BYTE_STREAM_SPLIT and DELTA_BYTE_ARRAY materialise values next to
+     * the storage: about as many bytes again (a DELTA_BYTE_ARRAY page that
+     * expands beyond that is charged once decoded, yfs_budget_settle). */
+    uint64_t materialised =
+        h->encoding == PQ_ENC_BYTE_STREAM_SPLIT || h->encoding == PQ_ENC_DELTA_BYTE_ARRAY ? ulen
+                                                                                          : 0;
+    return ulen + materialised + n * BOUND_PER_ENTRY;
+}
+
 uint64_t yfs_decode_bound(const uint8_t *raw, uint64_t len)
 {
     uint64_t bound = 0, at = 0;
@@ -325,19 +340,7 @@ uint64_t yfs_decode_bound(const uint8_t *raw, uint64_t len)
         if (pq_page_header_parse(raw + at, (size_t)(len - at), &h, &ignored) < 0 ||
             h.compressed_size < 0 || h.uncompressed_size < 0)
             break;
-        if (h.type == PQ_PAGE_DATA || h.type == PQ_PAGE_DATA_V2) {
-            uint64_t ulen = (uint64_t)h.uncompressed_size;
-            uint64_t n = h.num_values > 0 ? (uint64_t)h.num_values : 0;
-            /* BYTE_STREAM_SPLIT and DELTA_BYTE_ARRAY materialise values
-             * next to the storage: about as many bytes again (a
-             * DELTA_BYTE_ARRAY page that expands beyond that is charged
-             * once decoded, yfs_budget_settle). */
-            uint64_t materialised = h.encoding == PQ_ENC_BYTE_STREAM_SPLIT ||
-                                            h.encoding == PQ_ENC_DELTA_BYTE_ARRAY
-                                        ? ulen
-                                        : 0;
-            bound += ulen + materialised + n * BOUND_PER_ENTRY;
-        }
+        bound += yfs_decode_bound_page(&h);
         at += h.header_len + (uint64_t)h.compressed_size;
     }
     return bound;

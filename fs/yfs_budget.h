@@ -149,5 +149,8 @@ const char *yfs_mem_kind_name(yfs_mem_kind kind);
  * known only after decoding: the caller reserves them then). Headers that do
  * not parse end the walk (the decoder reports them). */
 uint64_t yfs_decode_bound(const uint8_t *raw, uint64_t len);
+/* The same for one page, from its parsed header (0 for a page that is not a
+ * data page). */
+uint64_t yfs_decode_bound_page(const pq_page_header *h);
 
 #endif

@@ -206,3 +206,19 @@ void yfs_dicts_put(yfs_dicts *c, yfs_dict *d)
     }
     pthread_mutex_unlock(&c->lock);
 }
+
+static int source_get(void *ctx, uint32_t chunk, const pq_dictionary **dict, void **handle,
+                      pq_error *err)
+{
+    yfs_dict_source *src = ctx;
+    yfs_dict *d;
+    if (yfs_dicts_get(src->dicts, chunk, src->hold, dict, &d, err) < 0)
+        return -1;
+    *handle = d;
+    return 0;
+}
+
+ix_dict_source yfs_dicts_source(yfs_dict_source *ctx)
+{
+    return (ix_dict_source){ source_get, ctx };
+}

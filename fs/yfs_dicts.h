@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "ix_index.h"
+#include "ix_read.h"
 #include "yfs_budget.h"
 #include "yfs_stats.h"
 
@@ -36,5 +37,13 @@ void yfs_dicts_free(yfs_dicts *c);
 int yfs_dicts_get(yfs_dicts *c, uint32_t chunk, yfs_hold *hold, const pq_dictionary **dict,
                   yfs_dict **handle, pq_error *err);
 void yfs_dicts_put(yfs_dicts *c, yfs_dict *handle);
+
+/* An ix_dict_source (ix_read.h) over the cache, loading for hold: its
+ * handles are yfs_dict handles, given back with yfs_dicts_put. */
+typedef struct yfs_dict_source {
+    yfs_dicts *dicts;
+    yfs_hold *hold;
+} yfs_dict_source;
+ix_dict_source yfs_dicts_source(yfs_dict_source *ctx);
 
 #endif

@@ -135,6 +135,7 @@ char *yfs_stats_json(yfs_mount *m)
         { "read_requests", &s->read_requests },
         { "read_errors", &s->read_errors },
         { "pages_decoded", &s->pages_decoded },
+        { "pages_streamed", &s->pages_streamed },
         { "page_bytes", &s->page_bytes },
         { "chunk_loads", &s->chunk_loads },
         { "pages_from_chunks", &s->pages_from_chunks },

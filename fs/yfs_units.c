@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "ix_record.h"
+#include "ix_stream.h"
+#include "yfs_dicts.h"
 #include "yfs_loads.h"
 #include "yfs_pages.h"
 #include "yfs_segment.h"
@@ -21,24 +23,48 @@ static void unit_from_block(yfs_unit *out, const sh_unit *u, uint8_t *block)
                        .bytes = block + (uint64_t)u->records * sizeof(uint64_t) };
 }
 
+/* Framing a unit's records into its block, one after the other. */
+typedef struct unit_writer {
+    const ix_framing *framing;
+    uint64_t *ends;
+    uint8_t *bytes, *out, *end;
+    uint32_t records;
+} unit_writer;
+
+static unit_writer writer_for(const ix_framing *f, const sh_unit *u, uint8_t *block)
+{
+    uint8_t *bytes = block + (uint64_t)u->records * sizeof(uint64_t);
+    return (unit_writer){ f, (uint64_t *)block, bytes, bytes, bytes + u->bytes, 0 };
+}
+
+static int writer_put(unit_writer *w, const ix_record *rec, pq_error *err)
+{
+    w->out = yfs_frame_record(w->framing, rec, w->out, (size_t)(w->end - w->out), err);
+    if (!w->out)
+        return -1;
+    w->ends[w->records++] = (uint64_t)(w->out - w->bytes);
+    return 0;
+}
+
+/* The unit's records are all framed: they must fill its bytes exactly. */
+static int writer_done(const unit_writer *w, pq_error *err)
+{
+    if (w->out != w->end)
+        return pq_error_set(err, "records fill %llu of the %llu bytes indexed at mount (a "
+                            "source file changed?)", (unsigned long long)(w->out - w->bytes),
+                            (unsigned long long)(w->end - w->bytes));
+    return 0;
+}
+
 /* Frame the unit's records (recs holds its page's) into block. */
 static int frame_unit(const ix_framing *f, const ix_record *recs, const sh_unit *u,
                       uint8_t *block, pq_error *err)
 {
-    uint64_t *ends = (uint64_t *)block;
-    uint8_t *bytes = block + (uint64_t)u->records * sizeof(uint64_t), *out = bytes;
-    uint8_t *end = bytes + u->bytes;
-    for (uint32_t r = 0; r < u->records; r++) {
-        out = yfs_frame_record(f, &recs[u->first_record + r], out, (size_t)(end - out), err);
-        if (!out)
+    unit_writer w = writer_for(f, u, block);
+    for (uint32_t r = 0; r < u->records; r++)
+        if (writer_put(&w, &recs[u->first_record + r], err) < 0)
             return -1;
-        ends[r] = (uint64_t)(out - bytes);
-    }
-    if (out != end)
-        return pq_error_set(err, "records fill %llu of the %llu bytes indexed at mount (a "
-                            "source file changed?)", (unsigned long long)(out - bytes),
-                            (unsigned long long)u->bytes);
-    return 0;
+    return writer_done(&w, err);
 }
 
 /* The page's raw bytes: through the plan's chunk loads when it has them. */
@@ -90,7 +116,22 @@ uint64_t yfs_unit_block_size(const yfs_mount *m, uint32_t unit)
  * them) are always malloc'ed. */
 #define MAPPED_BLOCK_BYTES (256u << 10)
 
-/* Decode the unit's page and frame the unit (and park the page's others). */
+static uint8_t *block_alloc(uint64_t size, int *mapped)
+{
+    *mapped = size >= MAPPED_BLOCK_BYTES;
+    return *mapped ? yfs_segment_alloc(size) : malloc(size ? size : 1);
+}
+
+static void block_free(uint8_t *block, uint64_t size, int mapped)
+{
+    if (mapped)
+        yfs_segment_free(block, size);
+    else
+        free(block);
+}
+
+/* Decode the unit's page whole and frame the unit (and park the page's
+ * others). */
 static int frame_from_page(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_unit *u,
                            yfs_hold *hold, yfs_unit *out, pq_error *err)
 {
@@ -110,18 +151,16 @@ static int frame_from_page(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh
     }
     if (rc == 0) {
         uint64_t size = block_size(u); /* reserved by the caller */
-        int mapped = size >= MAPPED_BLOCK_BYTES;
-        uint8_t *block = mapped ? yfs_segment_alloc(size) : malloc(size ? size : 1);
+        int mapped;
+        uint8_t *block = block_alloc(size, &mapped);
         rc = block ? frame_unit(&m->ix->framing, recs, u, block, err)
                    : pq_error_set(err, "out of memory for a %llu-byte unit",
                                   (unsigned long long)size);
         if (rc == 0) {
             unit_from_block(out, u, block);
             out->mapped = mapped;
-        } else if (mapped) {
-            yfs_segment_free(block, size);
-        } else {
-            free(block);
+        } else if (block) {
+            block_free(block, size, mapped);
         }
         const uint64_t *first = m->units.cut.first_unit;
         if (rc == 0 && first && first[u->page + 1] - first[u->page] > 1)
@@ -130,6 +169,147 @@ static int frame_from_page(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh
     }
     free(recs);
     yfs_budget_release(m->budget, recs_bytes, YFS_MEM_BUILD, hold);
+    return rc;
+}
+
+/* Streaming (ix_stream.h). A page whose whole decode would take more than
+ * a quarter of the data budget is streamed instead: its bytes are read in
+ * windows and its records framed as they come, so a build holds
+ * IX_STREAM_CAP for it, not the page's raw bytes, decompressed body, value
+ * slices and levels (600 MB for one of DuckDB's pages of 15.6 M tokens). */
+static uint64_t whole_decode_share(const yfs_mount *m)
+{
+    return yfs_mount_data_budget(m) / 4;
+}
+
+/* Entries this small are decoded whole without weighing their headers: even
+ * a page of 2-byte tokens decodes to less than the share. */
+static int worth_weighing(const yfs_mount *m, const ix_page *p)
+{
+    uint64_t share = whole_decode_share(m);
+    return p->length > share / 16 || p->framed > share / 16;
+}
+
+/* The whole decode of the entry whose first page has header h: its raw
+ * bytes and, scaled to all its pages, what decoding takes. */
+static uint64_t whole_decode_bytes(const ix_page *p, const pq_page_header *h)
+{
+    uint64_t first = h->header_len + (uint64_t)h->compressed_size;
+    uint64_t pages_worth = first ? (p->length + first - 1) / first : 1;
+    return p->length + yfs_decode_bound_page(h) * pages_worth;
+}
+
+/* A stream failure after which the whole decode serves (ix_stream.h). */
+static int whole_decode_serves(const pq_error *err)
+{
+    return strstr(err->msg, "not streamable") || strstr(err->msg, "beyond the stream's window");
+}
+
+/* Frame the units of the page in order from the stream s, into the blocks
+ * given. Stops after the last unit that has a block. */
+static int frame_stream(yfs_mount *m, ix_stream *s, uint64_t first_unit, uint32_t units,
+                        uint8_t **block, pq_error *err)
+{
+    const sh_cut *cut = m->units.cut.first_unit ? &m->units.cut : NULL;
+    uint32_t last = units;
+    while (last > 0 && !block[last - 1])
+        last--;
+    for (uint32_t k = 0; k < last; k++) {
+        sh_unit u = sh_unit_at(m->page_summary, cut, m->ix->num_pages, (uint32_t)(first_unit + k));
+        unit_writer w = block[k] ? writer_for(&m->ix->framing, &u, block[k]) : (unit_writer){ 0 };
+        for (uint32_t r = 0; r < u.records; r++) {
+            ix_record rec;
+            int rc = ix_stream_next(s, &rec, err);
+            if (rc == 0)
+                rc = pq_error_set(err, "fewer records than indexed (file changed?)");
+            if (rc < 0 || (block[k] && writer_put(&w, &rec, err) < 0))
+                return -1;
+        }
+        if (block[k] && writer_done(&w, err) < 0)
+            return -1;
+    }
+    ix_record rec;
+    if (last == units) {
+        int rc = ix_stream_next(s, &rec, err);
+        if (rc == 1)
+            rc = pq_error_set(err, "more records than indexed (file changed?)");
+        return rc;
+    }
+    return ix_stream_finish(s, err);
+}
+
+/* Stream the unit's page: frame the unit into a new block, and park the
+ * page's other units that fit. Returns 1 when the page is better decoded
+ * whole (it is small enough after all), 0, or -1. */
+static int frame_streamed(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_unit *u,
+                          yfs_hold *hold, yfs_unit *out, pq_error *err)
+{
+    const ix_page *p = &m->ix->pages[u->page];
+    const sh_cut *cut = m->units.cut.first_unit ? &m->units.cut : NULL;
+    uint64_t first_unit = cut ? cut->first_unit[u->page] : unit;
+    uint32_t units = cut ? (uint32_t)(cut->first_unit[u->page + 1] - first_unit) : 1;
+    yfs_budget_reserve(m->budget, IX_STREAM_CAP, YFS_MEM_DECODED, YFS_DEMAND, hold);
+    yfs_dict_source src = { m->dicts, hold };
+    ix_dict_source dicts = yfs_dicts_source(&src);
+    void *dict = NULL;
+    uint64_t read = 0;
+    uint8_t **block = calloc(units, sizeof *block);
+    ix_stream *s = block ? ix_stream_open(m->ix, u->page, &dicts, &dict, NULL, &read, err) : NULL;
+    int rc = s ? 0 : block ? -1 : pq_error_set(err, "out of memory for %u units", units);
+    if (rc == 0 && whole_decode_bytes(p, ix_stream_first_header(s)) <= whole_decode_share(m))
+        rc = 1;
+    uint64_t parked = 0;
+    int mapped = 0;
+    for (uint32_t k = 0; rc == 0 && k < units; k++) {
+        uint64_t v = first_unit + k;
+        sh_unit uv = sh_unit_at(m->page_summary, cut, m->ix->num_pages, (uint32_t)v);
+        uint64_t size = block_size(&uv);
+        if (v == unit) { /* reserved by the caller */
+            if (!(block[k] = block_alloc(size, &mapped)))
+                rc = pq_error_set(err, "out of memory for a %llu-byte unit",
+                                  (unsigned long long)size);
+        } else if (size <= UINT32_MAX &&
+                   parked + size <= yfs_mount_framed_budget(m) &&
+                   yfs_budget_reserve(m->budget, size, YFS_MEM_RAW, YFS_PREFETCH, hold) == 0) {
+            if ((block[k] = malloc(size ? size : 1)))
+                parked += size;
+            else
+                yfs_budget_release(m->budget, size, YFS_MEM_RAW, hold);
+        } else if (v > unit) {
+            break; /* no room to park the rest: the stream stops after the unit */
+        }
+    }
+    if (rc == 0)
+        rc = frame_stream(m, s, first_unit, units, block, err);
+    ix_stream_close(s);
+    if (dict)
+        yfs_dicts_put(m->dicts, dict);
+    yfs_budget_release(m->budget, IX_STREAM_CAP, YFS_MEM_DECODED, hold);
+    yfs_count(&m->stats.bytes_read, read);
+    if (rc == 0) {
+        yfs_count(&m->stats.pages_streamed, 1);
+        yfs_count(&m->stats.page_bytes, p->length);
+    }
+    for (uint32_t k = 0; block && k < units; k++) {
+        if (!block[k])
+            continue;
+        uint64_t v = first_unit + k;
+        sh_unit uv = sh_unit_at(m->page_summary, cut, m->ix->num_pages, (uint32_t)v);
+        uint64_t size = block_size(&uv);
+        if (v == unit && rc == 0) {
+            unit_from_block(out, &uv, block[k]);
+            out->mapped = mapped;
+        } else if (v == unit) {
+            block_free(block[k], size, mapped);
+        } else if (rc == 0) {
+            yfs_pages_put(m->framed, plan->plan.epoch, (uint32_t)v, block[k], (uint32_t)size,
+                          hold);
+        } else {
+            free(block[k]);
+            yfs_budget_release(m->budget, size, YFS_MEM_RAW, hold);
+        }
+    }
+    free(block);
     return rc;
 }
 
@@ -151,6 +331,11 @@ int yfs_unit_get(yfs_mount *m, yfs_plan *plan, uint32_t unit, yfs_hold *hold, yf
             }
             free(block); /* cannot happen: its size is the unit's */
         }
+    }
+    if (worth_weighing(m, &m->ix->pages[u.page])) {
+        int rc = frame_streamed(m, plan, unit, &u, hold, out, err);
+        if (rc <= 0 && (rc == 0 || !whole_decode_serves(err)))
+            return rc;
     }
     return frame_from_page(m, plan, unit, &u, hold, out, err);
 }

@@ -15,7 +15,18 @@
  * mount's store of framed units (yfs_pages.h, keyed by unit) for the builds
  * that serve them next (the plan serves a page's units close together). A
  * parked unit dropped for memory is framed again from its page: only the
- * work differs, never the bytes. Thread-safe.
+ * work differs, never the bytes.
+ *
+ * A page whose whole decode (raw bytes, decompressed body, value slices,
+ * levels) would take more than a quarter of the data budget is streamed
+ * (index/ix_stream.h): read in windows and framed record by record, holding
+ * IX_STREAM_CAP instead, parking the page's other units as the framed store
+ * allows (they are framed as the stream passes them) and stopping after the
+ * last unit it keeps. A page that turns out not to stream (a codec or
+ * encoding pq_stream does not handle, a row over its limit) is decoded
+ * whole, over the budget if it must: mem= cannot bound that page. So the
+ * decoded form of one page no longer bounds memory; its framed units do.
+ * Thread-safe.
  */
 #ifndef YFS_UNITS_H
 #define YFS_UNITS_H

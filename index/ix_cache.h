@@ -31,8 +31,8 @@
 
 #include "ix_index.h"
 
-#define IX_CACHE_VERSION 5 /* 4: page and dictionary checksums, ctime, device and inode;
-                              5: shuffle units */
+#define IX_CACHE_VERSION 6 /* 4: page and dictionary checksums, ctime, device and inode;
+                              5: shuffle units; 6: entries of any size are cut */
 
 /* A file's identity as the cache keys it. */
 typedef struct ix_cache_key {

@@ -111,25 +111,22 @@ typedef struct ix_page {
 } ix_page;
 
 /* Shuffle units (shuffle/sh_units.h). An entry of more than IX_CUT_RECORDS
- * records and at most IX_CUT_MAX_BYTES framed bytes, in a chunk whose
- * entries' record sizes are known (ix_chunk.cut: measured by the page pass,
- * or all alike), is cut into ix_units_of(entry) units of consecutive
- * records, split as evenly as possible (ix_unit_first_record);
- * ix_index.unit_bytes holds the framed bytes of every unit of every cut
- * entry, in entry order. The rule is fixed (not derived from options), so a
- * persistent index serves every mount. Larger entries are not cut (yet):
- * the read path decodes a page whole, and each of its units would decode it
- * again once memory cannot keep the others (streaming decode, pq_stream.h,
- * is the way to cut them). */
+ * records, in a chunk whose entries' record sizes are known (ix_chunk.cut:
+ * measured by the page pass, or all alike), is cut into ix_units_of(entry)
+ * units of consecutive records, split as evenly as possible
+ * (ix_unit_first_record); ix_index.unit_bytes holds the framed bytes of
+ * every unit of every cut entry, in entry order. The rule is fixed (not
+ * derived from options), so a persistent index serves every mount. The read
+ * path frames a unit from its page decoded whole, or streamed when the page
+ * is large (ix_stream.h), parking the page's other units as memory allows;
+ * a unit that was not parked streams its page again (fs/yfs_units.h). */
 #define IX_CUT_RECORDS 2048
 #define IX_UNIT_RECORDS 512
-#define IX_CUT_MAX_BYTES (16u << 20)
 
 static inline uint32_t ix_units_of(const ix_page *p)
 {
-    return p->records > IX_CUT_RECORDS && p->framed <= IX_CUT_MAX_BYTES
-               ? (p->records + IX_UNIT_RECORDS - 1) / IX_UNIT_RECORDS
-               : 1;
+    return p->records > IX_CUT_RECORDS ? (p->records + IX_UNIT_RECORDS - 1) / IX_UNIT_RECORDS
+                                       : 1;
 }
 
 /* The first record of unit k (k <= units: k == units gives records). */
