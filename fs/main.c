@@ -334,6 +334,9 @@ int main(int argc, char **argv)
         } else {
             if (m->ix->cache_note[0])
                 fprintf(stderr, "youmufs: warning: %s\n", m->ix->cache_note);
+            char note[512];
+            if (yfs_mount_shuffle_note(m, note, sizeof note))
+                fprintf(stderr, "youmufs: warning: %s\n", note);
             rc = c.cat ? run_cat(m, c.positional[1]) : run_mount(m, &c);
             yfs_mount_close(m);
         }

@@ -1,6 +1,7 @@
 #include "yfs_mount.h"
 
 #include <assert.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -41,6 +42,24 @@ uint64_t yfs_untracked_budget(uint64_t mem)
 uint64_t yfs_mount_data_budget(const yfs_mount *m)
 {
     return m->opts.mem - yfs_untracked_budget(m->opts.mem);
+}
+
+int yfs_mount_shuffle_note(const yfs_mount *m, char *note, size_t len)
+{
+    uint64_t units = m->units.first_unit ? m->units.first_unit[m->ix->num_pages] : m->ix->num_pages;
+    if (m->opts.shuffle != SH_SHUFFLE_PAGE || m->ix->num_records == 0)
+        return 0;
+    double per_unit = (double)m->ix->num_records / (double)(units ? units : 1);
+    if (units <= 4 || per_unit * 4 <= (double)m->opts.buffer)
+        return 0;
+    snprintf(note, len, "shuffle quality: the epochs shuffle %llu units of %.0f records on "
+             "average (pages of more than %d records are cut into units of %d) with "
+             "buffer=%llu: a window of records mixes few pages, close to the source order. More "
+             "and smaller pages (pyarrow data_page_size, DuckDB ROW_GROUP_SIZE) or a larger "
+             "buffer would help; shuffle=row mixes fully, much slower",
+             (unsigned long long)units, per_unit, IX_CUT_RECORDS, IX_UNIT_RECORDS,
+             (unsigned long long)m->opts.buffer);
+    return 1;
 }
 
 uint64_t yfs_mount_index_bytes(const yfs_mount *m)

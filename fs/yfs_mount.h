@@ -74,6 +74,12 @@ uint64_t yfs_mount_loaded_budget(const yfs_mount *m);
 /* Framed units of cut pages waiting to be served: up to a quarter. */
 uint64_t yfs_mount_framed_budget(const yfs_mount *m);
 
+/* Whether the epochs will mix few pages: a segment of `buffer` records
+ * holds fewer than 4 shuffle units on average, out of more (pages of up to
+ * 2,048 records that are not cut, each record large). Then *note says so
+ * and what would help; 0 otherwise. */
+int yfs_mount_shuffle_note(const yfs_mount *m, char *note, size_t len);
+
 /* Memory of the index and what the mount keeps beside it for every page or
  * record (the "index" of the memory bound index + mem). */
 uint64_t yfs_mount_index_bytes(const yfs_mount *m);
