@@ -88,6 +88,7 @@ static int plan_parsed(build *b, const ix_source *s, uint32_t c, uint64_t row, p
             .verify_crc = ix->verify_crc,
             .first_row = row,
             .num_rows = (uint64_t)rg->num_rows,
+            .stream_page_bytes = b->opts->stream_page_bytes,
         };
         b->todo[b->num_todo++] = c;
         row += (uint64_t)rg->num_rows;
@@ -287,6 +288,7 @@ static int assemble(build *b, pq_error *err)
         ix->offset_index_chunks += scan->has_offset_index;
         ix->metadata_sized_chunks += scan->from_metadata;
         ix->header_sized_pages += scan->pages_sized_by_header;
+        ix->streamed_pages += scan->pages_streamed;
         ix->bytes_scanned += scan->bytes_read;
         page += scan->num_pages;
     }

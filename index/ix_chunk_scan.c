@@ -1,19 +1,41 @@
 /* The mount-time page pass over one column chunk: find every data page (from
  * the OffsetIndex, or by walking page headers), decode it once, and record
  * its rows, records and framed size. The chunk is read sequentially through
- * a window of a few MiB, so the pass costs one large read per window. */
+ * a window of a few MiB, so the pass costs one large read per window.
+ *
+ * Large pages (a whole decode would take more than ix_scan.stream_page_bytes)
+ * are not decoded whole but streamed (pq_stream.h): their body is read in
+ * small reads, straight from the file, and their rows assembled entry by
+ * entry (ix_row.h), so the pass holds a few MiB whatever the page size. The
+ * entries it makes are the same either way. */
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "ix_internal.h"
+#include "ix_row.h"
 #include "pq_page.h"
+#include "pq_stream.h"
 
 #define WINDOW_BYTES (8u << 20)
 /* Page headers are short but may carry statistics with long min/max values:
  * try a small read first, then a large one. */
 #define HEADER_PROBE_BYTES (64u << 10)
 #define HEADER_MAX_BYTES (16u << 20)
+
+/* Streaming (see the top): the default ix_scan.stream_page_bytes; what a
+ * whole decode is taken to cost per level entry (value slice, levels and a
+ * record: about what the read path charges, yfs_decode_bound); the reads a
+ * stream asks for; the most one assembled row may take (a row continued
+ * from the page before, and one of this page, may be held at once); and the
+ * most a stream may hold (its windows, levels and one value of up to
+ * PQ_STREAM_VALUE_MAX). A page over a limit is decoded whole. */
+#define STREAM_PAGE_BYTES ((uint64_t)16 << 20)
+#define WHOLE_BYTES_PER_ENTRY 40u
+#define STREAM_READ_BYTES ((size_t)256 << 10)
+#define STREAM_ROW_BYTES ((size_t)4 << 20)
+#define STREAM_CAP_BYTES ((size_t)32 << 20)
 
 typedef struct window {
     const ix_source *src;
@@ -89,6 +111,16 @@ typedef struct scan_state {
      * order, for its shuffle units (ix_index.h). */
     uint32_t *sizes;
     uint32_t num_sizes, sizes_cap;
+    /* Once a page of the chunk has streamed, every later one streams too (or,
+     * if it cannot, is decoded whole), and the open row lives in `open`
+     * instead of open_row. `row` assembles the rows of the page streaming. */
+    int streaming;
+    ix_row open, row;
+    /* The framed sizes of the records of the page streaming, kept apart
+     * until the page is done (a page that cannot stream is then taken again
+     * whole): they become `sizes` then. */
+    uint32_t *page_sizes;
+    uint32_t page_sizes_cap;
 } scan_state;
 
 static int add_page(scan_state *st, const ix_page *pg, pq_error *err)
@@ -123,9 +155,41 @@ static int64_t size_from_counts(const ix_scan *scan, uint64_t records, int64_t v
     return -1;
 }
 
-/* The page's records: count them and their rows, and sum their framed
- * sizes, refusing values the framing cannot carry (a newline in text, a
- * number outside the raw dtype). */
+/* Append one framed size to *sizes (*num of them, room for *cap). */
+static int append_size(uint32_t **sizes, uint32_t *num, uint32_t *cap, uint32_t size,
+                       pq_error *err)
+{
+    if (*num == *cap) {
+        uint32_t grown_cap = *cap ? *cap * 2 : 64;
+        uint32_t *grown = realloc(*sizes, grown_cap * sizeof *grown);
+        if (!grown)
+            return pq_error_set(err, "out of memory measuring a page");
+        *sizes = grown;
+        *cap = grown_cap;
+    }
+    (*sizes)[(*num)++] = size;
+    return 0;
+}
+
+/* Measure one record into pg (records, framed) and append its framed size,
+ * refusing values the framing cannot carry (a newline in text, a number
+ * outside the raw dtype). */
+static int take_record(const ix_framing *f, const ix_record *r, ix_page *pg, uint32_t **sizes,
+                       uint32_t *num, uint32_t *cap, pq_error *err)
+{
+    size_t size;
+    if (ix_frame_measure(f, r, &size, err) < 0)
+        return -1;
+    if (size > UINT32_MAX)
+        return pq_error_set(err, "row %llu frames to %zu bytes, over 4 GiB",
+                            (unsigned long long)r->row, size);
+    pg->records++;
+    pg->framed += size;
+    return append_size(sizes, num, cap, (uint32_t)size, err);
+}
+
+/* The page's records: count them and their rows (pg->rows), and sum their
+ * framed sizes (pg->records, pg->framed; st->sizes). */
 static int measure_records(scan_state *st, const pq_page_values *v, ix_page *pg, pq_error *err)
 {
     const ix_framing *f = st->scan->framing;
@@ -137,28 +201,24 @@ static int measure_records(scan_state *st, const pq_page_values *v, ix_page *pg,
     int rc = ix_page_records(&f->shape, v, pg->first_row, recs, v->num_levels, &count,
                              &pg->rows, err);
     pg->framed = 0;
-    if (rc == 0 && st->num_sizes + (uint64_t)count > st->sizes_cap) {
-        uint32_t cap = st->num_sizes + count;
-        uint32_t *grown = realloc(st->sizes, (cap ? cap : 1) * sizeof *grown);
-        if (grown) {
-            st->sizes = grown;
-            st->sizes_cap = cap;
-        } else {
-            rc = pq_error_set(err, "out of memory measuring a page");
-        }
-    }
-    for (uint32_t k = 0; rc == 0 && k < count; k++) {
-        size_t size;
-        rc = ix_frame_measure(f, &recs[k], &size, err);
-        pg->framed += size;
-        if (rc == 0 && size > UINT32_MAX)
-            rc = pq_error_set(err, "row %llu frames to %zu bytes, over 4 GiB",
-                              (unsigned long long)recs[k].row, size);
-        if (rc == 0)
-            st->sizes[st->num_sizes++] = (uint32_t)size;
-    }
-    pg->records = count;
+    pg->records = 0;
+    for (uint32_t k = 0; rc == 0 && k < count; k++)
+        rc = take_record(f, &recs[k], pg, &st->sizes, &st->num_sizes, &st->sizes_cap, err);
     free(recs);
+    return rc;
+}
+
+/* The assembled row r as the next row of pg: pg->rows grows by one, and by
+ * its record unless it is a null list. */
+static int take_row(scan_state *st, ix_row *r, ix_page *pg, uint32_t **sizes, uint32_t *num,
+                    uint32_t *cap, pq_error *err)
+{
+    const ix_framing *f = st->scan->framing;
+    ix_record rec;
+    int rc = 0;
+    if (ix_row_record(r, &f->shape, pg->first_row + pg->rows, &rec))
+        rc = take_record(f, &rec, pg, sizes, num, cap, err);
+    pg->rows++;
     return rc;
 }
 
@@ -225,7 +285,9 @@ static int close_row(scan_state *st, pq_error *err)
         return 0;
     ix_page *entry = &st->scan->pages[st->open_entry];
     ix_page row = { .first_row = entry->first_row + entry->rows - 1 };
-    int rc = measure_records(st, &st->open_row, &row, err);
+    int rc = st->streaming
+                 ? take_row(st, &st->open, &row, &st->sizes, &st->num_sizes, &st->sizes_cap, err)
+                 : measure_records(st, &st->open_row, &row, err);
     if (rc == 0 && row.rows != 1)
         rc = pq_error_set(err, "a row continued over pages decodes as %u rows", row.rows);
     if (rc == 0) {
@@ -234,8 +296,34 @@ static int close_row(scan_state *st, pq_error *err)
         rc = entry_measured(st, st->open_entry, err);
     }
     pq_page_values_free(&st->open_row);
+    ix_row_clear(&st->open);
     st->row_open = 0;
     return rc;
+}
+
+/* Append entries [begin, end) of the decoded page v to the open row. */
+static int open_append(scan_state *st, const pq_page_values *v, uint32_t begin, uint32_t end,
+                       pq_error *err)
+{
+    int16_t max_def = st->scan->desc.max_def;
+    if (!st->streaming)
+        return pq_page_values_append(&st->open_row, v, begin, end, max_def, err);
+    uint32_t value = 0;
+    for (uint32_t i = 0; i < begin; i++)
+        value += !v->def_levels || v->def_levels[i] == max_def;
+    for (uint32_t i = begin; i < end; i++) {
+        pq_stream_entry e = {
+            .rep = v->rep_levels ? v->rep_levels[i] : 0,
+            .def = v->def_levels ? v->def_levels[i] : 0,
+            .has_value = !v->def_levels || v->def_levels[i] == max_def,
+        };
+        if (e.has_value)
+            e.value = v->values[value++];
+        if (ix_row_add(&st->open, &e, err) < 0)
+            return pq_error_prefix(err, "a row that continues on the next page, held while "
+                                   "the column chunk streams: ");
+    }
+    return 0;
 }
 
 /* Entries [begin, end) of v as values of their own (not owned: never freed). */
@@ -273,7 +361,7 @@ static int take_rows(scan_state *st, const pq_page_values *v, ix_page *pg, uint6
         if (page_end - entry->offset > UINT32_MAX)
             return pq_error_set(err, "a row continues over more than 4 GiB of pages");
         entry->length = (uint32_t)(page_end - entry->offset);
-        if (pq_page_values_append(&st->open_row, v, 0, first, max_def, err) < 0)
+        if (open_append(st, v, 0, first, err) < 0)
             return -1;
         if (first == n)
             return 0; /* no row starts here: the open row goes on */
@@ -285,7 +373,7 @@ static int take_rows(scan_state *st, const pq_page_values *v, ix_page *pg, uint6
     if (measure_records(st, &whole, pg, err) < 0)
         return -1;
     pg->rows += 1; /* the last row, measured once it ends */
-    if (pq_page_values_append(&st->open_row, v, last, n, max_def, err) < 0)
+    if (open_append(st, v, last, n, err) < 0)
         return -1;
     st->row_open = 1;
     st->open_entry = st->scan->num_pages;
@@ -371,6 +459,243 @@ static int check_claims(const scan_state *st, const pq_page_header *h, pq_error 
     return ix_page_claims_check(h, &chunk, err);
 }
 
+/* ---- streaming a large page (see the top) ---- */
+
+/* Whether the page at hand streams: it would cost more than the limit to
+ * decode whole, or an earlier page of the chunk streamed. */
+static int should_stream(const scan_state *st, const pq_page_header *h, uint64_t total)
+{
+    if (st->streaming)
+        return 1;
+    uint64_t limit = st->scan->stream_page_bytes ? st->scan->stream_page_bytes
+                                                 : STREAM_PAGE_BYTES;
+    uint64_t entries = h->num_values > 0 ? (uint64_t)h->num_values : 0;
+    return total + (uint64_t)h->uncompressed_size + entries * WHOLE_BYTES_PER_ENTRY > limit;
+}
+
+/* The page body for a pq_stream: read in order, from the window where it
+ * holds the bytes and straight from the file elsewhere, taking the page's
+ * CRC-32 (ix_page_crc, of header and body) and the body's (the Parquet page
+ * CRC) on the way. */
+typedef struct body_reader {
+    scan_state *st;
+    uint64_t pos, end; /* file offsets: next byte, end of the body */
+    uLong crc;         /* zlib crc32 of the header and the body so far */
+    int check;         /* the Parquet page CRC is to be checked: */
+    uLong body_crc;    /* ... crc32 of the body so far */
+} body_reader;
+
+static int read_body(void *ctx, uint8_t *buf, size_t want, size_t *got, pq_error *err)
+{
+    body_reader *r = ctx;
+    window *w = &r->st->w;
+    size_t n = want < STREAM_READ_BYTES ? want : STREAM_READ_BYTES;
+    if (n > r->end - r->pos)
+        n = (size_t)(r->end - r->pos);
+    if (r->pos >= w->base && r->pos < w->base + w->len) {
+        size_t held = (size_t)(w->base + w->len - r->pos);
+        n = n < held ? n : held;
+        memcpy(buf, w->buf + (r->pos - w->base), n);
+    } else if (n > 0) {
+        if (ix_pread_exact(w->src->fd, w->src->name, buf, n, r->pos, err) < 0)
+            return -1;
+        *w->bytes_read += n;
+    }
+    r->crc = crc32(r->crc, buf, (uInt)n);
+    if (r->check)
+        r->body_crc = crc32(r->body_crc, buf, (uInt)n);
+    r->pos += n;
+    *got = n;
+    return 0;
+}
+
+/* The Parquet page CRC of a streamed body (pq_page_check_crc's rule), once
+ * every byte of it went through r. */
+static int check_body_crc(const pq_page_header *h, const body_reader *r, pq_error *err)
+{
+    assert(r->pos == r->end);
+    if (!r->check || (uint32_t)r->body_crc == h->crc)
+        return 0;
+    return pq_error_set(err, "data page: CRC mismatch: header says 0x%08x, the %d-byte body has "
+                        "0x%08x", (unsigned)h->crc, h->compressed_size,
+                        (unsigned)r->body_crc);
+}
+
+/* A page that failed to decode: read the rest of its body, so that a body
+ * that does not match its CRC is reported as such (a corrupt page fails
+ * its decode somewhere; the CRC says why). */
+static void blame_crc(const pq_page_header *h, body_reader *r, pq_error *err)
+{
+    if (!r->check)
+        return;
+    uint8_t *buf = malloc(STREAM_READ_BYTES);
+    pq_error ignored;
+    size_t got = 1;
+    while (buf && r->pos < r->end && got > 0)
+        if (read_body(r, buf, STREAM_READ_BYTES, &got, &ignored) < 0)
+            break;
+    free(buf);
+    if (r->pos == r->end)
+        check_body_crc(h, r, err);
+}
+
+static int not_streamable(const pq_error *err)
+{
+    return strstr(err->msg, "not streamable") || strstr(err->msg, "beyond the stream's window");
+}
+
+/* The entries of the streaming page s, rows assembled (repeated columns)
+ * or taken one per entry (flat), into pg and st->page_sizes (*num sizes).
+ * *started: a row starts in the page. Rows continued from the page before
+ * go on in st->open; the rows that start here are assembled in st->row. */
+static int stream_rows(scan_state *st, pq_stream *s, ix_page *pg, uint32_t *num, int *started,
+                       pq_error *err)
+{
+    const ix_framing *f = st->scan->framing;
+    int repeated = st->scan->desc.max_rep > 0;
+    pq_stream_entry e;
+    int rc;
+    while ((rc = pq_stream_next(s, &e, err)) == 1) {
+        if (!repeated) {
+            ix_record rec = { &e.value, NULL, 1, pg->first_row + pg->rows };
+            if (e.has_value &&
+                take_record(f, &rec, pg, &st->page_sizes, num, &st->page_sizes_cap, err) < 0)
+                return -1;
+            pg->rows++;
+            continue;
+        }
+        if (e.rep == 0) {
+            if (*started && take_row(st, &st->row, pg, &st->page_sizes, num,
+                                     &st->page_sizes_cap, err) < 0)
+                return -1;
+            ix_row_clear(&st->row);
+            *started = 1;
+        } else if (!*started && !st->row_open) {
+            return pq_error_set(err, "the page starts in the middle of a row, but no earlier "
+                                "page of the column chunk left one open");
+        }
+        if (ix_row_add(*started ? &st->row : &st->open, &e, err) < 0)
+            return -1;
+    }
+    return rc;
+}
+
+/* Copy the whole path's open row (a pq_page_values) into st->open, once,
+ * when the chunk starts streaming. Fails when the row is too long. */
+static int start_streaming(scan_state *st, pq_error *err)
+{
+    assert(!st->streaming);
+    st->streaming = 1;
+    if (st->row_open && open_append(st, &st->open_row, 0, st->open_row.num_levels, err) < 0) {
+        ix_row_clear(&st->open);
+        st->streaming = 0;
+        return -1;
+    }
+    pq_page_values_free(&st->open_row);
+    return 0;
+}
+
+/* Stream the data page at `off` (header h, total bytes of header and body)
+ * into the index: pg comes filled with offset, length and first_row.
+ * Returns 1 when done, 0 when the page cannot stream (nothing changed: the
+ * caller decodes it whole), -1 on error. */
+static int stream_page(scan_state *st, const pq_page_header *h, uint64_t off, uint64_t total,
+                       ix_page *pg, pq_error *err)
+{
+    ix_scan *scan = st->scan;
+    const pq_dictionary *dict = NULL;
+    if ((h->encoding == PQ_ENC_PLAIN_DICTIONARY || h->encoding == PQ_ENC_RLE_DICTIONARY) &&
+        dictionary(st, &dict, err) < 0)
+        return -1;
+    const uint8_t *header = window_get(&st->w, off, h->header_len, err);
+    if (!header)
+        return -1;
+    body_reader r = { st, off + h->header_len, off + total, crc32(0L, Z_NULL, 0),
+                      scan->verify_crc && h->has_crc, crc32(0L, Z_NULL, 0) };
+    r.crc = crc32(r.crc, header, (uInt)h->header_len);
+    pq_stream_opts opts = { .read_size = STREAM_READ_BYTES, .cap = STREAM_CAP_BYTES };
+    pq_stream *s = pq_stream_open(&scan->desc, h, dict, &opts, read_body, &r, err);
+    if (!s) {
+        if (not_streamable(err))
+            return 0;
+        blame_crc(h, &r, err);
+        return -1;
+    }
+    if (!st->streaming && start_streaming(st, err) < 0) {
+        pq_stream_close(s);
+        return 0;
+    }
+
+    /* What the page may change before it is done: the open row grows (put
+     * back as it was if the page cannot stream after all). */
+    uint32_t open_entries = st->open.entries, open_values = st->open.num_values;
+    size_t open_used = st->open.used;
+    uint32_t num = 0;
+    int started = 0;
+    ix_row_clear(&st->row);
+    int rc = stream_rows(st, s, pg, &num, &started, err);
+    pq_stream_close(s);
+    if (rc == 0)
+        rc = check_body_crc(h, &r, err);
+    if (rc < 0) {
+        ix_row_clear(&st->row);
+        if (!not_streamable(err)) {
+            blame_crc(h, &r, err);
+            return -1;
+        }
+        st->open.entries = open_entries;
+        st->open.num_values = open_values;
+        st->open.used = open_used;
+        *pg = (ix_page){ .offset = pg->offset, .first_row = pg->first_row,
+                         .length = pg->length };
+        return 0;
+    }
+    scan->pages_streamed++;
+
+    /* The page is done: the same bookkeeping as take_rows. */
+    uint32_t page_crc = (uint32_t)r.crc ? (uint32_t)r.crc : 1;
+    if (scan->desc.max_rep > 0) {
+        if (!started && !st->row_open)
+            return pq_error_set(err, "the page starts in the middle of a row, but no earlier "
+                                "page of the column chunk left one open");
+        if (st->open.entries > open_entries || !started) {
+            /* the open row went on here: its entry now ends with this page */
+            ix_page *entry = &scan->pages[st->open_entry];
+            if (off + total - entry->offset > UINT32_MAX)
+                return pq_error_set(err, "a row continues over more than 4 GiB of pages");
+            entry->length = (uint32_t)(off + total - entry->offset);
+            atomic_store(&entry->crc, 0);
+        }
+        if (!started)
+            return 1;
+        if (close_row(st, err) < 0)
+            return -1;
+        pg->rows++; /* the last row, measured once it ends */
+        ix_row swap = st->open;
+        st->open = st->row;
+        st->row = swap;
+        ix_row_clear(&st->row);
+        st->row_open = 1;
+        st->open_entry = scan->num_pages;
+    }
+    /* the page's record sizes become the entry's */
+    assert(st->num_sizes == 0);
+    uint32_t *sizes = st->sizes, cap = st->sizes_cap;
+    st->sizes = st->page_sizes;
+    st->sizes_cap = st->page_sizes_cap;
+    st->num_sizes = num;
+    st->page_sizes = sizes;
+    st->page_sizes_cap = cap;
+    atomic_init(&pg->crc, page_crc);
+    st->rows_seen += pg->rows;
+    if (add_page(st, pg, err) < 0)
+        return -1;
+    /* a repeated column's entry is measured once its last row ends */
+    if (scan->desc.max_rep == 0 && entry_measured(st, scan->num_pages - 1, err) < 0)
+        return -1;
+    return 1;
+}
+
 /* Handle the page whose header starts at `off`; *next is where the following
  * page starts. expect_len: the page's total length from the OffsetIndex, or 0. */
 static int visit_page(scan_state *st, uint64_t off, uint32_t expect_len, uint64_t *next,
@@ -421,6 +746,13 @@ static int visit_page(scan_state *st, uint64_t off, uint32_t expect_len, uint64_
         if (add_page(st, &pg, err) < 0)
             return -1;
         return entry_sized(st, st->scan->num_pages - 1, err);
+    }
+    if (should_stream(st, &h, total)) {
+        int streamed = stream_page(st, &h, off, total, &pg, err);
+        if (streamed < 0)
+            return pq_error_prefix(err, "data page at offset %llu: ", (unsigned long long)off);
+        if (streamed)
+            return 0;
     }
     const uint8_t *page = window_get(&st->w, off, (size_t)total, err);
     if (!page)
@@ -658,6 +990,8 @@ int ix_scan_chunk(ix_scan *scan, pq_error *err)
                             (unsigned long long)file_size);
 
     scan_state st = { .scan = scan };
+    ix_row_init(&st.open, STREAM_ROW_BYTES);
+    ix_row_init(&st.row, STREAM_ROW_BYTES);
     st.w.src = scan->src;
     st.w.begin = (uint64_t)begin;
     st.w.end = (uint64_t)begin + (uint64_t)m->total_compressed_size;
@@ -667,7 +1001,10 @@ int ix_scan_chunk(ix_scan *scan, pq_error *err)
     if (rc == 0 && close_row(&st, err) < 0)
         rc = pq_error_prefix(err, "the last row of the column chunk: ");
     pq_page_values_free(&st.open_row);
+    ix_row_free(&st.open);
+    ix_row_free(&st.row);
     free(st.sizes);
+    free(st.page_sizes);
     if (rc < 0 || !scan->cut) {
         free(scan->unit_bytes);
         scan->unit_bytes = NULL;

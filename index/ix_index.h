@@ -143,6 +143,8 @@ typedef struct ix_options {
     int threads;         /* >= 1 */
     int progress;        /* report progress on stderr after a second */
     int skip_crc;        /* do not verify page CRCs (they are verified where present) */
+    uint64_t stream_page_bytes; /* the page pass streams pages whose whole decode would take
+                                 * more (ix_scan_chunk); 0: 16 MiB */
     const char *cache_dir; /* persistent index directory (ix_cache.h), NULL for none */
 } ix_options;
 
@@ -168,6 +170,7 @@ typedef struct ix_index {
     int offset_index_chunks; /* chunks whose pages came from an OffsetIndex */
     int metadata_sized_chunks; /* ... and whose sizes came from it too: no page decoded */
     uint64_t header_sized_pages; /* pages sized from their header alone, not decoded */
+    uint64_t streamed_pages; /* pages decoded entry by entry at mount, not whole */
     double seconds_footers;  /* wall time to list files and read footers */
     double seconds_pages;    /* wall time of the page pass */
     uint32_t files_cached;   /* files whose pages came from the persistent index */

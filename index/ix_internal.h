@@ -83,6 +83,7 @@ typedef struct ix_scan {
     int verify_crc;
     uint64_t first_row;  /* global row of the chunk's first row (for rowid sizes) */
     uint64_t num_rows;   /* rows of the row group */
+    uint64_t stream_page_bytes; /* ix_options.stream_page_bytes */
     /* out */
     ix_page *pages;      /* page first_row values are global */
     uint32_t num_pages;
@@ -92,6 +93,7 @@ typedef struct ix_scan {
     int has_offset_index;
     int from_metadata;   /* pages sized from the page index alone, none decoded */
     uint32_t pages_sized_by_header; /* pages sized from their header, not decoded */
+    uint32_t pages_streamed; /* pages decoded entry by entry (pq_stream.h), not whole */
     int cut;             /* the entries of many records are cut into units (ix_index.h) */
     uint64_t *unit_bytes;/* cut: the units' framed bytes, in entry order (malloc'ed) */
     uint64_t num_units;
@@ -99,7 +101,16 @@ typedef struct ix_scan {
 } ix_scan;
 
 /* Locate every data page of the chunk and decode it once to count records
- * and framed bytes. On success scan->pages is malloc'ed (caller frees). */
+ * and framed bytes. A page whose whole decode would take more than
+ * stream_page_bytes (about its compressed and uncompressed size and 40
+ * bytes per level entry) is streamed instead, and so is every later page of
+ * the chunk; the result is the same, except that a page entry spanning
+ * several streamed pages gets crc 0 (learned at its first read). Streaming
+ * holds at most a few tens of MiB (pq_stream's bound, capped, and two rows
+ * of at most 4 MiB each); a page that cannot stream within that is decoded
+ * whole, unless a row longer than that continues over streamed pages: then
+ * the scan fails, naming the page. On success scan->pages is malloc'ed
+ * (caller frees). */
 int ix_scan_chunk(ix_scan *scan, pq_error *err);
 
 /* Read exactly len bytes at offset, or fail with a message naming `name`. */

@@ -1,0 +1,92 @@
+"""Writes the fixtures of tests/index/test_scan_stream.c (run from anywhere; needs pyarrow,
+numpy, and node with @duckdb/node-api in tests/integration/writers):
+
+  legacy_two_level_7.parquet   hand-written list<int32> with null and empty lists, pages of 7
+                               level entries (writers/legacy_lists.py): rows continue over many
+                               pages
+  legacy_bare_50.parquet       the bare repeated layout, pages of 50 entries
+  duckdb_tokens.parquet        DuckDB's own writer (zstd, its defaults) on list<BIGINT> token
+                               documents with null lists: pages of ~16 M values that cut rows
+                               anywhere; values of few distinct tokens so the file stays small
+  duckdb_text.parquet          DuckDB's writer (snappy) on a string column with nulls
+"""
+import os
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WRITERS = os.path.join(HERE, "..", "..", "integration", "writers")
+sys.path.insert(0, WRITERS)
+import legacy_lists  # noqa: E402
+
+
+def rows(rng, n):
+    out = []
+    for _ in range(n):
+        r = rng.random()
+        if r < 0.06:
+            out.append(None)
+        elif r < 0.12:
+            out.append([])
+        else:
+            out.append([rng.randint(0, 50000) for _ in range(rng.choice([1, 3, 17, 120, 700]))])
+    return out
+
+
+def duckdb(src, out, compression, extra=""):
+    script = os.path.join(WRITERS, "_stream_fixture.mjs")
+    with open(script, "w") as f:
+        f.write("import { DuckDBInstance } from '@duckdb/node-api';\n"
+                "const inst = await DuckDBInstance.create(':memory:', { threads: '1' });\n"
+                "const con = await inst.connect();\n"
+                "await con.run('SET preserve_insertion_order = true');\n"
+                f"await con.run(\"COPY (SELECT * FROM read_parquet('{src}')) TO '{out}' "
+                f"(FORMAT parquet, COMPRESSION {compression}{extra})\");\n")
+    try:
+        subprocess.run(["node", script], check=True, cwd=WRITERS, timeout=600)
+    finally:
+        os.unlink(script)
+
+
+def main():
+    rng = random.Random(7)
+    legacy_lists.write_legacy(os.path.join(HERE, "legacy_two_level_7.parquet"), "two_level",
+                              rows(rng, 200), rows_per_group=70, entries_per_page=7)
+    bare = [r if r is not None else [] for r in rows(rng, 200)]
+    legacy_lists.write_legacy(os.path.join(HERE, "legacy_bare_50.parquet"), "bare", bare,
+                              rows_per_group=90, entries_per_page=50)
+
+    tmp = os.path.join(HERE, "_src.parquet")
+    lens, total, i = [], 0, 0
+    while total < 34_000_000:
+        n = 200 + (i * 7919) % 2800
+        lens.append(n)
+        total += n
+        i += 1
+    # the first tokens of one fixed sequence of distinct tokens, over and over: too many
+    # distinct values for a dictionary (DuckDB writes PLAIN, as for real tokens), yet the
+    # repeats compress to little
+    seq = np.random.default_rng(7).permutation(50000).astype(np.int64)
+    flat = np.concatenate([seq[k % 7:k % 7 + n] for k, n in enumerate(lens)])
+    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
+    mask = np.zeros(len(lens), bool)
+    mask[::101] = True
+    ids = pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat), mask=pa.array(mask))
+    pq.write_table(pa.table({"input_ids": ids}), tmp)
+    duckdb(tmp, os.path.join(HERE, "duckdb_tokens.parquet"), "zstd", ", DICTIONARY_SIZE_LIMIT 1")
+
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"]
+    text = [None if k % 53 == 0 else " ".join(words[(k + j) % 6] for j in range(k % 40))
+            for k in range(300_000)]
+    pq.write_table(pa.table({"text": pa.array(text, pa.string())}), tmp)
+    duckdb(tmp, os.path.join(HERE, "duckdb_text.parquet"), "snappy")
+    os.unlink(tmp)
+
+
+if __name__ == "__main__":
+    main()
