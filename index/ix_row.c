@@ -39,20 +39,32 @@ static int reserve(ix_row *r, void **array, size_t *cap, size_t need, size_t siz
     return 0;
 }
 
-int ix_row_add(ix_row *r, const pq_stream_entry *e, pq_error *err)
+/* Room for one more entry e in every array, growing them as needed. */
+static int make_room(ix_row *r, const pq_stream_entry *e, pq_error *err)
 {
+    if (r->entries < r->defs_cap && r->num_values < r->values_cap &&
+        e->value.len <= r->bytes_cap - r->used)
+        return 0; /* the common case, once per level entry */
     if (reserve(r, (void **)&r->defs, &r->defs_cap, (size_t)r->entries + 1, sizeof *r->defs,
                 err) < 0)
+        return -1;
+    if (!e->has_value)
+        return 0;
+    return reserve(r, (void **)&r->values, &r->values_cap, (size_t)r->num_values + 1,
+                   sizeof *r->values, err) < 0 ||
+                   reserve(r, (void **)&r->bytes, &r->bytes_cap, r->used + e->value.len, 1,
+                           err) < 0
+               ? -1
+               : 0;
+}
+
+int ix_row_add(ix_row *r, const pq_stream_entry *e, pq_error *err)
+{
+    if (make_room(r, e, err) < 0)
         return -1;
     r->defs[r->entries++] = e->def;
     if (!e->has_value)
         return 0;
-    if (reserve(r, (void **)&r->values, &r->values_cap, (size_t)r->num_values + 1,
-                sizeof *r->values, err) < 0 ||
-        reserve(r, (void **)&r->bytes, &r->bytes_cap, r->used + e->value.len, 1, err) < 0) {
-        r->entries--;
-        return -1;
-    }
     if (e->value.len)
         memcpy(r->bytes + r->used, e->value.ptr, e->value.len);
     r->values[r->num_values++] = (pq_bytes){ NULL, e->value.len };
