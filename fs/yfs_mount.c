@@ -9,6 +9,7 @@
 #include "ix_parallel.h"
 #include "yfs_budget.h"
 #include "yfs_cache.h"
+#include "yfs_streams.h"
 #include "yfs_dicts.h"
 #include "yfs_pages.h"
 #include "yfs_plans.h"
@@ -169,8 +170,11 @@ int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, y
     if (map_units(m) < 0)
         goto oom;
     m->dicts = yfs_dicts_new(ix, m->budget, yfs_mount_dict_budget(m), &m->stats);
+    m->streams = m->dicts ? yfs_streams_new(m->budget, m->dicts, yfs_mount_framed_budget(m),
+                                            &m->stats)
+                          : NULL;
     m->cache = yfs_cache_new(m);
-    if (!m->dicts || !m->cache || !m->loaded || !m->framed)
+    if (!m->dicts || !m->streams || !m->cache || !m->loaded || !m->framed)
         goto oom;
     if (m->params.mode == SH_SHUFFLE_ROW && yfs_rows_measure(m, err) < 0)
         goto fail;
@@ -203,6 +207,7 @@ void yfs_mount_close(yfs_mount *m)
     if (!m)
         return;
     yfs_cache_free(m->cache); /* first: its workers use plans and dictionaries */
+    yfs_streams_free(m->streams); /* before the dictionaries its streams hold */
     yfs_dicts_free(m->dicts);
     yfs_plans_free(m->plans);
     yfs_pages_free(m->loaded);

@@ -21,6 +21,7 @@ typedef struct yfs_dicts yfs_dicts;
 typedef struct yfs_cache yfs_cache;
 typedef struct yfs_pages yfs_pages;
 typedef struct yfs_budget yfs_budget;
+typedef struct yfs_streams yfs_streams;
 
 /* The plan's shuffle units (sh_plan.h sh_cut), from the index's cut pages
  * (ix_index.h): cut.first_unit is NULL when no page is cut, and then every
@@ -47,6 +48,7 @@ typedef struct yfs_mount {
     yfs_pages *loaded;     /* pages read by chunk loads, waiting to be served */
     yfs_unit_map units;
     yfs_pages *framed;     /* framed units of cut pages, waiting to be served (yfs_units.h) */
+    yfs_streams *streams;  /* streams of large pages paused between units (yfs_streams.h) */
     yfs_stats stats;
     double index_seconds;  /* wall time of the whole mount-time build */
     int log_to_syslog;     /* set once daemonized, before any read */
@@ -71,7 +73,8 @@ uint64_t yfs_untracked_budget(uint64_t mem);
 uint64_t yfs_mount_data_budget(const yfs_mount *m);
 uint64_t yfs_mount_dict_budget(const yfs_mount *m);
 uint64_t yfs_mount_loaded_budget(const yfs_mount *m);
-/* Framed units of cut pages waiting to be served: up to a quarter. */
+/* Framed units of cut pages waiting to be served: up to a quarter; streams
+ * paused between units as much again. */
 uint64_t yfs_mount_framed_budget(const yfs_mount *m);
 
 /* Whether the epochs will mix few pages: a segment of `buffer` records

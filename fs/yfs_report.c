@@ -136,6 +136,8 @@ char *yfs_stats_json(yfs_mount *m)
         { "read_errors", &s->read_errors },
         { "pages_decoded", &s->pages_decoded },
         { "pages_streamed", &s->pages_streamed },
+        { "streams_resumed", &s->streams_resumed },
+        { "streams_closed", &s->streams_closed },
         { "page_bytes", &s->page_bytes },
         { "chunk_loads", &s->chunk_loads },
         { "pages_from_chunks", &s->pages_from_chunks },

@@ -13,6 +13,8 @@ typedef struct yfs_stats {
     _Atomic uint64_t page_bytes;        /* stored bytes of the pages decoded */
     _Atomic uint64_t pages_decoded;
     _Atomic uint64_t pages_streamed;    /* decoded in windows (ix_stream.h), too large to decode whole */
+    _Atomic uint64_t streams_resumed;   /* paused page streams continued for their next unit */
+    _Atomic uint64_t streams_closed;    /* paused page streams closed unused (room, memory) */
     _Atomic uint64_t chunk_loads;       /* physical chunks read in one I/O */
     _Atomic uint64_t pages_from_chunks; /* pages served from a chunk load */
     _Atomic uint64_t pages_read_alone;  /* pages read on their own */

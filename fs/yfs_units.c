@@ -9,6 +9,7 @@
 #include "yfs_loads.h"
 #include "yfs_pages.h"
 #include "yfs_segment.h"
+#include "yfs_streams.h"
 
 /* A unit's block: the end of each record (8 bytes each), then the bytes. */
 static uint64_t block_size(const sh_unit *u)
@@ -205,17 +206,19 @@ static int whole_decode_serves(const pq_error *err)
     return strstr(err->msg, "not streamable") || strstr(err->msg, "beyond the stream's window");
 }
 
-/* Frame the units of the page in order from the stream s, into the blocks
- * given. Stops after the last unit that has a block. */
-static int frame_stream(yfs_mount *m, ix_stream *s, uint64_t first_unit, uint32_t units,
-                        uint8_t **block, pq_error *err)
+/* Frame `units` units of the page from the stream s, positioned at the
+ * first record of unit `from`, into the blocks given (block[k] for unit
+ * from + k; NULL: passed over). Stops after the last unit that has a block,
+ * and returns how many units it went through, or -1. */
+static int64_t frame_stream(yfs_mount *m, ix_stream *s, uint64_t from, uint32_t units,
+                            uint8_t **block, pq_error *err)
 {
     const sh_cut *cut = m->units.cut.first_unit ? &m->units.cut : NULL;
     uint32_t last = units;
     while (last > 0 && !block[last - 1])
         last--;
     for (uint32_t k = 0; k < last; k++) {
-        sh_unit u = sh_unit_at(m->page_summary, cut, m->ix->num_pages, (uint32_t)(first_unit + k));
+        sh_unit u = sh_unit_at(m->page_summary, cut, m->ix->num_pages, (uint32_t)(from + k));
         unit_writer w = block[k] ? writer_for(&m->ix->framing, &u, block[k]) : (unit_writer){ 0 };
         for (uint32_t r = 0; r < u.records; r++) {
             ix_record rec;
@@ -228,72 +231,121 @@ static int frame_stream(yfs_mount *m, ix_stream *s, uint64_t first_unit, uint32_
         if (block[k] && writer_done(&w, err) < 0)
             return -1;
     }
-    ix_record rec;
-    if (last == units) {
-        int rc = ix_stream_next(s, &rec, err);
-        if (rc == 1)
-            rc = pq_error_set(err, "more records than indexed (file changed?)");
-        return rc;
-    }
-    return ix_stream_finish(s, err);
+    return last;
 }
 
-/* Stream the unit's page: frame the unit into a new block, and park the
- * page's other units that fit. Returns 1 when the page is better decoded
- * whole (it is small enough after all), 0, or -1. */
+/* A stream positioned at unit `from` of the page, with what it holds. */
+typedef struct page_stream {
+    ix_stream *s;
+    uint64_t from;
+    void *dict;        /* the dictionary handle it took, or NULL */
+    uint64_t charged;  /* YFS_MEM_DECODED reserved for it in the build's hold */
+    uint64_t read;     /* bytes it read for this build */
+    yfs_dict_source src;
+    ix_dict_source dicts;
+} page_stream;
+
+/* The stream paused at `unit`, or a new one over the page (positioned at
+ * its first unit). Returns 1 when the page is better decoded whole after
+ * all (its first header says it is small enough), 0, or -1. */
+static int stream_for(yfs_mount *m, const sh_unit *u, uint32_t unit, uint64_t first_unit,
+                      yfs_hold *hold, page_stream *ps, pq_error *err)
+{
+    ps->src = (yfs_dict_source){ m->dicts, hold };
+    ps->dicts = yfs_dicts_source(&ps->src);
+    ps->s = yfs_streams_take(m->streams, u->page, unit, hold, &ps->dict, &ps->charged);
+    if (ps->s) {
+        ix_stream_rebind(ps->s, &ps->dicts, &ps->dict, &ps->read);
+        ps->from = unit;
+        return 0;
+    }
+    ps->from = first_unit;
+    ps->charged = IX_STREAM_CAP;
+    yfs_budget_reserve(m->budget, ps->charged, YFS_MEM_DECODED, YFS_DEMAND, hold);
+    ps->s = ix_stream_open(m->ix, u->page, &ps->dicts, &ps->dict, NULL, &ps->read, err);
+    if (!ps->s)
+        return -1;
+    if (whole_decode_bytes(&m->ix->pages[u->page], ix_stream_first_header(ps->s)) <=
+        whole_decode_share(m))
+        return 1;
+    uint64_t bound = ix_stream_bytes_max(ps->s);
+    yfs_budget_settle(m->budget, ps->charged, bound, YFS_MEM_DECODED, hold);
+    ps->charged = bound;
+    return 0;
+}
+
+/* Done with the stream: pause it at unit `next` of the page when it may be
+ * (pause), else close it, giving back its dictionary and charge. */
+static void stream_done(yfs_mount *m, uint32_t page, page_stream *ps, int pause, uint64_t next,
+                        yfs_hold *hold)
+{
+    yfs_count(&m->stats.bytes_read, ps->read);
+    if (pause && ps->s && ix_stream_pausable(ps->s)) {
+        yfs_streams_put(m->streams, page, next, ps->s, ps->dict, ps->charged, hold);
+        return;
+    }
+    ix_stream_close(ps->s);
+    if (ps->dict)
+        yfs_dicts_put(m->dicts, ps->dict);
+    yfs_budget_release(m->budget, ps->charged, YFS_MEM_DECODED, hold);
+}
+
+/* Frame the unit from its page's stream into a new block, with the page's
+ * other units the stream passes that fit a page's share of the framed store
+ * (parked); the stream is then paused at the next unit for the build that
+ * needs it. Returns 1 when the page is better decoded whole, 0, or -1. */
 static int frame_streamed(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_unit *u,
                           yfs_hold *hold, yfs_unit *out, pq_error *err)
 {
-    const ix_page *p = &m->ix->pages[u->page];
     const sh_cut *cut = m->units.cut.first_unit ? &m->units.cut : NULL;
     uint64_t first_unit = cut ? cut->first_unit[u->page] : unit;
-    uint32_t units = cut ? (uint32_t)(cut->first_unit[u->page + 1] - first_unit) : 1;
-    yfs_budget_reserve(m->budget, IX_STREAM_CAP, YFS_MEM_DECODED, YFS_DEMAND, hold);
-    yfs_dict_source src = { m->dicts, hold };
-    ix_dict_source dicts = yfs_dicts_source(&src);
-    void *dict = NULL;
-    uint64_t read = 0;
-    uint8_t **block = calloc(units, sizeof *block);
-    ix_stream *s = block ? ix_stream_open(m->ix, u->page, &dicts, &dict, NULL, &read, err) : NULL;
-    int rc = s ? 0 : block ? -1 : pq_error_set(err, "out of memory for %u units", units);
-    if (rc == 0 && whole_decode_bytes(p, ix_stream_first_header(s)) <= whole_decode_share(m))
-        rc = 1;
-    uint64_t parked = 0;
+    uint64_t end_unit = cut ? cut->first_unit[u->page + 1] : unit + 1;
+    page_stream ps = { 0 };
+    int rc = stream_for(m, u, unit, first_unit, hold, &ps, err);
+    uint32_t units = (uint32_t)(end_unit - ps.from);
+    uint8_t **block = rc == 0 ? calloc(units, sizeof *block) : NULL;
+    if (rc == 0 && !block)
+        rc = pq_error_set(err, "out of memory for %u units", units);
+    uint64_t parked = 0, share = yfs_mount_framed_budget(m) / SH_OPEN_PAGES;
     int mapped = 0;
     for (uint32_t k = 0; rc == 0 && k < units; k++) {
-        uint64_t v = first_unit + k;
+        uint64_t v = ps.from + k;
         sh_unit uv = sh_unit_at(m->page_summary, cut, m->ix->num_pages, (uint32_t)v);
         uint64_t size = block_size(&uv);
         if (v == unit) { /* reserved by the caller */
             if (!(block[k] = block_alloc(size, &mapped)))
                 rc = pq_error_set(err, "out of memory for a %llu-byte unit",
                                   (unsigned long long)size);
-        } else if (size <= UINT32_MAX &&
-                   parked + size <= yfs_mount_framed_budget(m) &&
+        } else if (parked + size <= share &&
                    yfs_budget_reserve(m->budget, size, YFS_MEM_RAW, YFS_PREFETCH, hold) == 0) {
             if ((block[k] = malloc(size ? size : 1)))
                 parked += size;
             else
                 yfs_budget_release(m->budget, size, YFS_MEM_RAW, hold);
         } else if (v > unit) {
-            break; /* no room to park the rest: the stream stops after the unit */
+            break; /* the stream pauses here */
         }
     }
-    if (rc == 0)
-        rc = frame_stream(m, s, first_unit, units, block, err);
-    ix_stream_close(s);
-    if (dict)
-        yfs_dicts_put(m->dicts, dict);
-    yfs_budget_release(m->budget, IX_STREAM_CAP, YFS_MEM_DECODED, hold);
-    yfs_count(&m->stats.bytes_read, read);
-    if (rc == 0) {
-        yfs_count(&m->stats.pages_streamed, 1);
-        yfs_count(&m->stats.page_bytes, p->length);
+    int64_t through = rc == 0 ? frame_stream(m, ps.s, ps.from, units, block, err) : -1;
+    if (rc == 0 && through < 0)
+        rc = -1;
+    if (rc == 0 && through == units) { /* the page's last unit: the entry ends */
+        ix_record rec;
+        int end = ix_stream_next(ps.s, &rec, err);
+        rc = end == 1 ? pq_error_set(err, "more records than indexed (file changed?)") : end;
     }
+    int pause = rc == 0 && through < units;
+    if (pause && !ix_stream_pausable(ps.s))
+        rc = ix_stream_finish(ps.s, err);
+    stream_done(m, u->page, &ps, pause, ps.from + (uint64_t)through, hold);
+    if (rc == 0 && ps.from == first_unit)
+        yfs_count(&m->stats.pages_streamed, 1);
+    if (rc == 0)
+        yfs_count(&m->stats.page_bytes, ps.read);
     for (uint32_t k = 0; block && k < units; k++) {
         if (!block[k])
             continue;
-        uint64_t v = first_unit + k;
+        uint64_t v = ps.from + k;
         sh_unit uv = sh_unit_at(m->page_summary, cut, m->ix->num_pages, (uint32_t)v);
         uint64_t size = block_size(&uv);
         if (v == unit && rc == 0) {

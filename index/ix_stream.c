@@ -462,6 +462,32 @@ size_t ix_stream_bytes(const ix_stream *s)
     return sizeof *s + s->buf_cap + ix_row_bytes(&s->row) + (s->ps ? pq_stream_bytes(s->ps) : 0);
 }
 
+size_t ix_stream_bytes_max(const ix_stream *s)
+{
+    uint64_t page_end = s->ps ? s->page_offset + s->h.header_len + (uint64_t)s->h.compressed_size
+                              : s->pos - (s->have - s->at);
+    int more_pages = page_end < s->end;
+    size_t held = sizeof *s + (more_pages ? HEADER_MAX : s->buf_cap) +
+                  (s->shape.max_rep > 0 ? s->row.max : 0);
+    size_t page = s->ps ? pq_stream_bytes_max(s->ps) : 0;
+    if (more_pages && page < s->page_opts.cap)
+        page = s->page_opts.cap;
+    return held + page;
+}
+
+int ix_stream_pausable(const ix_stream *s)
+{
+    return s->state == RUNNING && !s->moved && !(s->ps && s->check_body_crc);
+}
+
+void ix_stream_rebind(ix_stream *s, const ix_dict_source *dicts, void **dict_handle,
+                      uint64_t *bytes_read)
+{
+    s->dicts = dicts;
+    s->dict_handle = dict_handle;
+    s->bytes_read = bytes_read;
+}
+
 void ix_stream_close(ix_stream *s)
 {
     if (!s)

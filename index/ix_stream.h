@@ -71,8 +71,21 @@ int ix_stream_next(ix_stream *s, ix_record *rec, pq_error *err);
  * be read to vouch for the records handed out (above). 0 or -1. */
 int ix_stream_finish(ix_stream *s, pq_error *err);
 
-/* Bytes held now (<= cap). */
+/* Bytes held now (<= cap), and the most the stream can hold from now on
+ * (<= cap: tighter once a page's levels are known and when no page follows;
+ * what a caller keeping the stream open needs to keep reserved). */
 size_t ix_stream_bytes(const ix_stream *s);
+size_t ix_stream_bytes_max(const ix_stream *s);
+
+/* Pausing. A stream may stop between records and be continued later, by
+ * another thread, when the records handed out are vouched for already: no
+ * read saw the file's ctime move and no Parquet page CRC is still pending
+ * (ix_stream_pausable returns 1). Whoever continues it gives it their own
+ * dictionary source, handle slot (holding the handle the stream took, if
+ * any) and byte counter. */
+int ix_stream_pausable(const ix_stream *s);
+void ix_stream_rebind(ix_stream *s, const ix_dict_source *dicts, void **dict_handle,
+                      uint64_t *bytes_read);
 
 /* Release everything. NULL is fine. */
 void ix_stream_close(ix_stream *s);

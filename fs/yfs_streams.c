@@ -1,0 +1,168 @@
+#include "yfs_streams.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct paused {
+    uint32_t page;
+    uint64_t unit;
+    ix_stream *stream;
+    void *dict;
+    uint64_t bytes; /* charged as YFS_MEM_PARKED to no hold */
+} paused;
+
+struct yfs_streams {
+    yfs_budget *budget;
+    yfs_dicts *dicts;
+    uint64_t cap;
+    yfs_stats *stats;
+    pthread_mutex_t lock; /* guards what follows */
+    paused *list;         /* oldest first; few: a paused stream takes MiBs */
+    size_t count, room;
+    uint64_t bytes;
+};
+
+static void close_paused(yfs_streams *st, paused *p)
+{
+    ix_stream_close(p->stream);
+    if (p->dict)
+        yfs_dicts_put(st->dicts, p->dict);
+    yfs_budget_release(st->budget, p->bytes, YFS_MEM_PARKED, NULL);
+}
+
+/* Unlink the oldest paused streams until `bytes` more fit under `limit`
+ * (lock held); they are copied to out (room for st->count) for the caller
+ * to close once the lock is released. Returns how many. */
+static size_t unlink_oldest(yfs_streams *st, uint64_t bytes, uint64_t limit, paused *out)
+{
+    size_t n = 0;
+    while (n < st->count && st->bytes + bytes > limit) {
+        out[n] = st->list[n];
+        st->bytes -= out[n].bytes;
+        n++;
+    }
+    memmove(st->list, st->list + n, (st->count - n) * sizeof *st->list);
+    st->count -= n;
+    return n;
+}
+
+static void close_all(yfs_streams *st, paused *victims, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        close_paused(st, &victims[i]);
+    yfs_count(&st->stats->streams_closed, n);
+}
+
+/* A demand read short of room: a paused stream only saves decoding. A
+ * stream closed gives its dictionary back to the cache, idle now: the
+ * returned time (now) has the waiter call the reclaimers again, so that the
+ * dictionary cache's drops it too. */
+static uint64_t reclaim(void *ctx, uint64_t need, int demand)
+{
+    yfs_streams *st = ctx;
+    if (!demand)
+        return 0;
+    pthread_mutex_lock(&st->lock);
+    paused *victims = st->count ? malloc(st->count * sizeof *victims) : NULL;
+    size_t n = 0;
+    if (victims) {
+        uint64_t keep = st->bytes > need ? st->bytes - need : 0;
+        n = unlink_oldest(st, 0, keep, victims);
+    }
+    pthread_mutex_unlock(&st->lock);
+    int dicts = 0;
+    for (size_t i = 0; i < n; i++)
+        dicts |= victims[i].dict != NULL;
+    close_all(st, victims, n);
+    free(victims);
+    return dicts ? yfs_now_ns() : 0;
+}
+
+yfs_streams *yfs_streams_new(yfs_budget *budget, yfs_dicts *dicts, uint64_t cap,
+                             yfs_stats *stats)
+{
+    yfs_streams *st = calloc(1, sizeof *st);
+    if (!st)
+        return NULL;
+    st->budget = budget;
+    st->dicts = dicts;
+    st->cap = cap;
+    st->stats = stats;
+    pthread_mutex_init(&st->lock, NULL);
+    yfs_budget_add_reclaimer(budget, reclaim, st);
+    return st;
+}
+
+void yfs_streams_free(yfs_streams *st)
+{
+    if (!st)
+        return;
+    close_all(st, st->list, st->count);
+    free(st->list);
+    pthread_mutex_destroy(&st->lock);
+    free(st);
+}
+
+void yfs_streams_put(yfs_streams *st, uint32_t page, uint64_t unit, ix_stream *s, void *dict,
+                     uint64_t charged, yfs_hold *hold)
+{
+    uint64_t bytes = ix_stream_bytes_max(s);
+    if (bytes > charged)
+        bytes = charged; /* cannot be: the bound only tightens */
+    yfs_budget_release(st->budget, charged - bytes, YFS_MEM_DECODED, hold);
+    paused p = { page, unit, s, dict, bytes };
+    pthread_mutex_lock(&st->lock);
+    paused *victims = malloc((st->count + 1) * sizeof *victims);
+    size_t n = 0;
+    if (bytes <= st->cap && victims && st->count == st->room) {
+        size_t room = st->room ? 2 * st->room : 8;
+        paused *grown = realloc(st->list, room * sizeof *grown);
+        if (grown) {
+            st->list = grown;
+            st->room = room;
+        }
+    }
+    int kept = bytes <= st->cap && victims && st->count < st->room;
+    if (kept) {
+        n = unlink_oldest(st, bytes, st->cap, victims);
+        yfs_budget_transfer(st->budget, bytes, YFS_MEM_DECODED, hold, YFS_MEM_PARKED, NULL);
+        st->list[st->count++] = p;
+        st->bytes += bytes;
+    }
+    pthread_mutex_unlock(&st->lock);
+    if (!kept) {
+        ix_stream_close(s);
+        if (dict)
+            yfs_dicts_put(st->dicts, dict);
+        yfs_budget_release(st->budget, bytes, YFS_MEM_DECODED, hold);
+        n = 0;
+        yfs_count(&st->stats->streams_closed, 1);
+    }
+    close_all(st, victims, n);
+    free(victims);
+}
+
+ix_stream *yfs_streams_take(yfs_streams *st, uint32_t page, uint64_t unit, yfs_hold *hold,
+                            void **dict, uint64_t *charged)
+{
+    ix_stream *s = NULL;
+    pthread_mutex_lock(&st->lock);
+    for (size_t i = 0; i < st->count; i++) {
+        paused *p = &st->list[i];
+        if (p->page != page || p->unit != unit)
+            continue;
+        s = p->stream;
+        *dict = p->dict;
+        *charged = p->bytes;
+        st->bytes -= p->bytes;
+        yfs_budget_transfer(st->budget, p->bytes, YFS_MEM_PARKED, NULL, YFS_MEM_DECODED, hold);
+        memmove(p, p + 1, (st->count - i - 1) * sizeof *p);
+        st->count--;
+        break;
+    }
+    pthread_mutex_unlock(&st->lock);
+    if (s)
+        yfs_count(&st->stats->streams_resumed, 1);
+    return s;
+}

@@ -1,0 +1,51 @@
+/* yfs_streams.h — page streams paused between the shuffle units they serve.
+ *
+ * A streamed page (index/ix_stream.h) is cut into units that the plan
+ * serves in record order, a few segments apart (shuffle/sh_units.h). A
+ * build that framed a unit of such a page pauses the stream here,
+ * positioned at the first record of the next unit, and the build that needs
+ * that unit continues it: the page is read and decoded once per epoch
+ * instead of once per unit, in a few MiB (a stream's bound,
+ * ix_stream_bytes_max) where parking its framed units would take the
+ * page's framed size. Keyed by (page, unit): a stream serves any epoch.
+ *
+ * Each paused stream is charged to the accountant as YFS_MEM_PARKED at its
+ * bound, with the dictionary it holds (in use in the dictionary cache). The
+ * store keeps at most `cap` bytes of them: the one paused longest is closed
+ * first, and a demand reservation short of room closes them too, oldest
+ * first (whoever needs the unit streams the page again: only the work
+ * differs). Streams are closed with no lock of the store held (closing gives
+ * a dictionary back, which takes the dictionary cache's lock). Thread-safe.
+ */
+#ifndef YFS_STREAMS_H
+#define YFS_STREAMS_H
+
+#include <stdint.h>
+
+#include "ix_stream.h"
+#include "yfs_budget.h"
+#include "yfs_dicts.h"
+#include "yfs_stats.h"
+
+typedef struct yfs_streams yfs_streams;
+
+/* Registers a reclaimer with budget (before any reservation). */
+yfs_streams *yfs_streams_new(yfs_budget *budget, yfs_dicts *dicts, uint64_t cap,
+                             yfs_stats *stats);
+void yfs_streams_free(yfs_streams *st);
+
+/* Pause s (ix_stream_pausable) of global page `page`, positioned at the
+ * first record of unit `unit`, with the dictionary handle it holds (or
+ * NULL). `charged` bytes of YFS_MEM_DECODED in hold are its reservation:
+ * ix_stream_bytes_max(s) of them move to the store, the rest is released.
+ * The store owns s from now on. */
+void yfs_streams_put(yfs_streams *st, uint32_t page, uint64_t unit, ix_stream *s, void *dict,
+                     uint64_t charged, yfs_hold *hold);
+
+/* The stream paused at unit `unit` of `page`, handed to the caller with its
+ * dictionary handle (*dict) and its charge (*charged bytes, moved to hold
+ * as YFS_MEM_DECODED); or NULL. The caller rebinds it (ix_stream_rebind). */
+ix_stream *yfs_streams_take(yfs_streams *st, uint32_t page, uint64_t unit, yfs_hold *hold,
+                            void **dict, uint64_t *charged);
+
+#endif

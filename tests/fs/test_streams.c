@@ -1,0 +1,129 @@
+/* yfs_streams.h: page streams paused between units are handed back only at
+ * the unit they are positioned at, carry their charge and dictionary with
+ * them, and give way to the store's cap and to demand reservations. */
+#include <criterion/criterion.h>
+
+#include "ix_stream.h"
+#include "tfs.h"
+#include "yfs_budget.h"
+#include "yfs_dicts.h"
+#include "yfs_streams.h"
+
+typedef struct opened {
+    ix_stream *s;
+    void *dict;
+    uint64_t read;
+    yfs_dict_source src;
+    ix_dict_source dicts;
+} opened;
+
+/* A stream over entry `page` of the sample, its cap reserved for hold. */
+static void open_stream(yfs_mount *m, uint64_t page, yfs_hold *hold, opened *o)
+{
+    o->src = (yfs_dict_source){ m->dicts, hold };
+    o->dicts = yfs_dicts_source(&o->src);
+    o->read = 0;
+    pq_error err;
+    yfs_budget_reserve(m->budget, IX_STREAM_CAP, YFS_MEM_DECODED, YFS_DEMAND, hold);
+    o->s = ix_stream_open(m->ix, page, &o->dicts, &o->dict, NULL, &o->read, &err);
+    cr_assert_not_null(o->s, "%s", err.msg);
+    ix_record r;
+    cr_assert_eq(ix_stream_next(o->s, &r, &err), 1, "%s", err.msg);
+    cr_assert(ix_stream_pausable(o->s));
+}
+
+Test(streams, a_paused_stream_resumes_where_it_stopped)
+{
+    yfs_mount *m = tfs_open_sample("column=text", NULL, 64u << 20);
+    yfs_streams *st = yfs_streams_new(m->budget, m->dicts, 64u << 20, &m->stats);
+    yfs_hold hold = { 0 };
+    yfs_hold_enter(m->budget, &hold);
+    opened o;
+    open_stream(m, 0, &hold, &o);
+    uint64_t before = tfs_held(m->budget, YFS_MEM_DECODED);
+    uint64_t bound = ix_stream_bytes_max(o.s);
+    cr_assert_leq(bound, IX_STREAM_CAP);
+    yfs_streams_put(st, 0, 7, o.s, o.dict, IX_STREAM_CAP, &hold);
+    cr_assert_eq(tfs_held(m->budget, YFS_MEM_DECODED), before - IX_STREAM_CAP);
+    cr_assert_eq(tfs_held(m->budget, YFS_MEM_PARKED), bound, "paused at its bound");
+
+    void *dict;
+    uint64_t charged;
+    cr_assert_null(yfs_streams_take(st, 0, 6, &hold, &dict, &charged), "another unit");
+    cr_assert_null(yfs_streams_take(st, 1, 7, &hold, &dict, &charged), "another page");
+    ix_stream *s = yfs_streams_take(st, 0, 7, &hold, &dict, &charged);
+    cr_assert_eq(s, o.s);
+    cr_assert_eq(dict, o.dict);
+    cr_assert_eq(charged, bound);
+    cr_assert_eq(tfs_held(m->budget, YFS_MEM_PARKED), 0);
+    cr_assert_null(yfs_streams_take(st, 0, 7, &hold, &dict, &charged), "taken once");
+
+    /* it goes on with the records after the one read before the pause */
+    uint64_t read = 0;
+    ix_dict_source dicts = yfs_dicts_source(&o.src);
+    ix_stream_rebind(s, &dicts, &dict, &read);
+    ix_record r;
+    pq_error err;
+    uint32_t more = 0;
+    int rc;
+    while ((rc = ix_stream_next(s, &r, &err)) == 1)
+        more++;
+    cr_assert_eq(rc, 0, "%s", err.msg);
+    cr_assert_eq(more + 1, m->ix->pages[0].records);
+    ix_stream_close(s);
+    if (dict)
+        yfs_dicts_put(m->dicts, dict);
+    yfs_budget_release(m->budget, charged, YFS_MEM_DECODED, &hold);
+    yfs_hold_leave(m->budget, &hold);
+    yfs_streams_free(st);
+    yfs_mount_close(m);
+}
+
+Test(streams, the_cap_closes_the_oldest_and_free_closes_the_rest)
+{
+    yfs_mount *m = tfs_open_sample("column=text", NULL, 256u << 20);
+    yfs_hold hold = { 0 };
+    yfs_hold_enter(m->budget, &hold);
+    opened a, b;
+    open_stream(m, 0, &hold, &a);
+    open_stream(m, 1, &hold, &b);
+    uint64_t bound = ix_stream_bytes_max(a.s);
+    /* room for one of them */
+    yfs_streams *st = yfs_streams_new(m->budget, m->dicts, bound + bound / 2, &m->stats);
+    yfs_streams_put(st, 0, 1, a.s, a.dict, IX_STREAM_CAP, &hold);
+    yfs_streams_put(st, 1, 1, b.s, b.dict, IX_STREAM_CAP, &hold);
+    cr_assert_eq(yfs_counter(&m->stats.streams_closed), 1);
+    void *dict;
+    uint64_t charged;
+    cr_assert_null(yfs_streams_take(st, 0, 1, &hold, &dict, &charged), "the oldest went");
+    cr_assert_gt(tfs_held(m->budget, YFS_MEM_PARKED), 0);
+    yfs_streams_free(st);
+    cr_assert_eq(tfs_held(m->budget, YFS_MEM_PARKED), 0, "every charge released");
+    cr_assert_eq(tfs_held(m->budget, YFS_MEM_DECODED), 0);
+    yfs_hold_leave(m->budget, &hold);
+    yfs_mount_close(m);
+}
+
+Test(streams, a_demand_short_of_room_closes_paused_streams)
+{
+    yfs_mount *m = tfs_open_sample("column=text", NULL, 64u << 20);
+    yfs_streams *st = m->streams; /* the mount's: its reclaimer is registered */
+    yfs_hold hold = { 0 };
+    yfs_hold_enter(m->budget, &hold);
+    opened a;
+    open_stream(m, 2, &hold, &a);
+    yfs_streams_put(st, 2, 1, a.s, a.dict, IX_STREAM_CAP, &hold);
+    uint64_t paused = tfs_held(m->budget, YFS_MEM_PARKED);
+    cr_assert_gt(paused, 0);
+    /* a demand for the whole budget: the stream's charge and then its
+     * dictionary, idle once the stream is closed, must give way */
+    uint64_t all = yfs_mount_data_budget(m);
+    yfs_budget_reserve(m->budget, all, YFS_MEM_BUILD, YFS_DEMAND, &hold);
+    cr_assert_eq(tfs_held(m->budget, YFS_MEM_PARKED), 0, "the paused stream gave way");
+    void *dict;
+    uint64_t charged;
+    cr_assert_null(yfs_streams_take(st, 2, 1, &hold, &dict, &charged));
+    yfs_budget_release(m->budget, all, YFS_MEM_BUILD, &hold);
+    yfs_hold_leave(m->budget, &hold);
+    yfs_mount_close(m);
+}
