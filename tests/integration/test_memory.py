@@ -41,33 +41,6 @@ def bound(index_bytes, mem):
     return 1.1 * (index_bytes + mem) + 16 * MIB
 
 
-# Shapes the daemon cannot keep within the bound yet, with what was measured at mem=64M
-# (bound 86 MiB; release build with framed units, --small shapes). Each must fail (strict): when a
-# fix makes one pass, its mark goes.
-NOT_YET = {
-    "c-duckdb-text": "peak RSS 247 MiB, 2.9 x the bound: DuckDB's pages of ~40 MB (8,000 rows) "
-                     "are decoded whole (pq_stream, the streaming decoder, is not yet used by "
-                     "the read path), and a page over the budget runs alone over it",
-    "d-pyarrow-tokens": "peak RSS 142 MiB, 1.6 x the bound (300 MiB before framed units): "
-                        "builds of 1 MiB list pages, 28 B of decoded memory per 2-byte token, "
-                        "still go over the limit together; not yet measured by kind",
-    "d-duckdb-tokens": "peak RSS 1813 MiB, 21 x the bound: ~107 MB int64 pages decoded whole "
-                       "(pq_stream is not yet used by the read path)",
-    "e-pyarrow-int32-jsonl": "peak RSS 141 MiB, 1.6 x the bound (175 MiB before framed units): "
-                             "as d-pyarrow-tokens",
-}
-
-
-def _shape_params():
-    out = []
-    for name in make_shapes.SHAPES:
-        marks = ()
-        if name in NOT_YET:
-            marks = pytest.mark.xfail(strict=True, reason="issue 10: " + NOT_YET[name])
-        out.append(pytest.param(name, marks=marks, id=name))
-    return out
-
-
 def _skip_if_asan():
     import conftest
     conftest.require_binary()
@@ -119,7 +92,7 @@ def _oracle(d, column):
     return rows, values
 
 
-@pytest.mark.parametrize("name", _shape_params())
+@pytest.mark.parametrize("name", list(make_shapes.SHAPES))
 def test_shape_within_bound(name, shapes_root, mount):
     _skip_if_asan()
     shape = make_shapes.SHAPES[name]
