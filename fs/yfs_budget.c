@@ -9,6 +9,13 @@
 
 #define MAX_RECLAIMERS 8
 
+/* A demand reservation waiting for room, in the accountant's FIFO list. */
+typedef struct waiter {
+    uint64_t bytes;
+    pthread_cond_t wake;  /* signalled when it may proceed, or should retry reclaiming */
+    struct waiter *next;
+} waiter;
+
 struct yfs_budget {
     uint64_t limit;
     yfs_stats *stats;
@@ -18,7 +25,8 @@ struct yfs_budget {
     } reclaimers[MAX_RECLAIMERS];
     int num_reclaimers;     /* fixed before the first reservation */
     pthread_mutex_t lock;   /* guards everything below and every hold */
-    pthread_cond_t room;    /* memory was released, a hold changed, or memory went idle */
+    pthread_condattr_t monotonic; /* waiters' conditions: deadlines are CLOCK_MONOTONIC */
+    waiter *first, *last;   /* waiting demand reservations, oldest first */
     uint64_t used, peak;
     uint64_t bytes[YFS_MEM_KINDS], peak_bytes[YFS_MEM_KINDS];
     uint64_t blocked;       /* bytes of blocked holds (all their threads waiting) */
@@ -44,11 +52,8 @@ yfs_budget *yfs_budget_new(uint64_t limit, yfs_stats *stats)
     b->limit = limit;
     b->stats = stats;
     pthread_mutex_init(&b->lock, NULL);
-    pthread_condattr_t monotonic; /* reclaimers' deadlines are CLOCK_MONOTONIC */
-    pthread_condattr_init(&monotonic);
-    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
-    pthread_cond_init(&b->room, &monotonic);
-    pthread_condattr_destroy(&monotonic);
+    pthread_condattr_init(&b->monotonic);
+    pthread_condattr_setclock(&b->monotonic, CLOCK_MONOTONIC);
     return b;
 }
 
@@ -56,8 +61,8 @@ void yfs_budget_free(yfs_budget *b)
 {
     if (!b)
         return;
-    assert(b->used == 0 && b->blocked == 0 && b->demand_waiters == 0);
-    pthread_cond_destroy(&b->room);
+    assert(b->used == 0 && b->blocked == 0 && b->demand_waiters == 0 && !b->first);
+    pthread_condattr_destroy(&b->monotonic);
     pthread_mutex_destroy(&b->lock);
     free(b);
 }
@@ -125,9 +130,70 @@ static int fits(const yfs_budget *b, uint64_t bytes)
     return b->used + bytes <= b->limit;
 }
 
-/* Lock held: wait as a demand reservation of hold h, until woken or until
- * retry (CLOCK_MONOTONIC ns, 0: no deadline). */
-static void wait_for_room(yfs_budget *b, yfs_hold *h, uint64_t retry)
+/* Bytes that only waiting can free: what blocked holds hold (a blocked
+ * hold frees only after its wait), plans (they stay while their files are
+ * open) and bounce copies (their readers wait for the next segment). Lock
+ * held. */
+static uint64_t stuck(const yfs_budget *b)
+{
+    return b->blocked + b->bytes[YFS_MEM_PLANS] + b->bytes[YFS_MEM_BOUNCE];
+}
+
+/* Lock held: wake the waiters that may now proceed, instead of all of them
+ * on every change (8 readers' builds waited ~10^5 times a run, each wait
+ * a wakeup that called the reclaimers and went back to sleep):
+ *   - every waiter, when nothing but stuck memory is charged (each may then
+ *     proceed over the limit, see yfs_budget_reserve);
+ *   - else the oldest, which retries the reclaimers (memory may have gone
+ *     idle), and, oldest first, every other whose bytes fit in the room
+ *     left after those before it. */
+static void wake(yfs_budget *b)
+{
+    if (!b->first)
+        return;
+    int all = b->used <= stuck(b);
+    uint64_t room = b->used < b->limit ? b->limit - b->used : 0;
+    for (waiter *w = b->first; w; w = w->next) {
+        if (all || w == b->first || w->bytes <= room) {
+            pthread_cond_signal(&w->wake);
+            room -= w->bytes <= room ? w->bytes : room;
+        }
+    }
+}
+
+/* Lock held: w joins the end of the waiters' list (once per reservation:
+ * it keeps its place while it retries). */
+static void enqueue(yfs_budget *b, waiter *w, uint64_t bytes)
+{
+    *w = (waiter){ .bytes = bytes };
+    pthread_cond_init(&w->wake, &b->monotonic);
+    if (b->last)
+        b->last->next = w;
+    else
+        b->first = w;
+    b->last = w;
+}
+
+/* Lock held: w leaves the list, its reservation taken. When it was the
+ * oldest, the next oldest retries the reclaimers in its place. */
+static void dequeue(yfs_budget *b, waiter *w)
+{
+    waiter **p = &b->first, *prev = NULL;
+    while (*p != w) {
+        prev = *p;
+        p = &(*p)->next;
+    }
+    *p = w->next;
+    if (b->last == w)
+        b->last = prev;
+    pthread_cond_destroy(&w->wake);
+    if (!prev && b->first)
+        pthread_cond_signal(&b->first->wake);
+}
+
+/* Lock held: wait as demand reservation w (in the list) of hold h, until
+ * woken or until retry (CLOCK_MONOTONIC ns, 0: no deadline). */
+static void wait_for_room(yfs_budget *b, waiter *w, yfs_hold *h, uint64_t retry)
 {
     b->demand_waiters++;
     b->demand_waits++;
@@ -136,14 +202,14 @@ static void wait_for_room(yfs_budget *b, yfs_hold *h, uint64_t retry)
         h->waiting++;
         if (!was && is_blocked(h)) {
             b->blocked += h->bytes;
-            pthread_cond_broadcast(&b->room); /* others may now proceed (see header) */
+            wake(b); /* others may now proceed (see header) */
         }
     }
     if (retry) {
         struct timespec at = { (time_t)(retry / 1000000000u), (long)(retry % 1000000000u) };
-        pthread_cond_timedwait(&b->room, &b->lock, &at);
+        pthread_cond_timedwait(&w->wake, &b->lock, &at);
     } else {
-        pthread_cond_wait(&b->room, &b->lock);
+        pthread_cond_wait(&w->wake, &b->lock);
     }
     if (h) {
         if (is_blocked(h))
@@ -159,7 +225,8 @@ int yfs_budget_reserve(yfs_budget *b, uint64_t bytes, yfs_mem_kind kind, yfs_mem
     assert(kind < YFS_MEM_KINDS);
     assert(mode != YFS_DEMAND || !hold || hold->threads > 0);
     pthread_mutex_lock(&b->lock);
-    int counted_wait = 0;
+    waiter self;
+    int queued = 0;
     for (;;) {
         int blocked_out = mode == YFS_PREFETCH && b->demand_waiters > 0;
         if (!blocked_out && fits(b, bytes))
@@ -179,19 +246,22 @@ int yfs_budget_reserve(yfs_budget *b, uint64_t bytes, yfs_mem_kind kind, yfs_mem
             pthread_mutex_unlock(&b->lock);
             return -1;
         }
-        /* Could anything not blocked free room? Plans stay while their
-         * files are open, bounce copies while their readers wait for the
-         * next segment; a blocked hold frees only after its wait. */
-        uint64_t blocked = b->blocked + b->bytes[YFS_MEM_PLANS] + b->bytes[YFS_MEM_BOUNCE];
+        /* Could anything not blocked free room (see stuck)? */
+        uint64_t blocked = stuck(b);
         if (hold && !is_blocked(hold) && hold->waiting + 1 == hold->threads)
             blocked += hold->bytes; /* this thread is the hold's last runner */
         if (b->used <= blocked)
             break; /* nothing else can make room: proceed, over the limit, alone */
-        if (!counted_wait && b->stats)
-            yfs_count(&b->stats->memory_waits, 1);
-        counted_wait = 1;
-        wait_for_room(b, hold, retry);
+        if (!queued) {
+            if (b->stats)
+                yfs_count(&b->stats->memory_waits, 1);
+            enqueue(b, &self, bytes);
+            queued = 1;
+        }
+        wait_for_room(b, &self, hold, retry);
     }
+    if (queued)
+        dequeue(b, &self);
     take(b, bytes, kind, hold);
     pthread_mutex_unlock(&b->lock);
     return 0;
@@ -206,7 +276,7 @@ void yfs_budget_release(yfs_budget *b, uint64_t bytes, yfs_mem_kind kind, yfs_ho
     b->used -= bytes;
     b->bytes[kind] -= bytes;
     hold_adjust(b, hold, 0, bytes);
-    pthread_cond_broadcast(&b->room);
+    wake(b);
     pthread_mutex_unlock(&b->lock);
 }
 
@@ -223,7 +293,7 @@ void yfs_budget_transfer(yfs_budget *b, uint64_t bytes, yfs_mem_kind from, yfs_h
         b->peak_bytes[to] = b->bytes[to];
     hold_adjust(b, from_hold, 0, bytes);
     hold_adjust(b, to_hold, bytes, 0);
-    pthread_cond_broadcast(&b->room); /* bytes may have left a blocked hold */
+    wake(b); /* bytes may have left a blocked hold */
     pthread_mutex_unlock(&b->lock);
 }
 
@@ -252,7 +322,7 @@ void yfs_hold_leave(yfs_budget *b, yfs_hold *h)
     h->threads--;
     if (is_blocked(h)) {
         b->blocked += h->bytes;
-        pthread_cond_broadcast(&b->room);
+        wake(b);
     }
     pthread_mutex_unlock(&b->lock);
 }
@@ -276,7 +346,7 @@ int yfs_budget_demand_waiting(yfs_budget *b)
 void yfs_budget_notify(yfs_budget *b)
 {
     pthread_mutex_lock(&b->lock);
-    pthread_cond_broadcast(&b->room);
+    wake(b);
     pthread_mutex_unlock(&b->lock);
 }
 

@@ -24,10 +24,13 @@ enum seg_state { QUEUED, BUILDING, READY, FAILED, CANCELLED };
 
 /* A segment's size is reserved (YFS_MEM_SEGMENTS) for as long as it is in
  * the table: in its hold while QUEUED or BUILDING (the build's other
- * reservations join it), owned by no hold once READY. */
+ * reservations join it), owned by no hold once READY. Its build's
+ * yfs_segment_build_bytes (YFS_MEM_BUILD) are reserved with it, in its
+ * hold, from then until the build releases them. */
 struct yfs_seg {
     uint64_t epoch, index;   /* key */
     uint64_t size;           /* framed bytes, known from the plan */
+    uint64_t work;           /* yfs_segment_build_bytes */
     yfs_hold hold;           /* the build's reservations (yfs_budget.h) */
     uint8_t *data;           /* READY only */
     /* Fields below are guarded by the cache lock. */
@@ -125,35 +128,48 @@ static void release(yfs_cache *c, yfs_seg *e)
     }
 }
 
-/* Which idle segments make_room may drop. */
+/* Which idle segments a pass of evict drops. */
 enum victims {
-    CONSUMED,      /* read to the end by a reader */
-    SPECULATIVE,   /* and prefetched ones no reader has asked for yet, and those
-                      last read by the reader asking (it has moved on) */
-    STALE,         /* and any untouched since stale_before */
+    CONSUMED,    /* read to the end by a reader */
+    OWN,         /* last handed to the reader asking, not read to the end (it has
+                    moved on: it seeks, or builds its next segment) */
+    STALE,       /* untouched since stale_before (its reader paused or left) */
+    UNREAD,      /* prefetched, not asked for by any reader yet */
 };
 
 typedef struct victim_filter {
     enum victims victims;
-    const void *reader;
-    uint64_t stale_before;
+    const void *reader;      /* OWN */
+    uint64_t stale_before;   /* STALE */
 } victim_filter;
 
 static int may_drop(const yfs_seg *e, const victim_filter *f)
 {
-    return e->consumed ||
-           (f->victims >= SPECULATIVE && (!e->served || e->reader == f->reader)) ||
-           (f->victims == STALE && e->touched_ns < f->stale_before);
+    switch (f->victims) {
+    case CONSUMED:
+        return e->consumed;
+    case OWN:
+        return e->served && e->reader == f->reader;
+    case STALE:
+        return e->touched_ns < f->stale_before;
+    case UNREAD:
+        return !e->served;
+    }
+    return 0;
 }
 
-/* Drop idle segments that pass f, least recently used first, until `need`
- * bytes are freed; returns the bytes freed. */
+/* Drop idle segments that pass f until `need` bytes are freed, least
+ * recently used first, except for UNREAD: most recently built first, the
+ * furthest ahead of their readers (dropping the oldest dropped the very
+ * segment a reader was about to read, and it built it again). Returns the
+ * bytes freed. */
 static uint64_t evict(yfs_cache *c, uint64_t need, const victim_filter *f)
 {
     uint64_t freed = 0;
-    yfs_seg *e = c->lru_head;
+    int newest_first = f->victims == UNREAD;
+    yfs_seg *e = newest_first ? c->lru_tail : c->lru_head;
     while (freed < need && e) {
-        yfs_seg *next = e->next;
+        yfs_seg *next = newest_first ? e->prev : e->next;
         if (may_drop(e, f)) {
             lru_unlink(c, e);
             freed += e->size;
@@ -166,54 +182,77 @@ static uint64_t evict(yfs_cache *c, uint64_t need, const victim_filter *f)
     return freed;
 }
 
-/* Make room (lock held) for a demand read by `reader` of `need` bytes, as
- * far as its reader's own segments and speculation allow: segments read to
- * their end, prefetched segments not yet asked for (speculation gives way to
- * demand), and those this reader left half-read (it seeks). A segment
- * another reader is in the middle of is idle between that reader's
- * requests, and dropping it makes the reader build it again at once (with 8
- * readers in mem=64M, every segment was built ~18 times): it goes only once
- * stale, STALE_NS untouched (its reader paused or left), through reclaim
- * while the read waits for room in the accountant. */
-static void make_room(yfs_cache *c, uint64_t need, const void *reader)
+/* Cancel queued prefetches, the most recently queued first, until `need`
+ * bytes are freed (lock held); returns the bytes freed. */
+static uint64_t cancel_queued(yfs_cache *c, uint64_t need)
 {
-    victim_filter f = { SPECULATIVE, reader, 0 };
-    evict(c, yfs_budget_shortfall(c->budget, need), &f);
-}
-
-/* The accountant's reclaimer: for a prefetch only segments read to their
- * end go; for a demand reservation also prefetched segments no reader asked
- * for, queued prefetches (cancelled), and segments untouched for STALE_NS.
- * Returns when the least recently used idle segment goes stale. */
-static uint64_t reclaim(void *ctx, uint64_t need, int demand)
-{
-    yfs_cache *c = ctx;
-    pthread_mutex_lock(&c->lock);
-    uint64_t now = yfs_now_ns();
-    victim_filter f = { CONSUMED, NULL, 0 };
-    uint64_t freed = evict(c, need, &f);
-    /* A reader building a segment has moved on from the one it left
-     * half-read (as in make_room, which does not know the build's size). */
-    f.victims = SPECULATIVE;
-    for (int i = 0; demand && i < c->num_builders && freed < need; i++) {
-        f.reader = c->builders[i];
-        freed += evict(c, need - freed, &f);
-    }
-    f = (victim_filter){ STALE, NULL, now > STALE_NS ? now - STALE_NS : 0 };
-    if (demand && freed < need)
-        freed += evict(c, need - freed, &f);
-    for (size_t i = c->queue_len; demand && freed < need && i-- > 0;) {
+    uint64_t freed = 0;
+    for (size_t i = c->queue_len; freed < need && i-- > 0;) {
         yfs_seg *e = c->queue[(c->queue_head + i) % QUEUE_CAP];
         if (e->state != QUEUED)
             continue;
         e->state = CANCELLED; /* the worker that pops it frees it */
+        yfs_budget_release(c->budget, e->work, YFS_MEM_BUILD, &e->hold);
         yfs_budget_transfer(c->budget, e->size, YFS_MEM_SEGMENTS, &e->hold, YFS_MEM_SEGMENTS,
                             NULL);
         table_remove(c, e);
-        freed += e->size;
+        freed += e->size + e->work;
     }
+    return freed;
+}
+
+/* Make room (lock held) for a demand reservation of `need` bytes by the
+ * readers[n] asking, dropping what costs least first: segments read to
+ * their end; those these readers left half-read; queued prefetches (no work
+ * lost yet); segments untouched for STALE_NS; prefetched segments not read
+ * yet (speculation gives way to demand), furthest ahead first. A segment
+ * another reader is in the middle of is idle between that reader's
+ * requests, and dropping it makes the reader build it again at once (with 8
+ * readers in mem=64M, every segment was built ~18 times): it goes only once
+ * stale. Returns the bytes freed. */
+static uint64_t drop_for_demand(yfs_cache *c, uint64_t need, const void *const *readers, int n)
+{
+    victim_filter f = { CONSUMED, NULL, 0 };
+    uint64_t freed = evict(c, need, &f);
+    for (int i = 0; i < n && freed < need; i++) {
+        f = (victim_filter){ OWN, readers[i], 0 };
+        freed += evict(c, need - freed, &f);
+    }
+    if (freed < need)
+        freed += cancel_queued(c, need - freed);
+    uint64_t now = yfs_now_ns();
+    f = (victim_filter){ STALE, NULL, now > STALE_NS ? now - STALE_NS : 0 };
+    if (freed < need)
+        freed += evict(c, need - freed, &f);
+    f = (victim_filter){ UNREAD, NULL, 0 };
+    if (freed < need)
+        freed += evict(c, need - freed, &f);
+    return freed;
+}
+
+/* Make room (lock held) for a demand read by `reader` of `need` bytes,
+ * before it reserves them. */
+static void make_room(yfs_cache *c, uint64_t need, const void *reader)
+{
+    drop_for_demand(c, yfs_budget_shortfall(c->budget, need), &reader, 1);
+}
+
+/* The accountant's reclaimer: for a prefetch only segments read to their
+ * end go; for a demand reservation what drop_for_demand drops for the
+ * readers building now. Returns when the least recently used idle segment
+ * goes stale. */
+static uint64_t reclaim(void *ctx, uint64_t need, int demand)
+{
+    yfs_cache *c = ctx;
+    pthread_mutex_lock(&c->lock);
+    victim_filter f = { CONSUMED, NULL, 0 };
+    if (demand)
+        drop_for_demand(c, need, c->builders, c->num_builders);
+    else
+        evict(c, need, &f);
     /* At the latest when the least recently used goes stale; not sooner
      * than a millisecond (room freed here may have been taken meanwhile). */
+    uint64_t now = yfs_now_ns();
     uint64_t retry = demand && c->lru_head ? c->lru_head->touched_ns + STALE_NS + 1 : 0;
     if (retry && retry < now + 1000000u)
         retry = now + 1000000u;
@@ -222,7 +261,7 @@ static uint64_t reclaim(void *ctx, uint64_t need, int demand)
 }
 
 /* A new entry for segment s, in no table yet (lock not needed). */
-static yfs_seg *seg_new(yfs_plan *plan, uint64_t s)
+static yfs_seg *seg_new(yfs_cache *c, yfs_plan *plan, uint64_t s)
 {
     yfs_seg *e = calloc(1, sizeof *e);
     if (!e)
@@ -230,8 +269,26 @@ static yfs_seg *seg_new(yfs_plan *plan, uint64_t s)
     e->epoch = plan->plan.epoch;
     e->index = s;
     e->size = plan->plan.segments[s].bytes;
+    e->work = yfs_segment_build_bytes(c->m, plan, s);
     e->refs = 1;
     return e;
+}
+
+/* Reserve e's segment and its build's working memory in one go, in e's
+ * hold (see struct yfs_seg); returns what yfs_budget_reserve does. */
+static int reserve(yfs_cache *c, yfs_seg *e, yfs_mem_mode mode)
+{
+    if (yfs_budget_reserve(c->budget, e->size + e->work, YFS_MEM_SEGMENTS, mode, &e->hold) < 0)
+        return -1;
+    yfs_budget_transfer(c->budget, e->work, YFS_MEM_SEGMENTS, &e->hold, YFS_MEM_BUILD, &e->hold);
+    return 0;
+}
+
+/* Give back what reserve took for e, whose build never ran. */
+static void unreserve(yfs_cache *c, yfs_seg *e)
+{
+    yfs_budget_release(c->budget, e->work, YFS_MEM_BUILD, &e->hold);
+    yfs_budget_release(c->budget, e->size, YFS_MEM_SEGMENTS, &e->hold);
 }
 
 /* Put e, reserved for in its hold, into the table in `state` (lock held). */
@@ -246,7 +303,7 @@ static void insert(yfs_cache *c, yfs_seg *e, enum seg_state state)
 /* Give up an entry that never joined the table, and its reservation. */
 static void discard(yfs_cache *c, yfs_seg *e)
 {
-    yfs_budget_release(c->budget, e->size, YFS_MEM_SEGMENTS, &e->hold);
+    unreserve(c, e);
     yfs_hold_leave(c->budget, &e->hold);
     free(e);
 }
@@ -286,7 +343,7 @@ int yfs_cache_get(yfs_cache *c, yfs_plan *plan, uint64_t s, const void *reader, 
                   pq_error *err)
 {
     yfs_stats *st = &c->m->stats;
-    uint64_t need = plan->plan.segments[s].bytes;
+    uint64_t need = plan->plan.segments[s].bytes + yfs_segment_build_bytes(c->m, plan, s);
     yfs_seg *fresh = NULL; /* reserved for, not in the table yet */
     pthread_mutex_lock(&c->lock);
     yfs_seg *e;
@@ -342,10 +399,10 @@ int yfs_cache_get(yfs_cache *c, yfs_plan *plan, uint64_t s, const void *reader, 
          * no segment held (yfs_view.h). */
         make_room(c, need, reader);
         pthread_mutex_unlock(&c->lock);
-        if (!(fresh = seg_new(plan, s)))
+        if (!(fresh = seg_new(c, plan, s)))
             return pq_error_set(err, "out of memory");
         yfs_hold_enter(c->budget, &fresh->hold);
-        yfs_budget_reserve(c->budget, need, YFS_MEM_SEGMENTS, YFS_DEMAND, &fresh->hold);
+        reserve(c, fresh, YFS_DEMAND);
         pthread_mutex_lock(&c->lock);
     }
     yfs_count(&st->segment_misses, 1);
@@ -398,10 +455,10 @@ int yfs_cache_prefetch(yfs_cache *c, yfs_plan *plan, uint64_t s)
     pthread_mutex_unlock(&c->lock);
     if (present)
         return 0;
-    yfs_seg *e = open ? seg_new(plan, s) : NULL;
+    yfs_seg *e = open ? seg_new(c, plan, s) : NULL;
     if (!e)
         return -1;
-    if (yfs_budget_reserve(c->budget, e->size, YFS_MEM_SEGMENTS, YFS_PREFETCH, &e->hold) < 0) {
+    if (reserve(c, e, YFS_PREFETCH) < 0) {
         free(e);
         return -1;
     }
@@ -409,7 +466,7 @@ int yfs_cache_prefetch(yfs_cache *c, yfs_plan *plan, uint64_t s)
     int rc = 0;
     if (find(c, plan->plan.epoch, s) || c->queue_len == QUEUE_CAP) {
         rc = find(c, plan->plan.epoch, s) ? 0 : -1;
-        yfs_budget_release(c->budget, e->size, YFS_MEM_SEGMENTS, &e->hold);
+        unreserve(c, e);
         free(e);
     } else {
         insert(c, e, QUEUED);
@@ -504,9 +561,11 @@ void yfs_cache_free(yfs_cache *c)
     for (size_t b = 0; b < BUCKETS; b++) {
         for (yfs_seg *e = c->buckets[b], *next; e; e = next) {
             next = e->chain;
-            if (e->state == QUEUED)
+            if (e->state == QUEUED) {
+                yfs_budget_release(c->budget, e->work, YFS_MEM_BUILD, &e->hold);
                 yfs_budget_transfer(c->budget, e->size, YFS_MEM_SEGMENTS, &e->hold,
                                     YFS_MEM_SEGMENTS, NULL);
+            }
             yfs_budget_release(c->budget, e->size, YFS_MEM_SEGMENTS, NULL);
             seg_free(e);
         }

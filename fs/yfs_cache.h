@@ -2,20 +2,25 @@
  *
  * Segments (framed bytes of one segment of one epoch plan) are built on
  * demand by the reading thread, or ahead of time by workers when the read
- * path asks for a prefetch. A segment's bytes are reserved with the mount's
- * accountant (yfs_budget.h) before it is built, and its build reserves
- * every other byte it allocates (yfs_segment.h). Room is made:
+ * path asks for a prefetch. A segment's bytes, with what its build holds
+ * from start to end (yfs_segment_build_bytes), are reserved with the
+ * mount's accountant (yfs_budget.h) in one go before it is built, and its
+ * build reserves every other byte it allocates (yfs_segment.h). So a
+ * prefetch that could not also have its build's room does not start (a
+ * prefetch's build that took room as it went dropped other readers' next
+ * segments, and they built them again). Room is made:
  *   - for a prefetch: by dropping idle segments that a reader has read to
  *     the end (least recently used first); the accountant refuses it when
  *     that is not enough or a demand read waits (prefetched or half-read
  *     segments are never dropped for a prefetch); once its build starts, a
  *     prefetch's build reserves as a demand read does (a reader may be
  *     waiting for it);
- *   - for a demand read: by dropping those, prefetched segments no reader
- *     has asked for, queued prefetches, and those its own reader left
- *     half-read; then it waits in the accountant, whose reclaimer drops
- *     segments untouched for a second (their readers paused or left), until
- *     readers finish, builds end, or segments go stale. It goes ahead over
+ *   - for a demand read, cheapest loss first: those; segments the readers
+ *     asking left half-read; queued prefetches; segments untouched for a
+ *     second (their readers paused or left); prefetched segments no reader
+ *     has asked for yet, the most recently built first (the furthest ahead
+ *     of their readers). Then it waits in the accountant until readers
+ *     finish, builds end, or segments go stale. It goes ahead over
  *     budget only by the accountant's rule (nothing else can make room:
  *     e.g. a segment larger than the whole budget).
  * Readers wait for room holding no segment (yfs_view.h), and everything

@@ -208,18 +208,43 @@ void yfs_segment_free(uint8_t *data, uint64_t size)
         munmap(data, size ? size : 1);
 }
 
+/* A record whose size bound passes the room left is framed here first, and
+ * copied if it fits. Framing it twice instead (ix_frame_measure, then
+ * ix_frame_write) doubled the framing of numbers in jsonl, whose bound is
+ * several times their size: most records of a unit's last half have a
+ * bound beyond the room left. On the stack, so that it needs no budget;
+ * records whose bound is larger are measured, then written. */
+#define FRAME_SCRATCH_BYTES (64u << 10)
+
+static uint8_t *record_outgrows(pq_error *err)
+{
+    pq_error_set(err, "records outgrow the bytes indexed at mount (a source file changed?)");
+    return NULL;
+}
+
 uint8_t *yfs_frame_record(const ix_framing *f, const ix_record *rec, uint8_t *out, size_t room,
                           pq_error *err)
 {
     /* The index promised the sizes; check them without rescanning values
      * unless the record might not fit. */
-    size_t size;
-    if (ix_frame_size_bound(f, rec) > room &&
-        (ix_frame_measure(f, rec, &size, err) < 0 || size > room)) {
-        pq_error_set(err, "records outgrow the bytes indexed at mount (a source file "
-                     "changed?)");
-        return NULL;
+    size_t bound = ix_frame_size_bound(f, rec), size;
+    if (bound <= room)
+        return ix_frame_write(f, rec, out, err);
+    if (bound <= FRAME_SCRATCH_BYTES) {
+        uint8_t scratch[FRAME_SCRATCH_BYTES];
+        uint8_t *end = ix_frame_write(f, rec, scratch, err);
+        if (!end)
+            return NULL;
+        size = (size_t)(end - scratch);
+        if (size > room)
+            return record_outgrows(err);
+        memcpy(out, scratch, size);
+        return out + size;
     }
+    if (ix_frame_measure(f, rec, &size, err) < 0)
+        return NULL;
+    if (size > room)
+        return record_outgrows(err);
     return ix_frame_write(f, rec, out, err);
 }
 
@@ -289,18 +314,26 @@ static int gather(yfs_mount *m, const sh_plan *plan, uint64_t s, const yfs_unit 
 /* A page-shuffled (or natural-order) segment: frame its units (yfs_units.h),
  * then gather their records in sh_segment_order. The build holds the framed
  * units and the segment, and one decoded page per framing thread. */
-static int build_from_units(yfs_mount *m, yfs_plan *plan, uint64_t s, yfs_hold *hold,
-                            uint8_t **data, pq_error *err)
+uint64_t yfs_segment_build_bytes(const yfs_mount *m, const yfs_plan *plan, uint64_t s)
 {
-    const sh_segment *seg = &plan->plan.segments[s];
+    if (m->params.mode == SH_SHUFFLE_ROW)
+        return 0; /* yfs_rows.h reserves as it goes */
     /* The plan knows every unit's records: the slots, where each record is
      * and the order are sized before any byte is read. */
+    const sh_segment *seg = &plan->plan.segments[s];
     uint64_t arrays = (uint64_t)(seg->units ? seg->units : 1) * sizeof(yfs_unit) +
                       (uint64_t)(seg->records ? seg->records : 1) *
                           (sizeof(record_at) + sizeof(uint32_t));
     for (uint32_t i = 0; i < seg->units; i++)
         arrays += yfs_unit_block_size(m, plan->plan.unit_order[seg->first + i]);
-    yfs_budget_reserve(m->budget, arrays, YFS_MEM_BUILD, YFS_DEMAND, hold);
+    return arrays;
+}
+
+static int build_from_units(yfs_mount *m, yfs_plan *plan, uint64_t s, yfs_hold *hold,
+                            uint8_t **data, pq_error *err)
+{
+    const sh_segment *seg = &plan->plan.segments[s];
+    uint64_t arrays = yfs_segment_build_bytes(m, plan, s); /* reserved by the caller */
     yfs_unit *units = calloc(seg->units ? seg->units : 1, sizeof *units);
     record_at *where = malloc((seg->records ? seg->records : 1) * sizeof *where);
     uint32_t *order = malloc((seg->records ? seg->records : 1) * sizeof *order);

@@ -19,13 +19,22 @@
 #include "yfs_mount.h"
 #include "yfs_plans.h"
 
+/* What a build of segment s holds from its start to its end besides the
+ * segment: its framed units and their record lists and order arrays
+ * (YFS_MEM_BUILD). The caller reserves them with the segment, in one go
+ * (a prefetch that cannot have both takes neither, instead of taking room
+ * from others while it builds). */
+uint64_t yfs_segment_build_bytes(const yfs_mount *m, const yfs_plan *plan, uint64_t s);
+
 /* On success *data holds plan->segments[s].bytes bytes; free it with
- * yfs_segment_free. The segment's bytes must be reserved already (by the
- * caller, for hold, which the calling thread has entered); every other byte
- * the build allocates (raw and decoded pages at their real size, record
- * lists, order arrays) is reserved for hold before it is allocated and
- * released before this returns. The build waits for room only holding
- * nothing but hold's bytes (yfs_budget.h). */
+ * yfs_segment_free. The segment's bytes (YFS_MEM_SEGMENTS) and
+ * yfs_segment_build_bytes (YFS_MEM_BUILD) must be reserved already (by the
+ * caller, for hold, which the calling thread has entered); the build
+ * releases the latter before it returns, success or not. Every other byte
+ * the build allocates (raw and decoded pages at their real size) is
+ * reserved for hold before it is allocated and released before this
+ * returns. The build waits for room only holding nothing but hold's bytes
+ * (yfs_budget.h). */
 int yfs_segment_build(yfs_mount *m, yfs_plan *plan, uint64_t s, yfs_hold *hold, uint8_t **data,
                       pq_error *err);
 /* A zeroed, resident buffer of size bytes for a segment (NULL when out of
