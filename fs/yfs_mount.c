@@ -170,10 +170,12 @@ int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, y
     if (map_units(m) < 0)
         goto oom;
     m->dicts = yfs_dicts_new(ix, m->budget, yfs_mount_dict_budget(m), &m->stats);
+    m->cache = yfs_cache_new(m);
+    /* after the cache: its reclaimer (segments read to the end go first)
+     * is called before this one */
     m->streams = m->dicts ? yfs_streams_new(m->budget, m->dicts, yfs_mount_framed_budget(m),
                                             &m->stats)
                           : NULL;
-    m->cache = yfs_cache_new(m);
     if (!m->dicts || !m->streams || !m->cache || !m->loaded || !m->framed)
         goto oom;
     if (m->params.mode == SH_SHUFFLE_ROW && yfs_rows_measure(m, err) < 0)

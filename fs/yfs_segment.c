@@ -13,23 +13,6 @@
 #include "yfs_thread.h"
 #include "yfs_units.h"
 
-/* ix_dict_source over the mount's dictionary cache, loading for a hold. */
-typedef struct dict_source {
-    yfs_dicts *dicts;
-    yfs_hold *hold;
-} dict_source;
-
-static int cached_dictionary(void *ctx, uint32_t chunk, const pq_dictionary **dict,
-                             void **handle, pq_error *err)
-{
-    dict_source *src = ctx;
-    yfs_dict *d;
-    if (yfs_dicts_get(src->dicts, chunk, src->hold, dict, &d, err) < 0)
-        return -1;
-    *handle = d;
-    return 0;
-}
-
 static uint64_t value_bytes(const pq_page_values *v)
 {
     uint64_t total = 0;
@@ -57,8 +40,8 @@ int yfs_page_records(yfs_mount *m, uint64_t page, const uint8_t *raw, uint64_t r
 {
     const ix_index *ix = m->ix;
     const ix_chunk *chunk = &ix->chunks[ix_locate(ix, page)];
-    dict_source src = { m->dicts, hold };
-    ix_dict_source dicts = { cached_dictionary, &src };
+    yfs_dict_source src = { m->dicts, hold };
+    ix_dict_source dicts = yfs_dicts_source(&src);
     uint64_t start = yfs_now_ns();
     uint64_t reserved = yfs_decode_bound(raw, raw_len), copy = 0;
     yfs_budget_reserve(m->budget, reserved, YFS_MEM_DECODED, YFS_DEMAND, hold);

@@ -1,6 +1,7 @@
 #include "yfs_streams.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,6 +72,7 @@ static uint64_t reclaim(void *ctx, uint64_t need, int demand)
         n = unlink_oldest(st, 0, keep, victims);
     }
     pthread_mutex_unlock(&st->lock);
+    if (n) fprintf(stderr, "DBG reclaim closed %zu need %llu\n", n, (unsigned long long)need);
     int dicts = 0;
     for (size_t i = 0; i < n; i++)
         dicts |= victims[i].dict != NULL;
@@ -124,6 +126,7 @@ void yfs_streams_put(yfs_streams *st, uint32_t page, uint64_t unit, ix_stream *s
         }
     }
     int kept = bytes <= st->cap && victims && st->count < st->room;
+    { static int k; if (k++ < 5 || k % 50 == 0) fprintf(stderr, "DBG put bytes=%llu count=%zu storebytes=%llu cap=%llu\n", (unsigned long long)bytes, st->count, (unsigned long long)st->bytes, (unsigned long long)st->cap); }
     if (kept) {
         n = unlink_oldest(st, bytes, st->cap, victims);
         yfs_budget_transfer(st->budget, bytes, YFS_MEM_DECODED, hold, YFS_MEM_PARKED, NULL);
@@ -144,22 +147,26 @@ void yfs_streams_put(yfs_streams *st, uint32_t page, uint64_t unit, ix_stream *s
 }
 
 ix_stream *yfs_streams_take(yfs_streams *st, uint32_t page, uint64_t unit, yfs_hold *hold,
-                            void **dict, uint64_t *charged)
+                            uint64_t *at, void **dict, uint64_t *charged)
 {
     ix_stream *s = NULL;
     pthread_mutex_lock(&st->lock);
+    size_t best = st->count;
     for (size_t i = 0; i < st->count; i++) {
-        paused *p = &st->list[i];
-        if (p->page != page || p->unit != unit)
-            continue;
+        const paused *p = &st->list[i];
+        if (p->page == page && p->unit <= unit && (best == st->count || p->unit > st->list[best].unit))
+            best = i;
+    }
+    if (best < st->count) {
+        paused *p = &st->list[best];
         s = p->stream;
+        *at = p->unit;
         *dict = p->dict;
         *charged = p->bytes;
         st->bytes -= p->bytes;
         yfs_budget_transfer(st->budget, p->bytes, YFS_MEM_PARKED, NULL, YFS_MEM_DECODED, hold);
-        memmove(p, p + 1, (st->count - i - 1) * sizeof *p);
+        memmove(p, p + 1, (st->count - best - 1) * sizeof *p);
         st->count--;
-        break;
     }
     pthread_mutex_unlock(&st->lock);
     if (s)

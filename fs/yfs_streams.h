@@ -42,10 +42,12 @@ void yfs_streams_free(yfs_streams *st);
 void yfs_streams_put(yfs_streams *st, uint32_t page, uint64_t unit, ix_stream *s, void *dict,
                      uint64_t charged, yfs_hold *hold);
 
-/* The stream paused at unit `unit` of `page`, handed to the caller with its
- * dictionary handle (*dict) and its charge (*charged bytes, moved to hold
- * as YFS_MEM_DECODED); or NULL. The caller rebinds it (ix_stream_rebind). */
+/* The stream of `page` paused at the latest unit up to `unit` (*at), handed
+ * to the caller with its dictionary handle (*dict) and its charge (*charged
+ * bytes, moved to hold as YFS_MEM_DECODED); or NULL. The caller rebinds it
+ * (ix_stream_rebind) and passes over the units before `unit` (builds
+ * running at once ask for a page's units a little out of order). */
 ix_stream *yfs_streams_take(yfs_streams *st, uint32_t page, uint64_t unit, yfs_hold *hold,
-                            void **dict, uint64_t *charged);
+                            uint64_t *at, void **dict, uint64_t *charged);
 
 #endif

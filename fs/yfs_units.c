@@ -245,29 +245,32 @@ typedef struct page_stream {
     ix_dict_source dicts;
 } page_stream;
 
-/* The stream paused at `unit`, or a new one over the page (positioned at
- * its first unit). Returns 1 when the page is better decoded whole after
- * all (its first header says it is small enough), 0, or -1. */
+/* The stream of the page paused at the latest unit up to `unit`, or a new
+ * one over the page (positioned at its first unit). Returns 1 when the page
+ * is better decoded whole after all (its first header says it is small
+ * enough), 0, or -1. */
 static int stream_for(yfs_mount *m, const sh_unit *u, uint32_t unit, uint64_t first_unit,
                       yfs_hold *hold, page_stream *ps, pq_error *err)
 {
     ps->src = (yfs_dict_source){ m->dicts, hold };
     ps->dicts = yfs_dicts_source(&ps->src);
-    ps->s = yfs_streams_take(m->streams, u->page, unit, hold, &ps->dict, &ps->charged);
+    ps->s = yfs_streams_take(m->streams, u->page, unit, hold, &ps->from, &ps->dict,
+                             &ps->charged);
     if (ps->s) {
         ix_stream_rebind(ps->s, &ps->dicts, &ps->dict, &ps->read);
-        ps->from = unit;
         return 0;
     }
+    pq_page_header h;
+    if (ix_entry_first_header(m->ix, u->page, &h, &ps->read, err) < 0)
+        return whole_decode_serves(err) ? 1 : -1;
+    if (whole_decode_bytes(&m->ix->pages[u->page], &h) <= whole_decode_share(m))
+        return 1;
     ps->from = first_unit;
     ps->charged = IX_STREAM_CAP;
     yfs_budget_reserve(m->budget, ps->charged, YFS_MEM_DECODED, YFS_DEMAND, hold);
     ps->s = ix_stream_open(m->ix, u->page, &ps->dicts, &ps->dict, NULL, &ps->read, err);
     if (!ps->s)
         return -1;
-    if (whole_decode_bytes(&m->ix->pages[u->page], ix_stream_first_header(ps->s)) <=
-        whole_decode_share(m))
-        return 1;
     uint64_t bound = ix_stream_bytes_max(ps->s);
     yfs_budget_settle(m->budget, ps->charged, bound, YFS_MEM_DECODED, hold);
     ps->charged = bound;

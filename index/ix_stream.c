@@ -43,7 +43,7 @@ struct ix_stream {
     int moved;     /* a read saw the ctime moved (ix_checked.h) */
 
     /* The page being decoded. */
-    pq_page_header h, first_h;
+    pq_page_header h;
     uint64_t page_offset;
     uint64_t body_left; /* body bytes not yet handed to ps */
     uint32_t body_crc;  /* of the body so far, when h has a CRC that is verified */
@@ -177,8 +177,6 @@ static int open_page(ix_stream *s, pq_error *err)
     s->body_left = (uint64_t)h->compressed_size;
     s->check_body_crc = s->ix->verify_crc && h->has_crc;
     s->body_crc = 0;
-    if (s->page_no == 0)
-        s->first_h = *h;
     s->ps = pq_stream_open(&s->chunk->desc, h, ix_uses_dictionary(h) ? s->dict : NULL,
                            &s->page_opts, read_body, s, err);
     return s->ps ? 0 : -1;
@@ -452,9 +450,23 @@ ix_stream *ix_stream_open(const ix_index *ix, uint64_t page, const ix_dict_sourc
     return s;
 }
 
-const pq_page_header *ix_stream_first_header(const ix_stream *s)
+int ix_entry_first_header(const ix_index *ix, uint64_t page, pq_page_header *h,
+                          uint64_t *bytes_read, pq_error *err)
 {
-    return &s->first_h;
+    const ix_page *p = &ix->pages[page];
+    const ix_chunk *c = &ix->chunks[ix_locate(ix, page)];
+    size_t len = p->length < IX_STREAM_HEADER_PEEK ? p->length : IX_STREAM_HEADER_PEEK;
+    uint8_t *buf = malloc(len ? len : 1);
+    int moved;
+    int rc = buf ? ix_read_checked(ix, c->file, p->offset, buf, len, bytes_read, &moved, err)
+                 : pq_error_set(err, "out of memory for a page header");
+    if (rc == 0 && pq_page_header_parse(buf, len, h, err) < 0)
+        rc = pq_error_set(err, "a page header of more than %zu bytes (not streamable)", len);
+    free(buf);
+    if (rc < 0)
+        return pq_error_prefix(err, "%s: data page at offset %llu: ",
+                               ix->files[c->file].name, (unsigned long long)p->offset);
+    return 0;
 }
 
 size_t ix_stream_bytes(const ix_stream *s)

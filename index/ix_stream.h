@@ -58,9 +58,13 @@ ix_stream *ix_stream_open(const ix_index *ix, uint64_t page, const ix_dict_sourc
                           void **dict_handle, const ix_stream_opts *opts, uint64_t *bytes_read,
                           pq_error *err);
 
-/* The header of the entry's first page (for a caller weighing a whole
- * decode against the stream). */
-const pq_page_header *ix_stream_first_header(const ix_stream *s);
+/* The header of the entry's first page, read on its own (at most
+ * IX_STREAM_HEADER_PEEK bytes, checked like every read): for a caller
+ * weighing a whole decode against a stream before reserving either. A
+ * header that does not parse there fails as "not streamable". */
+#define IX_STREAM_HEADER_PEEK ((size_t)64 << 10)
+int ix_entry_first_header(const ix_index *ix, uint64_t page, pq_page_header *h,
+                          uint64_t *bytes_read, pq_error *err);
 
 /* The next record: 1 and *rec (valid until the next call), 0 once the
  * entry's records are all out (their count, rows and bytes checked against

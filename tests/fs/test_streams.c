@@ -48,15 +48,16 @@ Test(streams, a_paused_stream_resumes_where_it_stopped)
     cr_assert_eq(tfs_held(m->budget, YFS_MEM_PARKED), bound, "paused at its bound");
 
     void *dict;
-    uint64_t charged;
-    cr_assert_null(yfs_streams_take(st, 0, 6, &hold, &dict, &charged), "another unit");
-    cr_assert_null(yfs_streams_take(st, 1, 7, &hold, &dict, &charged), "another page");
-    ix_stream *s = yfs_streams_take(st, 0, 7, &hold, &dict, &charged);
-    cr_assert_eq(s, o.s);
+    uint64_t charged, at;
+    cr_assert_null(yfs_streams_take(st, 0, 6, &hold, &at, &dict, &charged), "past unit 6");
+    cr_assert_null(yfs_streams_take(st, 1, 7, &hold, &at, &dict, &charged), "another page");
+    ix_stream *s = yfs_streams_take(st, 0, 9, &hold, &at, &dict, &charged);
+    cr_assert_eq(s, o.s, "the latest paused at or before unit 9");
+    cr_assert_eq(at, 7);
     cr_assert_eq(dict, o.dict);
     cr_assert_eq(charged, bound);
     cr_assert_eq(tfs_held(m->budget, YFS_MEM_PARKED), 0);
-    cr_assert_null(yfs_streams_take(st, 0, 7, &hold, &dict, &charged), "taken once");
+    cr_assert_null(yfs_streams_take(st, 0, 7, &hold, &at, &dict, &charged), "taken once");
 
     /* it goes on with the records after the one read before the pause */
     uint64_t read = 0;
@@ -108,8 +109,11 @@ Test(streams, the_cap_closes_the_oldest_and_free_closes_the_rest)
     yfs_streams_put(st, 0, 2, b.s, b.dict, IX_STREAM_CAP, &hold);
     cr_assert_eq(yfs_counter(&m->stats.streams_closed), 1);
     void *dict;
-    uint64_t charged;
-    cr_assert_null(yfs_streams_take(st, 0, 1, &hold, &dict, &charged), "the oldest went");
+    uint64_t charged, at;
+    cr_assert_null(yfs_streams_take(st, 0, 1, &hold, &at, &dict, &charged), "the oldest went");
+    ix_stream *s = yfs_streams_take(st, 0, 2, &hold, &at, &dict, &charged);
+    cr_assert(s && at == 2, "the newest stayed");
+    yfs_streams_put(st, 0, 2, s, dict, charged, &hold);
     cr_assert_eq(tfs_held(m->budget, YFS_MEM_PARKED), bound);
     cr_assert_eq(tfs_held(m->budget, YFS_MEM_DECODED), 0);
     yfs_hold_leave(m->budget, &hold);
@@ -133,8 +137,8 @@ Test(streams, a_demand_short_of_room_closes_paused_streams)
     yfs_budget_reserve(m->budget, all, YFS_MEM_BUILD, YFS_DEMAND, &hold);
     cr_assert_eq(tfs_held(m->budget, YFS_MEM_PARKED), 0, "the paused stream gave way");
     void *dict;
-    uint64_t charged;
-    cr_assert_null(yfs_streams_take(st, 2, 1, &hold, &dict, &charged));
+    uint64_t charged, at;
+    cr_assert_null(yfs_streams_take(st, 2, 1, &hold, &at, &dict, &charged));
     yfs_budget_release(m->budget, all, YFS_MEM_BUILD, &hold);
     yfs_hold_leave(m->budget, &hold);
     yfs_mount_close(m);
