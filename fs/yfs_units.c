@@ -319,7 +319,7 @@ static int frame_streamed(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_
             if (!(block[k] = block_alloc(size, &mapped)))
                 rc = pq_error_set(err, "out of memory for a %llu-byte unit",
                                   (unsigned long long)size);
-        } else if (parked + size <= share &&
+        } else if (size <= UINT32_MAX && parked + size <= share &&
                    yfs_budget_reserve(m->budget, size, YFS_MEM_RAW, YFS_PREFETCH, hold) == 0) {
             if ((block[k] = malloc(size ? size : 1)))
                 parked += size;
