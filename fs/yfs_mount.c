@@ -130,6 +130,14 @@ int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, y
     m->opts.cache_dir = opts->cache_dir ? strdup(opts->cache_dir) : NULL;
 
     double start = ix_now();
+    /* The page pass holds, per thread, a window of the chunk and the page it
+     * decodes: pages whose whole decode would take more than a share of mem
+     * are streamed (the index is the same either way). */
+    uint64_t stream_page_bytes = opts->mem / (8 * (uint64_t)(opts->threads > 0 ? opts->threads : 1));
+    if (stream_page_bytes < (1u << 20))
+        stream_page_bytes = 1u << 20;
+    if (stream_page_bytes > (16u << 20))
+        stream_page_bytes = 16u << 20;
     ix_options io = {
         .dataset = dataset,
         .column = opts->column,
@@ -137,6 +145,7 @@ int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, y
         .threads = opts->threads,
         .progress = progress,
         .skip_crc = opts->skip_crc,
+        .stream_page_bytes = stream_page_bytes,
         .cache_dir = opts->cache_dir,
     };
     if (ix_build(&io, &m->ix, err) < 0)
