@@ -285,7 +285,7 @@ static int run_mount(yfs_mount *m, command *c)
  * when readers wait for room (yfs_cache.c). */
 static void tune_malloc(uint64_t mem)
 {
-    uint64_t keep = yfs_untracked_budget(mem);
+    uint64_t keep = yfs_untracked_budget(mem) / 2; /* the rest: FUSE buffers, stacks */
     if (keep > (32u << 20))
         keep = 32u << 20;
     mallopt(M_ARENA_MAX, 1);

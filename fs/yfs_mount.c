@@ -37,7 +37,7 @@ uint64_t yfs_mount_framed_budget(const yfs_mount *m)
 
 uint64_t yfs_untracked_budget(uint64_t mem)
 {
-    return mem / 8;
+    return mem / 4;
 }
 
 uint64_t yfs_mount_data_budget(const yfs_mount *m)
