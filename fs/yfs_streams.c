@@ -1,7 +1,6 @@
 #include "yfs_streams.h"
 
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,7 +71,6 @@ static uint64_t reclaim(void *ctx, uint64_t need, int demand)
         n = unlink_oldest(st, 0, keep, victims);
     }
     pthread_mutex_unlock(&st->lock);
-    if (n) fprintf(stderr, "DBG reclaim closed %zu need %llu\n", n, (unsigned long long)need);
     int dicts = 0;
     for (size_t i = 0; i < n; i++)
         dicts |= victims[i].dict != NULL;
@@ -126,7 +124,6 @@ void yfs_streams_put(yfs_streams *st, uint32_t page, uint64_t unit, ix_stream *s
         }
     }
     int kept = bytes <= st->cap && victims && st->count < st->room;
-    { static int k; if (k++ < 5 || k % 50 == 0) fprintf(stderr, "DBG put bytes=%llu count=%zu storebytes=%llu cap=%llu\n", (unsigned long long)bytes, st->count, (unsigned long long)st->bytes, (unsigned long long)st->cap); }
     if (kept) {
         n = unlink_oldest(st, bytes, st->cap, victims);
         yfs_budget_transfer(st->budget, bytes, YFS_MEM_DECODED, hold, YFS_MEM_PARKED, NULL);
