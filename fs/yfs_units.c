@@ -78,6 +78,26 @@ static int fetch(yfs_mount *m, yfs_plan *plan, uint32_t page, yfs_hold *hold, ui
     return yfs_page_read(m, page, hold, raw, len, err);
 }
 
+/* A block for a unit to park (yfs_pages.h keeps blocks of 32-bit sizes),
+ * reserved as a prefetch (never waiting), or NULL when there is no room. */
+static uint8_t *park_block_new(yfs_mount *m, uint64_t size, yfs_hold *hold)
+{
+    if (size > UINT32_MAX ||
+        yfs_budget_reserve(m->budget, size, YFS_MEM_RAW, YFS_PREFETCH, hold) < 0)
+        return NULL;
+    uint8_t *block = malloc(size ? size : 1);
+    if (!block)
+        yfs_budget_release(m->budget, size, YFS_MEM_RAW, hold);
+    return block;
+}
+
+/* A block from park_block_new that will not be parked after all. */
+static void park_block_drop(yfs_mount *m, uint8_t *block, uint64_t size, yfs_hold *hold)
+{
+    free(block);
+    yfs_budget_release(m->budget, size, YFS_MEM_RAW, hold);
+}
+
 /* The page's other units, framed from the same decode and parked for the
  * builds that serve them, as far as memory allows without waiting. */
 static void park_others(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_unit *want,
@@ -90,14 +110,12 @@ static void park_others(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_un
             continue;
         sh_unit u = sh_unit_at(m->page_summary, &map->cut, m->ix->num_pages, (uint32_t)v);
         uint64_t size = block_size(&u);
-        if (size > UINT32_MAX ||
-            yfs_budget_reserve(m->budget, size, YFS_MEM_RAW, YFS_PREFETCH, hold) < 0)
+        uint8_t *block = park_block_new(m, size, hold);
+        if (!block)
             continue;
-        uint8_t *block = malloc(size ? size : 1);
         pq_error ignored; /* whoever needs the unit frames it again, and reports */
-        if (!block || frame_unit(&m->ix->framing, recs, &u, block, &ignored) < 0) {
-            free(block);
-            yfs_budget_release(m->budget, size, YFS_MEM_RAW, hold);
+        if (frame_unit(&m->ix->framing, recs, &u, block, &ignored) < 0) {
+            park_block_drop(m, block, size, hold);
             continue;
         }
         yfs_pages_put(m->framed, plan->plan.epoch, (uint32_t)v, block, (uint32_t)size, hold);
@@ -305,7 +323,7 @@ static int frame_streamed(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_
     uint64_t end_unit = cut ? cut->first_unit[u->page + 1] : unit + 1;
     page_stream ps = { 0 };
     int rc = stream_for(m, u, unit, first_unit, hold, &ps, err);
-    uint32_t units = (uint32_t)(end_unit - ps.from);
+    uint32_t units = rc == 0 ? (uint32_t)(end_unit - ps.from) : 0;
     uint8_t **block = rc == 0 ? calloc(units, sizeof *block) : NULL;
     if (rc == 0 && !block)
         rc = pq_error_set(err, "out of memory for %u units", units);
@@ -319,12 +337,8 @@ static int frame_streamed(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_
             if (!(block[k] = block_alloc(size, &mapped)))
                 rc = pq_error_set(err, "out of memory for a %llu-byte unit",
                                   (unsigned long long)size);
-        } else if (size <= UINT32_MAX && parked + size <= share &&
-                   yfs_budget_reserve(m->budget, size, YFS_MEM_RAW, YFS_PREFETCH, hold) == 0) {
-            if ((block[k] = malloc(size ? size : 1)))
-                parked += size;
-            else
-                yfs_budget_release(m->budget, size, YFS_MEM_RAW, hold);
+        } else if (parked + size <= share && (block[k] = park_block_new(m, size, hold))) {
+            parked += size;
         } else if (v > unit) {
             break; /* the stream pauses here */
         }
@@ -360,8 +374,7 @@ static int frame_streamed(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_
             yfs_pages_put(m->framed, plan->plan.epoch, (uint32_t)v, block[k], (uint32_t)size,
                           hold);
         } else {
-            free(block[k]);
-            yfs_budget_release(m->budget, size, YFS_MEM_RAW, hold);
+            park_block_drop(m, block[k], size, hold);
         }
     }
     free(block);

@@ -65,6 +65,20 @@ struct ix_stream {
     pq_error failure;
 };
 
+/* Read the next n bytes of the range (n <= what is left) into dst, checked,
+ * taking their CRC. */
+static int read_on(ix_stream *s, uint8_t *dst, size_t n, pq_error *err)
+{
+    int moved = 0;
+    if (n && ix_read_checked(s->ix, s->file_index, s->pos, dst, n, s->bytes_read, &moved,
+                             err) < 0)
+        return -1;
+    s->crc = (uint32_t)crc32(s->crc, dst, (uInt)n);
+    s->moved |= moved;
+    s->pos += n;
+    return 0;
+}
+
 /* Take up to want bytes of the entry, in order: first what buf holds, then
  * straight from the file into dst. */
 static int take(ix_stream *s, uint8_t *dst, size_t want, size_t *got, pq_error *err)
@@ -77,16 +91,8 @@ static int take(ix_stream *s, uint8_t *dst, size_t want, size_t *got, pq_error *
         return 0;
     }
     uint64_t left = s->end - s->pos;
-    size_t n = want < left ? want : (size_t)left;
-    int moved = 0;
-    if (n && ix_read_checked(s->ix, s->file_index, s->pos, dst, n, s->bytes_read, &moved,
-                             err) < 0)
-        return -1;
-    s->crc = (uint32_t)crc32(s->crc, dst, (uInt)n);
-    s->moved |= moved;
-    s->pos += n;
-    *got = n;
-    return 0;
+    *got = want < left ? want : (size_t)left;
+    return read_on(s, dst, *got, err);
 }
 
 /* Make at least `need` unused bytes available in buf (fewer at the end of
@@ -105,16 +111,11 @@ static int fill(ix_stream *s, size_t need, pq_error *err)
         s->buf = grown;
         s->buf_cap = need;
     }
-    while (s->have < need && s->pos < s->end) {
+    if (s->have < need) {
         uint64_t left = s->end - s->pos;
         size_t n = need - s->have < left ? need - s->have : (size_t)left;
-        int moved = 0;
-        if (ix_read_checked(s->ix, s->file_index, s->pos, s->buf + s->have, n, s->bytes_read,
-                            &moved, err) < 0)
+        if (read_on(s, s->buf + s->have, n, err) < 0)
             return -1;
-        s->crc = (uint32_t)crc32(s->crc, s->buf + s->have, (uInt)n);
-        s->moved |= moved;
-        s->pos += n;
         s->have += n;
     }
     return 0;

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_column.h"
 #include "pq_column.h"
 #include "pq_meta.h"
 #include "pq_page.h"
@@ -102,17 +103,11 @@ static void stream_page(const pq_column_desc *col, const pq_page_header *h, cons
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size < 4)
+    if (size < FUZZ_COLUMN_BYTES)
         return 0;
-    pq_column_desc col = {
-        .type = data[0] % 8,
-        .type_length = data[3],
-        .max_def = (int16_t)(data[1] % 3),
-        .max_rep = (int16_t)((data[1] / 3) % 2),
-        .codec = data[2] % 8,
-    };
-    const uint8_t *p = data + 4;
-    size_t left = size - 4;
+    pq_column_desc col = fuzz_column(data);
+    const uint8_t *p = data + FUZZ_COLUMN_BYTES;
+    size_t left = size - FUZZ_COLUMN_BYTES;
     pq_dictionary dict;
     int have_dict = 0;
     pq_error err;
