@@ -134,9 +134,14 @@ static int fits(const yfs_budget *b, uint64_t bytes)
  * hold frees only after its wait), plans (they stay while their files are
  * open) and bounce copies (their readers wait for the next segment). Lock
  * held. */
+static uint64_t stuck_for_good(const yfs_budget *b)
+{
+    return b->bytes[YFS_MEM_PLANS] + b->bytes[YFS_MEM_BOUNCE];
+}
+
 static uint64_t stuck(const yfs_budget *b)
 {
-    return b->blocked + b->bytes[YFS_MEM_PLANS] + b->bytes[YFS_MEM_BOUNCE];
+    return b->blocked + stuck_for_good(b);
 }
 
 /* Lock held: wake the waiters that may now proceed, instead of all of them
@@ -246,9 +251,15 @@ int yfs_budget_reserve(yfs_budget *b, uint64_t bytes, yfs_mem_kind kind, yfs_mem
             pthread_mutex_unlock(&b->lock);
             return -1;
         }
-        /* Could anything not blocked free room (see stuck)? */
-        uint64_t blocked = stuck(b);
-        if (hold && !is_blocked(hold) && hold->waiting + 1 == hold->threads)
+        /* Could anything not blocked free room (see stuck)? A reservation
+         * that holds nothing yet (a build about to start) goes over only
+         * when nothing but plans and bounce copies is charged: blocked
+         * holds go on by this rule themselves, and a new build that went
+         * over beside them made every reader's next build go over too (8
+         * readers at mem=64M: 240 MB over). */
+        int holds_nothing = !hold || hold->bytes == 0;
+        uint64_t blocked = holds_nothing ? stuck_for_good(b) : stuck(b);
+        if (hold && !holds_nothing && !is_blocked(hold) && hold->waiting + 1 == hold->threads)
             blocked += hold->bytes; /* this thread is the hold's last runner */
         if (b->used <= blocked)
             break; /* nothing else can make room: proceed, over the limit, alone */

@@ -273,6 +273,59 @@ Test(budget, holds_that_all_wait_do_not_deadlock)
     yfs_budget_free(b);
 }
 
+/* A build that holds nothing yet waits while blocked builds hold memory:
+ * one blocked build goes on over the limit, the new one only once room is
+ * back (new builds that went over beside blocked ones stacked up a segment
+ * per reader over the limit: 240 MB at mem=64M with 8 readers). */
+Test(budget, a_new_build_never_goes_over_beside_blocked_ones)
+{
+    yfs_budget *b = yfs_budget_new(100, NULL);
+    yfs_hold h1 = { 0 }, h2 = { 0 }, fresh = { 0 };
+    yfs_hold_enter(b, &h1);
+    yfs_hold_enter(b, &h2);
+    yfs_budget_reserve(b, 60, YFS_MEM_DECODED, YFS_DEMAND, &h1);
+    yfs_budget_reserve(b, 30, YFS_MEM_DECODED, YFS_DEMAND, &h2);
+    yfs_hold_leave(b, &h1); /* the waiters below enter them again */
+    yfs_hold_leave(b, &h2);
+
+    waiter w1 = { b, 50, &h1, 0 }, wf = { b, 20, &fresh, 0 }, w2 = { b, 50, &h2, 0 };
+    pthread_t t1, tf, t2;
+    pthread_create(&t1, NULL, demand, &w1);
+    cr_assert(waiting_now(b));
+    pthread_create(&tf, NULL, demand, &wf);
+    sleep_ms(30);
+    pthread_create(&t2, NULL, demand, &w2); /* now every hold waits */
+    for (int i = 0; i < 400 && !atomic_load(&w1.done) && !atomic_load(&w2.done); i++)
+        sleep_ms(5);
+    sleep_ms(30);
+    cr_assert_eq(atomic_load(&w1.done) + atomic_load(&w2.done), 1,
+                 "exactly one of two blocked builds goes ahead (%d %d %d, used %llu)",
+                 atomic_load(&w1.done), atomic_load(&w2.done), atomic_load(&wf.done),
+                 (unsigned long long)yfs_budget_used(b));
+    cr_assert_eq(atomic_load(&wf.done), 0, "a new build went over beside blocked ones");
+    cr_assert_eq(yfs_budget_used(b), 140);
+
+    waiter *ahead = atomic_load(&w1.done) ? &w1 : &w2, *other = ahead == &w1 ? &w2 : &w1;
+    yfs_budget_release(b, ahead->hold->bytes, YFS_MEM_DECODED, ahead->hold);
+    yfs_hold_leave(b, ahead->hold);
+    for (int i = 0; i < 400 && !atomic_load(&other->done); i++)
+        sleep_ms(5);
+    cr_assert(atomic_load(&other->done), "the other blocked build goes on next");
+    yfs_budget_release(b, other->hold->bytes, YFS_MEM_DECODED, other->hold);
+    yfs_hold_leave(b, other->hold);
+    for (int i = 0; i < 400 && !atomic_load(&wf.done); i++)
+        sleep_ms(5);
+    cr_assert(atomic_load(&wf.done), "the new build goes once room is back");
+    cr_assert_eq(yfs_budget_used(b), 20);
+    yfs_budget_release(b, 20, YFS_MEM_DECODED, &fresh);
+    yfs_hold_leave(b, &fresh);
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+    pthread_join(tf, NULL);
+    cr_assert_eq(yfs_budget_used(b), 0);
+    yfs_budget_free(b);
+}
+
 /* A build with a helper thread: while the helper still runs, the builder's
  * wait is not a deadlock, so it waits for the helper's release. */
 Test(budget, a_hold_waits_while_one_of_its_threads_runs)
