@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "yfs_fuse.h"
+#include "yfs_budget.h"
 #include "yfs_names.h"
 #include "yfs_report.h"
 #include "yfs_view.h"
@@ -184,25 +185,27 @@ static int run_cat(yfs_mount *m, const char *name)
         fprintf(stderr, "youmufs: %s\n", err.msg);
         return 1;
     }
+    /* One buffer for the whole copy, charged like a FUSE reply's. */
+    const size_t step = 1u << 20;
+    yfs_budget_reserve(m->budget, step, YFS_MEM_READS, YFS_FORCE, NULL);
+    uint8_t *buf = malloc(step);
     uint64_t off = 0, size = yfs_view_size(v);
-    rc = 0;
+    rc = buf ? 0 : 1;
+    if (!buf)
+        fprintf(stderr, "youmufs: out of memory\n");
     while (off < size && rc == 0) {
-        yfs_extent ext[YFS_MAX_EXTENTS];
-        int count;
-        if (yfs_view_read(v, off, 16u << 20, ext, YFS_MAX_EXTENTS, &count, &err) < 0) {
+        size_t got;
+        if (yfs_view_read(v, off, step, buf, &got, &err) < 0) {
             fprintf(stderr, "youmufs: %s\n", err.msg);
             rc = 1;
-            break;
+        } else if (write_all(buf, got) < 0) {
+            fprintf(stderr, "youmufs: writing to stdout: %s\n", strerror(errno));
+            rc = 1;
         }
-        for (int i = 0; i < count && rc == 0; i++) {
-            if (write_all(ext[i].data, ext[i].len) < 0) {
-                fprintf(stderr, "youmufs: writing to stdout: %s\n", strerror(errno));
-                rc = 1;
-            }
-            off += ext[i].len;
-        }
-        yfs_extents_release(m, ext, count);
+        off += got;
     }
+    free(buf);
+    yfs_budget_release(m->budget, step, YFS_MEM_READS, NULL);
     yfs_view_close(v);
     return rc;
 }

@@ -36,7 +36,7 @@ struct yfs_budget {
 
 static const char *const kind_names[YFS_MEM_KINDS] = {
     "segments", "decoded_pages", "raw_pages", "build_arrays", "dictionaries",
-    "chunk_buffers", "parked_pages", "plans", "bounce_copies",
+    "chunk_buffers", "parked_pages", "plans", "read_buffers",
 };
 
 const char *yfs_mem_kind_name(yfs_mem_kind kind)
@@ -132,11 +132,11 @@ static int fits(const yfs_budget *b, uint64_t bytes)
 
 /* Bytes that only waiting can free: what blocked holds hold (a blocked
  * hold frees only after its wait), plans (they stay while their files are
- * open) and bounce copies (their readers wait for the next segment). Lock
+ * open) and read buffers (their readers wait for the next segment). Lock
  * held. */
 static uint64_t stuck_for_good(const yfs_budget *b)
 {
-    return b->bytes[YFS_MEM_PLANS] + b->bytes[YFS_MEM_BOUNCE];
+    return b->bytes[YFS_MEM_PLANS] + b->bytes[YFS_MEM_READS];
 }
 
 static uint64_t stuck(const yfs_budget *b)
@@ -253,7 +253,7 @@ int yfs_budget_reserve(yfs_budget *b, uint64_t bytes, yfs_mem_kind kind, yfs_mem
         }
         /* Could anything not blocked free room (see stuck)? A reservation
          * that holds nothing yet (a build about to start) goes over only
-         * when nothing but plans and bounce copies is charged: blocked
+         * when nothing but plans and read buffers is charged: blocked
          * holds go on by this rule themselves, and a new build that went
          * over beside them made every reader's next build go over too (8
          * readers at mem=64M: 240 MB over). */

@@ -20,8 +20,8 @@
  *   YFS_FORCE    never waits, never fails; charged over the limit when it
  *                must (and counted in over_budget). For memory whose owner
  *                cannot wait: plans (charged under the plan cache's lock) and
- *                the bounce copy of a read that crosses a segment boundary
- *                (the reader holds segments, at most one request's bytes).
+ *                read buffers (a FUSE request's reply, filled from segments
+ *                one at a time: at most one request's bytes per thread).
  * Before refusing or waiting, every mode calls the reclaimers (idle
  * segments, idle dictionaries, parked pages drop what they may for it).
  *
@@ -37,10 +37,13 @@
  * segments, reclaimers, builds that still run. A demand reservation that
  * does not fit proceeds anyway, over the limit, only when no such memory is
  * left: every byte charged is held by blocked holds, is a plan (plans live
- * as long as their files are open) or a bounce copy (its reader keeps it
- * while it waits for the next segment). In particular a request larger than
- * the whole limit proceeds only when nothing else holds memory but plans,
- * bounce copies and the requester's own hold; it is counted (over_budget)
+ * as long as their files are open) or a read buffer (its reader keeps it
+ * while it waits for the next segment). A reservation that holds nothing
+ * yet (a build about to start) goes over only when nothing but plans and
+ * read buffers is charged: blocked holds go on by this rule themselves.
+ * In particular a request larger than the whole limit proceeds only when
+ * nothing else holds memory but plans, read buffers and the requester's own
+ * hold; it is counted (over_budget)
  * and runs alone: the next request waits for it. With one such proceeding
  * at a time, waits always end.
  *
@@ -65,7 +68,7 @@ typedef enum yfs_mem_kind {
     YFS_MEM_CHUNKS,       /* chunk-load buffers (one I/O of several pages) */
     YFS_MEM_PARKED,       /* loaded pages waiting for the segment that serves them */
     YFS_MEM_PLANS,        /* epoch plans (their arrays) */
-    YFS_MEM_BOUNCE,       /* copies of reads that cross a segment boundary */
+    YFS_MEM_READS,        /* read buffers: a request's bytes copied out of segments */
     YFS_MEM_KINDS
 } yfs_mem_kind;
 

@@ -22,17 +22,18 @@
 /* CANCELLED: a queued prefetch dropped for a demand read (reclaim). */
 enum seg_state { QUEUED, BUILDING, READY, FAILED, CANCELLED };
 
-/* A segment's size is reserved (YFS_MEM_SEGMENTS) for as long as it is in
- * the table: in its hold while QUEUED or BUILDING (the build's other
+/* What a built segment holds (yfs_segment_held_bytes, YFS_MEM_SEGMENTS)
+ * is reserved for as long as it is in the table: in its hold while QUEUED or BUILDING (the build's other
  * reservations join it), owned by no hold once READY. Its build's
  * yfs_segment_build_bytes (YFS_MEM_BUILD) are reserved with it, in its
  * hold, from then until the build releases them. */
 struct yfs_seg {
     uint64_t epoch, index;   /* key */
     uint64_t size;           /* framed bytes, known from the plan */
+    uint64_t held;           /* yfs_segment_held_bytes */
     uint64_t work;           /* yfs_segment_build_bytes */
     yfs_hold hold;           /* the build's reservations (yfs_budget.h) */
-    uint8_t *data;           /* READY only */
+    yfs_body body;           /* READY only */
     /* Fields below are guarded by the cache lock. */
     enum seg_state state;
     int refs;                /* readers, a building thread, the queue */
@@ -85,7 +86,7 @@ static void table_remove(yfs_cache *c, yfs_seg *e)
     while (*p != e)
         p = &(*p)->chain;
     *p = e->chain;
-    yfs_budget_release(c->budget, e->size, YFS_MEM_SEGMENTS, NULL);
+    yfs_budget_release(c->budget, e->held, YFS_MEM_SEGMENTS, NULL);
 }
 
 static void lru_unlink(yfs_cache *c, yfs_seg *e)
@@ -103,7 +104,7 @@ static void lru_unlink(yfs_cache *c, yfs_seg *e)
 
 static void seg_free(yfs_seg *e)
 {
-    yfs_segment_free(e->data, e->size);
+    yfs_body_free(&e->body);
     free(e);
 }
 
@@ -172,7 +173,7 @@ static uint64_t evict(yfs_cache *c, uint64_t need, const victim_filter *f)
         yfs_seg *next = newest_first ? e->prev : e->next;
         if (may_drop(e, f)) {
             lru_unlink(c, e);
-            freed += e->size;
+            freed += e->held;
             table_remove(c, e);
             seg_free(e);
             yfs_count(&c->m->stats.segments_evicted, 1);
@@ -193,10 +194,10 @@ static uint64_t cancel_queued(yfs_cache *c, uint64_t need)
             continue;
         e->state = CANCELLED; /* the worker that pops it frees it */
         yfs_budget_release(c->budget, e->work, YFS_MEM_BUILD, &e->hold);
-        yfs_budget_transfer(c->budget, e->size, YFS_MEM_SEGMENTS, &e->hold, YFS_MEM_SEGMENTS,
+        yfs_budget_transfer(c->budget, e->held, YFS_MEM_SEGMENTS, &e->hold, YFS_MEM_SEGMENTS,
                             NULL);
         table_remove(c, e);
-        freed += e->size + e->work;
+        freed += e->held + e->work;
     }
     return freed;
 }
@@ -269,6 +270,7 @@ static yfs_seg *seg_new(yfs_cache *c, yfs_plan *plan, uint64_t s)
     e->epoch = plan->plan.epoch;
     e->index = s;
     e->size = plan->plan.segments[s].bytes;
+    e->held = yfs_segment_held_bytes(c->m, plan, s);
     e->work = yfs_segment_build_bytes(c->m, plan, s);
     e->refs = 1;
     return e;
@@ -278,7 +280,7 @@ static yfs_seg *seg_new(yfs_cache *c, yfs_plan *plan, uint64_t s)
  * hold (see struct yfs_seg); returns what yfs_budget_reserve does. */
 static int reserve(yfs_cache *c, yfs_seg *e, yfs_mem_mode mode)
 {
-    if (yfs_budget_reserve(c->budget, e->size + e->work, YFS_MEM_SEGMENTS, mode, &e->hold) < 0)
+    if (yfs_budget_reserve(c->budget, e->held + e->work, YFS_MEM_SEGMENTS, mode, &e->hold) < 0)
         return -1;
     yfs_budget_transfer(c->budget, e->work, YFS_MEM_SEGMENTS, &e->hold, YFS_MEM_BUILD, &e->hold);
     return 0;
@@ -288,7 +290,7 @@ static int reserve(yfs_cache *c, yfs_seg *e, yfs_mem_mode mode)
 static void unreserve(yfs_cache *c, yfs_seg *e)
 {
     yfs_budget_release(c->budget, e->work, YFS_MEM_BUILD, &e->hold);
-    yfs_budget_release(c->budget, e->size, YFS_MEM_SEGMENTS, &e->hold);
+    yfs_budget_release(c->budget, e->held, YFS_MEM_SEGMENTS, &e->hold);
 }
 
 /* Put e, reserved for in its hold, into the table in `state` (lock held). */
@@ -316,16 +318,17 @@ static void discard(yfs_cache *c, yfs_seg *e)
  * back to the system. */
 static int build(yfs_cache *c, yfs_seg *e, yfs_plan *plan, pq_error *err)
 {
-    uint8_t *data = NULL;
-    int rc = yfs_segment_build(c->m, plan, e->index, &e->hold, &data, &e->err);
+    yfs_body body;
+    int rc = yfs_segment_build(c->m, plan, e->index, &e->hold, &body, &e->err);
     if (yfs_budget_demand_waiting(c->budget))
         malloc_trim(0);
-    /* The build released all but the segment's size, which the cache keeps. */
-    yfs_budget_transfer(c->budget, e->size, YFS_MEM_SEGMENTS, &e->hold, YFS_MEM_SEGMENTS, NULL);
+    /* The build released all but what the segment holds, which the cache
+     * keeps. */
+    yfs_budget_transfer(c->budget, e->held, YFS_MEM_SEGMENTS, &e->hold, YFS_MEM_SEGMENTS, NULL);
     yfs_hold_leave(c->budget, &e->hold);
     pthread_mutex_lock(&c->lock);
     if (rc == 0) {
-        e->data = data;
+        e->body = body;
         e->state = READY;
         e->touched_ns = yfs_now_ns();
     } else {
@@ -343,7 +346,7 @@ int yfs_cache_get(yfs_cache *c, yfs_plan *plan, uint64_t s, const void *reader, 
                   pq_error *err)
 {
     yfs_stats *st = &c->m->stats;
-    uint64_t need = plan->plan.segments[s].bytes + yfs_segment_build_bytes(c->m, plan, s);
+    uint64_t need = yfs_segment_held_bytes(c->m, plan, s) + yfs_segment_build_bytes(c->m, plan, s);
     yfs_seg *fresh = NULL; /* reserved for, not in the table yet */
     pthread_mutex_lock(&c->lock);
     yfs_seg *e;
@@ -563,10 +566,10 @@ void yfs_cache_free(yfs_cache *c)
             next = e->chain;
             if (e->state == QUEUED) {
                 yfs_budget_release(c->budget, e->work, YFS_MEM_BUILD, &e->hold);
-                yfs_budget_transfer(c->budget, e->size, YFS_MEM_SEGMENTS, &e->hold,
+                yfs_budget_transfer(c->budget, e->held, YFS_MEM_SEGMENTS, &e->hold,
                                     YFS_MEM_SEGMENTS, NULL);
             }
-            yfs_budget_release(c->budget, e->size, YFS_MEM_SEGMENTS, NULL);
+            yfs_budget_release(c->budget, e->held, YFS_MEM_SEGMENTS, NULL);
             seg_free(e);
         }
     }
@@ -576,9 +579,9 @@ void yfs_cache_free(yfs_cache *c)
     free(c);
 }
 
-const uint8_t *yfs_seg_data(const yfs_seg *seg)
+void yfs_seg_copy(const yfs_seg *seg, uint64_t offset, uint8_t *out, uint64_t len)
 {
-    return seg->data;
+    yfs_body_copy(&seg->body, offset, out, len);
 }
 
 uint64_t yfs_seg_size(const yfs_seg *seg)

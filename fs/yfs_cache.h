@@ -1,6 +1,7 @@
 /* yfs_cache.h — the segment cache and its prefetch workers.
  *
- * Segments (framed bytes of one segment of one epoch plan) are built on
+ * Segments (the framed records of one segment of one epoch plan,
+ * yfs_segment.h's bodies) are built on
  * demand by the reading thread, or ahead of time by workers when the read
  * path asks for a prefetch. A segment's bytes, with what its build holds
  * from start to end (yfs_segment_build_bytes), are reserved with the
@@ -62,7 +63,8 @@ void yfs_cache_consumed(yfs_cache *c, yfs_seg *seg);
  * memory budget left, queue full, or no workers). */
 int yfs_cache_prefetch(yfs_cache *c, yfs_plan *plan, uint64_t s);
 
-const uint8_t *yfs_seg_data(const yfs_seg *seg);
+/* Copy len bytes of the segment from offset (within its size) to out. */
+void yfs_seg_copy(const yfs_seg *seg, uint64_t offset, uint8_t *out, uint64_t len);
 uint64_t yfs_seg_size(const yfs_seg *seg);
 
 #endif

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "yfs_budget.h"
 #include "yfs_names.h"
 #include "yfs_report.h"
 #include "yfs_view.h"
@@ -275,25 +276,26 @@ static void serve_read(yfs_mount *m, handle *h, fuse_req_t req, fuse_ino_t ino, 
         fuse_reply_buf(req, h->json + from, len);
         return;
     }
-    yfs_extent ext[YFS_MAX_EXTENTS];
-    struct iovec iov[YFS_MAX_EXTENTS];
-    int n;
+    /* The reply is copied out of the segments into a buffer of the request's
+     * size (the kernel asks at most max_read bytes), charged to the
+     * accountant while the request is served. */
+    yfs_budget_reserve(m->budget, size, YFS_MEM_READS, YFS_FORCE, NULL);
+    uint8_t *buf = malloc(size ? size : 1);
+    size_t got = 0;
     pq_error err;
-    if (yfs_view_read(h->view, (uint64_t)off, size, ext, YFS_MAX_EXTENTS, &n, &err) < 0) {
+    int rc = buf ? yfs_view_read(h->view, (uint64_t)off, size, buf, &got, &err)
+                 : pq_error_set(&err, "out of memory for a %zu-byte read", size);
+    if (rc < 0) {
         yfs_count(&m->stats.read_errors, 1);
         yfs_log(m, "read of inode %llu at offset %lld failed: %s", (unsigned long long)ino,
                 (long long)off, err.msg);
         fuse_reply_err(req, EIO);
-        return;
+    } else {
+        fuse_reply_buf(req, (const char *)buf, got);
+        yfs_count(&m->stats.bytes_served, got);
     }
-    size_t total = 0;
-    for (int i = 0; i < n; i++) {
-        iov[i] = (struct iovec){ (void *)ext[i].data, ext[i].len };
-        total += ext[i].len;
-    }
-    fuse_reply_iov(req, iov, n);
-    yfs_extents_release(m, ext, n);
-    yfs_count(&m->stats.bytes_served, total);
+    free(buf);
+    yfs_budget_release(m->budget, size, YFS_MEM_READS, NULL);
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

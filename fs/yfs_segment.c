@@ -1,5 +1,6 @@
 #include "yfs_segment.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -231,121 +232,165 @@ uint8_t *yfs_frame_record(const ix_framing *f, const ix_record *rec, uint8_t *ou
     return ix_frame_write(f, rec, out, err);
 }
 
-/* The segment's records are gathered in shuffled order from their units'
- * framed bytes, so each costs a random read that the hardware prefetcher
- * cannot foresee: the order is known, so the bytes of the record
- * PREFETCH_AHEAD positions on are fetched ahead (their first cache lines). */
-enum { PREFETCH_AHEAD = 8, PREFETCH_LINES = 4 };
-
 typedef struct record_at {
     uint32_t unit;  /* slot in the build's units */
     uint32_t index; /* the record's index in its unit */
 } record_at;
 
-static inline const uint8_t *record_bytes(const yfs_unit *units, record_at at, uint64_t *len)
-{
-    const yfs_unit *u = &units[at.unit];
-    uint64_t start = at.index ? u->ends[at.index - 1] : 0;
-    *len = u->ends[at.index] - start;
-    return u->bytes + start;
-}
-
-/* Copy the records of units[] into a new segment buffer in sh_segment_order. */
-static int gather(yfs_mount *m, const sh_plan *plan, uint64_t s, const yfs_unit *units,
-                  record_at *where, uint32_t *order, uint8_t **data, pq_error *err)
+/* Lay the records of units[] out in sh_segment_order: body->at and
+ * body->ends. Every record's bytes stay where its unit's block has them. */
+static int order_records(yfs_mount *m, const sh_plan *plan, uint64_t s, yfs_body *body,
+                         record_at *where, uint32_t *order, pq_error *err)
 {
     const sh_segment *seg = &plan->segments[s];
     uint32_t k = 0;
-    for (uint32_t i = 0; i < seg->units; i++)
-        for (uint32_t r = 0; r < units[i].records && k < seg->records; r++)
+    for (uint32_t i = 0; i < body->num_units; i++)
+        for (uint32_t r = 0; r < body->units[i].records && k < seg->records; r++)
             where[k++] = (record_at){ i, r };
     if (k != seg->records)
         return pq_error_set(err, "the segment's units hold %u records, the plan says %u",
                             k, seg->records);
-    uint8_t *buf = yfs_segment_alloc(seg->bytes);
-    if (!buf)
-        return pq_error_set(err, "out of memory for a %llu-byte segment",
-                            (unsigned long long)seg->bytes);
     sh_segment_order(&m->params, plan, s, order);
-    uint8_t *out = buf, *end = buf + seg->bytes;
+    uint64_t end = 0;
     for (uint32_t r = 0; r < seg->records; r++) {
-        uint64_t len;
-        if (r + PREFETCH_AHEAD < seg->records) {
-            const uint8_t *next = record_bytes(units, where[order[r + PREFETCH_AHEAD]], &len);
-            for (uint64_t at = 0; at < len && at < 64 * PREFETCH_LINES; at += 64)
-                __builtin_prefetch(next + at);
-        }
-        const uint8_t *bytes = record_bytes(units, where[order[r]], &len);
-        if (len > (uint64_t)(end - out)) {
-            yfs_segment_free(buf, seg->bytes);
-            return pq_error_set(err, "records outgrow the %llu bytes indexed at mount (a "
-                                "source file changed?)", (unsigned long long)seg->bytes);
-        }
-        memcpy(out, bytes, len);
-        out += len;
+        record_at w = where[order[r]];
+        const yfs_unit *u = &body->units[w.unit];
+        uint64_t start = w.index ? u->ends[w.index - 1] : 0;
+        body->at[r] = u->bytes + start;
+        end += u->ends[w.index] - start;
+        body->ends[r] = end;
     }
-    if (out != end) {
-        yfs_segment_free(buf, seg->bytes);
+    if (end != seg->bytes)
         return pq_error_set(err, "records fill %llu of the %llu bytes indexed at mount (a "
-                            "source file changed?)", (unsigned long long)(out - buf),
+                            "source file changed?)", (unsigned long long)end,
                             (unsigned long long)seg->bytes);
-    }
-    *data = buf;
     return 0;
 }
 
-/* A page-shuffled (or natural-order) segment: frame its units (yfs_units.h),
- * then gather their records in sh_segment_order. The build holds the framed
- * units and the segment, and one decoded page per framing thread. */
+/* The tables of a body of `pieces` pieces. */
+static uint64_t table_bytes(uint64_t pieces)
+{
+    return (pieces ? pieces : 1) * (sizeof(const uint8_t *) + sizeof(uint64_t));
+}
+
+static int body_tables(yfs_body *body, uint32_t pieces, pq_error *err)
+{
+    body->pieces = pieces;
+    body->at = malloc((pieces ? pieces : 1) * sizeof *body->at);
+    body->ends = malloc((pieces ? pieces : 1) * sizeof *body->ends);
+    if (!body->at || !body->ends)
+        return pq_error_set(err, "out of memory for a segment of %u records", pieces);
+    return 0;
+}
+
+uint64_t yfs_segment_held_bytes(const yfs_mount *m, const yfs_plan *plan, uint64_t s)
+{
+    const sh_segment *seg = &plan->plan.segments[s];
+    if (m->params.mode == SH_SHUFFLE_ROW)
+        return seg->bytes + table_bytes(1);
+    uint64_t held = table_bytes(seg->records) + (uint64_t)(seg->units ? seg->units : 1) *
+                                                    sizeof(yfs_unit);
+    for (uint32_t i = 0; i < seg->units; i++)
+        held += yfs_unit_block_size(m, plan->plan.unit_order[seg->first + i]);
+    return held;
+}
+
 uint64_t yfs_segment_build_bytes(const yfs_mount *m, const yfs_plan *plan, uint64_t s)
 {
     if (m->params.mode == SH_SHUFFLE_ROW)
         return 0; /* yfs_rows.h reserves as it goes */
-    /* The plan knows every unit's records: the slots, where each record is
-     * and the order are sized before any byte is read. */
     const sh_segment *seg = &plan->plan.segments[s];
-    uint64_t arrays = (uint64_t)(seg->units ? seg->units : 1) * sizeof(yfs_unit) +
-                      (uint64_t)(seg->records ? seg->records : 1) *
-                          (sizeof(record_at) + sizeof(uint32_t));
-    for (uint32_t i = 0; i < seg->units; i++)
-        arrays += yfs_unit_block_size(m, plan->plan.unit_order[seg->first + i]);
-    return arrays;
+    return (uint64_t)(seg->records ? seg->records : 1) * (sizeof(record_at) + sizeof(uint32_t));
 }
 
+/* A page-shuffled (or natural-order) segment: frame its units (yfs_units.h)
+ * and lay their records out in sh_segment_order. The build holds the framed
+ * units, and one decoded page (or page stream) per framing thread. */
 static int build_from_units(yfs_mount *m, yfs_plan *plan, uint64_t s, yfs_hold *hold,
-                            uint8_t **data, pq_error *err)
+                            yfs_body *body, pq_error *err)
 {
     const sh_segment *seg = &plan->plan.segments[s];
     uint64_t arrays = yfs_segment_build_bytes(m, plan, s); /* reserved by the caller */
-    yfs_unit *units = calloc(seg->units ? seg->units : 1, sizeof *units);
     record_at *where = malloc((seg->records ? seg->records : 1) * sizeof *where);
     uint32_t *order = malloc((seg->records ? seg->records : 1) * sizeof *order);
+    body->num_units = seg->units;
+    body->units = calloc(seg->units ? seg->units : 1, sizeof *body->units);
     int rc = 0;
-    if (!units || !where || !order)
+    if (!body->units || !where || !order)
         rc = pq_error_set(err, "out of memory for a segment of %u records", seg->records);
     if (rc == 0)
-        rc = frame_segment_units(m, plan, seg, hold, units, err);
+        rc = body_tables(body, seg->records, err);
     if (rc == 0)
-        rc = gather(m, &plan->plan, s, units, where, order, data, err);
-
-    for (uint32_t i = 0; i < seg->units && units; i++)
-        yfs_unit_drop(&units[i]);
-    free(units);
+        rc = frame_segment_units(m, plan, seg, hold, body->units, err);
+    if (rc == 0)
+        rc = order_records(m, &plan->plan, s, body, where, order, err);
     free(where);
     free(order);
     yfs_budget_release(m->budget, arrays, YFS_MEM_BUILD, hold);
     return rc;
 }
 
-int yfs_segment_build(yfs_mount *m, yfs_plan *plan, uint64_t s, yfs_hold *hold, uint8_t **data,
+/* A shuffle=row segment, built into one buffer: a body of one piece. */
+static int build_rows(yfs_mount *m, yfs_plan *plan, uint64_t s, yfs_hold *hold, yfs_body *body,
+                      pq_error *err)
+{
+    if (body_tables(body, 1, err) < 0 ||
+        yfs_rows_build(m, &plan->plan, s, hold, &body->data, err) < 0)
+        return -1;
+    body->at[0] = body->data;
+    body->ends[0] = body->size;
+    return 0;
+}
+
+int yfs_segment_build(yfs_mount *m, yfs_plan *plan, uint64_t s, yfs_hold *hold, yfs_body *out,
                       pq_error *err)
 {
     uint64_t start = yfs_now_ns();
-    int rc = m->params.mode == SH_SHUFFLE_ROW
-                 ? yfs_rows_build(m, &plan->plan, s, hold, data, err)
-                 : build_from_units(m, plan, s, hold, data, err);
+    *out = (yfs_body){ .size = plan->plan.segments[s].bytes };
+    int rc = m->params.mode == SH_SHUFFLE_ROW ? build_rows(m, plan, s, hold, out, err)
+                                              : build_from_units(m, plan, s, hold, out, err);
     if (rc == 0)
         yfs_count(&m->stats.segments_built, 1);
+    else
+        yfs_body_free(out);
     yfs_count(&m->stats.build_nanoseconds, yfs_now_ns() - start);
     return rc;
+}
+
+void yfs_body_copy(const yfs_body *b, uint64_t offset, uint8_t *out, uint64_t len)
+{
+    assert(offset + len <= b->size);
+    if (len == 0)
+        return;
+    /* the first piece that ends past offset */
+    uint32_t lo = 0, hi = b->pieces;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (b->ends[mid] > offset)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    for (uint32_t k = lo; len > 0; k++) {
+        assert(k < b->pieces);
+        uint64_t begin = k ? b->ends[k - 1] : 0, skip = offset - begin;
+        uint64_t n = b->ends[k] - begin - skip;
+        if (n > len)
+            n = len;
+        memcpy(out, b->at[k] + skip, n);
+        out += n;
+        offset += n;
+        len -= n;
+    }
+}
+
+void yfs_body_free(yfs_body *b)
+{
+    for (uint32_t i = 0; b->units && i < b->num_units; i++)
+        yfs_unit_drop(&b->units[i]);
+    free(b->units);
+    free(b->at);
+    free(b->ends);
+    yfs_segment_free(b->data, b->size);
+    memset(b, 0, sizeof *b);
 }

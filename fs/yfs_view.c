@@ -1,7 +1,6 @@
 #include "yfs_view.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 #include "yfs_budget.h"
 #include "yfs_plans.h"
@@ -71,78 +70,38 @@ static void prefetch_after(yfs_view *v, uint64_t k)
     }
 }
 
-/* Replace the extents so far by one copy, with room for `more` bytes after
- * them, and let their segments go. */
-static int bounce(yfs_mount *m, yfs_extent *ext, int *n, size_t more, pq_error *err)
-{
-    size_t len = 0;
-    for (int i = 0; i < *n; i++)
-        len += ext[i].len;
-    yfs_budget_reserve(m->budget, len + more, YFS_MEM_BOUNCE, YFS_FORCE, NULL);
-    uint8_t *copy = malloc(len + more), *at = copy;
-    if (!copy) {
-        yfs_budget_release(m->budget, len + more, YFS_MEM_BOUNCE, NULL);
-        yfs_extents_release(m, ext, *n);
-        return pq_error_set(err, "out of memory");
-    }
-    for (int i = 0; i < *n; i++) {
-        memcpy(at, ext[i].data, ext[i].len);
-        at += ext[i].len;
-    }
-    yfs_extents_release(m, ext, *n);
-    ext[0] = (yfs_extent){ NULL, copy, len, len + more };
-    *n = 1;
-    return 0;
-}
-
-int yfs_view_read(yfs_view *v, uint64_t offset, size_t size, yfs_extent *ext, int max,
-                  int *count, pq_error *err)
+int yfs_view_read(yfs_view *v, uint64_t offset, size_t size, uint8_t *out, size_t *got,
+                  pq_error *err)
 {
     uint64_t file_size = yfs_view_size(v);
-    *count = 0;
+    *got = 0;
     if (offset >= file_size || size == 0)
         return 0;
     if (size > file_size - offset)
         size = (size_t)(file_size - offset);
 
     uint64_t k = sh_part_find(&v->part, offset);
-    int n = 0;
-    while (size > 0 && n < max && k < v->part.count) {
+    size_t done = 0;
+    while (done < size && k < v->part.count) {
         yfs_seg *seg;
         uint64_t s = sh_part_segment(&v->part, k);
         if (v->plan->plan.segments[s].bytes == 0) { /* all-null pages: nothing to serve */
             k++;
             continue;
         }
-        if (n > 0 && bounce(v->m, ext, &n, size, err) < 0)
+        if (yfs_cache_get(v->m->cache, v->plan, s, v, &seg, err) < 0)
             return -1;
-        if (yfs_cache_get(v->m->cache, v->plan, s, v, &seg, err) < 0) {
-            yfs_extents_release(v->m, ext, n);
-            return -1;
-        }
-        uint64_t within = offset - v->part.offsets[k];
+        uint64_t within = offset + done - v->part.offsets[k];
         uint64_t avail = yfs_seg_size(seg) - within;
-        size_t len = size < avail ? size : (size_t)avail;
+        size_t len = size - done < avail ? size - done : (size_t)avail;
         if (len == avail)
             yfs_cache_consumed(v->m->cache, seg);
-        ext[n++] = (yfs_extent){ seg, yfs_seg_data(seg) + within, len, 0 };
-        offset += len;
-        size -= len;
+        yfs_seg_copy(seg, within, out + done, len);
+        yfs_cache_put(v->m->cache, seg);
+        done += len;
         k++;
     }
     prefetch_after(v, k - 1);
-    *count = n;
+    *got = done;
     return 0;
-}
-
-void yfs_extents_release(yfs_mount *m, yfs_extent *ext, int count)
-{
-    for (int i = 0; i < count; i++) {
-        if (ext[i].seg) {
-            yfs_cache_put(m->cache, ext[i].seg);
-        } else {
-            free((void *)ext[i].data);
-            yfs_budget_release(m->budget, ext[i].charged, YFS_MEM_BOUNCE, NULL);
-        }
-    }
 }

@@ -219,13 +219,13 @@ Test(budget, a_request_larger_than_the_limit_runs_alone)
     pthread_join(t, NULL);
     cr_assert_eq(yfs_budget_used(b), 150);
     yfs_budget_release(b, 150, YFS_MEM_DECODED, NULL);
-    /* plans and bounce copies do not hold it back: they stay while their
+    /* plans and read buffers do not hold it back: they stay while their
      * files are open and while their readers wait */
     yfs_budget_reserve(b, 30, YFS_MEM_PLANS, YFS_FORCE, NULL);
-    yfs_budget_reserve(b, 20, YFS_MEM_BOUNCE, YFS_FORCE, NULL);
+    yfs_budget_reserve(b, 20, YFS_MEM_READS, YFS_FORCE, NULL);
     cr_assert_eq(yfs_budget_reserve(b, 150, YFS_MEM_SEGMENTS, YFS_DEMAND, NULL), 0);
     yfs_budget_release(b, 150, YFS_MEM_SEGMENTS, NULL);
-    yfs_budget_release(b, 20, YFS_MEM_BOUNCE, NULL);
+    yfs_budget_release(b, 20, YFS_MEM_READS, NULL);
     yfs_budget_release(b, 30, YFS_MEM_PLANS, NULL);
     yfs_budget_free(b);
 }
@@ -397,12 +397,12 @@ Test(budget, forced_charges_are_counted_over_the_limit)
 {
     yfs_budget *b = yfs_budget_new(100, NULL);
     yfs_budget_reserve(b, 90, YFS_MEM_SEGMENTS, YFS_DEMAND, NULL);
-    cr_assert_eq(yfs_budget_reserve(b, 40, YFS_MEM_BOUNCE, YFS_FORCE, NULL), 0);
+    cr_assert_eq(yfs_budget_reserve(b, 40, YFS_MEM_READS, YFS_FORCE, NULL), 0);
     yfs_budget_snapshot s = snapshot(b);
     cr_assert_eq(s.over_budget, 1);
     cr_assert_eq(s.max_over_bytes, 30);
-    cr_assert_eq(s.bytes[YFS_MEM_BOUNCE], 40);
-    yfs_budget_release(b, 40, YFS_MEM_BOUNCE, NULL);
+    cr_assert_eq(s.bytes[YFS_MEM_READS], 40);
+    yfs_budget_release(b, 40, YFS_MEM_READS, NULL);
     yfs_budget_release(b, 90, YFS_MEM_SEGMENTS, NULL);
     yfs_budget_free(b);
 }

@@ -57,10 +57,9 @@ static void first_segments(int n, uint64_t *bytes, uint64_t *work, uint64_t *dic
         cr_assert_geq(p->plan.num_segments, (uint64_t)n);
         bytes[s] = p->plan.segments[s].bytes;
         yfs_plans_put(probe->plans, p);
-        yfs_extent ext[YFS_MAX_EXTENTS];
-        int count;
-        cr_assert_eq(yfs_view_read(v, at, 1, ext, YFS_MAX_EXTENTS, &count, &err), 0);
-        yfs_extents_release(probe, ext, count);
+        uint8_t byte;
+        size_t got;
+        cr_assert_eq(yfs_view_read(v, at, 1, &byte, &got, &err), 0);
         yfs_budget_snapshot snap;
         yfs_budget_snapshot_get(probe->budget, &snap);
         work[s] = snap.peak - bytes[s];
@@ -81,10 +80,9 @@ static uint64_t dictionaries_of(int n, const uint64_t *bytes)
     cr_assert_eq(yfs_view_open(probe, 0, 0, 0, &v, &err), 0);
     uint64_t at = 0;
     for (int s = 0; s < n; s++) {
-        yfs_extent ext[YFS_MAX_EXTENTS];
-        int count;
-        cr_assert_eq(yfs_view_read(v, at, 1, ext, YFS_MAX_EXTENTS, &count, &err), 0);
-        yfs_extents_release(probe, ext, count);
+        uint8_t byte;
+        size_t got;
+        cr_assert_eq(yfs_view_read(v, at, 1, &byte, &got, &err), 0);
         at += bytes[s];
     }
     yfs_budget_snapshot snap;
@@ -107,14 +105,15 @@ static yfs_mount *open_one_segment_at_a_time(uint64_t *s0)
     return m;
 }
 
-/* Read [off, off+len) of v and drop the extents. */
-static void touch(yfs_mount *m, yfs_view *v, uint64_t off, size_t len)
+/* Read [off, off+len) of v. */
+static void touch(yfs_view *v, uint64_t off, size_t len)
 {
-    yfs_extent ext[YFS_MAX_EXTENTS];
-    int n;
+    uint8_t *buf = malloc(len);
+    size_t got;
     pq_error err;
-    cr_assert_eq(yfs_view_read(v, off, len, ext, YFS_MAX_EXTENTS, &n, &err), 0, "%s", err.msg);
-    yfs_extents_release(m, ext, n);
+    cr_assert_eq(yfs_view_read(v, off, len, buf, &got, &err), 0, "%s", err.msg);
+    cr_assert_eq(got, len);
+    free(buf);
 }
 
 Test(cache, half_read_segments_outlive_finished_ones)
@@ -137,10 +136,10 @@ Test(cache, half_read_segments_outlive_finished_ones)
     yfs_view *v;
     cr_assert_eq(yfs_view_open(m, 0, 0, 0, &v, &err), 0);
 
-    touch(m, v, s0, 1);             /* segment 1: first byte only */
-    touch(m, v, 0, (size_t)s0);     /* segment 0: read to its end, used more recently */
-    touch(m, v, s0 + s1, 1);        /* segment 2: needs room for one */
-    touch(m, v, s0 + 1, (size_t)s1 - 1); /* the rest of segment 1 */
+    touch(v, s0, 1);             /* segment 1: first byte only */
+    touch(v, 0, (size_t)s0);     /* segment 0: read to its end, used more recently */
+    touch(v, s0 + s1, 1);        /* segment 2: needs room for one */
+    touch(v, s0 + 1, (size_t)s1 - 1); /* the rest of segment 1 */
 
     cr_assert_eq(yfs_counter(&m->stats.segments_built), 3,
                  "segment 1 was dropped and built again (%llu builds)",
@@ -161,8 +160,8 @@ Test(cache, a_reader_that_seeks_drops_its_own_half_read_segment)
     yfs_view *v;
     pq_error err;
     cr_assert_eq(yfs_view_open(m, 0, 0, 0, &v, &err), 0);
-    touch(m, v, 0, 1);  /* segment 0: first byte only */
-    touch(m, v, s0, 1); /* segment 1 */
+    touch(v, 0, 1);  /* segment 0: first byte only */
+    touch(v, s0, 1); /* segment 1 */
     cr_assert_eq(yfs_counter(&m->stats.memory_waits), 0);
     cr_assert_eq(yfs_counter(&m->stats.segments_evicted), 1);
     cr_assert_eq(yfs_counter(&m->stats.segments_built), 2);
@@ -183,21 +182,17 @@ Test(cache, another_readers_half_read_segment_is_dropped_only_when_stale)
     cr_assert_eq(yfs_view_open(m, 0, 0, 0, &paused, &err), 0);
     cr_assert_eq(yfs_view_open(m, 0, 0, 0, &reader, &err), 0);
 
-    yfs_extent ext[YFS_MAX_EXTENTS];
-    int n;
-    cr_assert_eq(yfs_view_read(paused, 0, 2, ext, YFS_MAX_EXTENTS, &n, &err), 0);
-    uint8_t first[2];
-    memcpy(first, ext[0].data, 2);
-    yfs_extents_release(m, ext, n);
+    uint8_t first[2], again;
+    size_t got;
+    cr_assert_eq(yfs_view_read(paused, 0, 2, first, &got, &err), 0);
 
-    touch(m, reader, s0, 1); /* segment 1: waits until segment 0 is stale */
+    touch(reader, s0, 1); /* segment 1: waits until segment 0 is stale */
     cr_assert_geq(yfs_counter(&m->stats.memory_waits), 1, "segment 0 was dropped at once");
     cr_assert_eq(yfs_counter(&m->stats.segments_evicted), 1);
 
-    cr_assert_eq(yfs_view_read(paused, 1, 1, ext, YFS_MAX_EXTENTS, &n, &err), 0);
-    cr_assert_eq(n, 1);
-    cr_assert_eq(ext[0].data[0], first[1], "segment 0 came back with other bytes");
-    yfs_extents_release(m, ext, n);
+    cr_assert_eq(yfs_view_read(paused, 1, 1, &again, &got, &err), 0);
+    cr_assert_eq(got, 1);
+    cr_assert_eq(again, first[1], "segment 0 came back with other bytes");
     cr_assert_eq(yfs_counter(&m->stats.segments_built), 3);
     yfs_view_close(reader);
     yfs_view_close(paused);
