@@ -1,8 +1,15 @@
 #include "yfs_streams.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+/* Streams in use remembered for yfs_streams_wait (more are simply not
+ * waited for), and the longest such a wait lasts. */
+#define MAX_IN_USE 64
+#define WAIT_MAX_NS (2000ull * 1000u * 1000u)
 
 typedef struct paused {
     uint32_t page;
@@ -21,6 +28,12 @@ struct yfs_streams {
     paused *list;         /* oldest first; few: a paused stream takes MiBs */
     size_t count, room;
     uint64_t bytes;
+    pthread_cond_t ended; /* a stream in use was paused or closed */
+    struct in_use {
+        uint32_t page;
+        uint64_t from;
+    } busy[MAX_IN_USE];   /* streams in use (builds' framing threads: few) */
+    size_t num_busy;
 };
 
 static void close_paused(yfs_streams *st, paused *p)
@@ -90,6 +103,11 @@ yfs_streams *yfs_streams_new(yfs_budget *budget, yfs_dicts *dicts, uint64_t cap,
     st->cap = cap;
     st->stats = stats;
     pthread_mutex_init(&st->lock, NULL);
+    pthread_condattr_t monotonic;
+    pthread_condattr_init(&monotonic);
+    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+    pthread_cond_init(&st->ended, &monotonic);
+    pthread_condattr_destroy(&monotonic);
     yfs_budget_add_reclaimer(budget, reclaim, st);
     return st;
 }
@@ -100,6 +118,8 @@ void yfs_streams_free(yfs_streams *st)
         return;
     close_all(st, st->list, st->count);
     free(st->list);
+    assert(st->num_busy == 0);
+    pthread_cond_destroy(&st->ended);
     pthread_mutex_destroy(&st->lock);
     free(st);
 }
@@ -169,4 +189,53 @@ ix_stream *yfs_streams_take(yfs_streams *st, uint32_t page, uint64_t unit, yfs_h
     if (s)
         yfs_count(&st->stats->streams_resumed, 1);
     return s;
+}
+
+void yfs_streams_begin(yfs_streams *st, uint32_t page, uint64_t from)
+{
+    pthread_mutex_lock(&st->lock);
+    if (st->num_busy < MAX_IN_USE)
+        st->busy[st->num_busy++] = (struct in_use){ page, from };
+    pthread_mutex_unlock(&st->lock);
+}
+
+void yfs_streams_end(yfs_streams *st, uint32_t page, uint64_t from)
+{
+    pthread_mutex_lock(&st->lock);
+    for (size_t i = 0; i < st->num_busy; i++) {
+        if (st->busy[i].page == page && st->busy[i].from == from) {
+            st->busy[i] = st->busy[--st->num_busy];
+            break;
+        }
+    }
+    pthread_cond_broadcast(&st->ended);
+    pthread_mutex_unlock(&st->lock);
+}
+
+/* Lock held: whether a stream of page positioned at or before unit is in use. */
+static int in_use_before(const yfs_streams *st, uint32_t page, uint64_t unit)
+{
+    for (size_t i = 0; i < st->num_busy; i++)
+        if (st->busy[i].page == page && st->busy[i].from <= unit)
+            return 1;
+    return 0;
+}
+
+int yfs_streams_wait(yfs_streams *st, uint32_t page, uint64_t unit)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    uint64_t deadline = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec + WAIT_MAX_NS;
+    struct timespec at = { (time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u) };
+    int waited = 0;
+    pthread_mutex_lock(&st->lock);
+    while (in_use_before(st, page, unit)) {
+        if (pthread_cond_timedwait(&st->ended, &st->lock, &at) != 0) {
+            waited = 0; /* too long: the caller streams the page itself */
+            break;
+        }
+        waited = 1;
+    }
+    pthread_mutex_unlock(&st->lock);
+    return waited;
 }

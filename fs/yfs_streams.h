@@ -50,4 +50,18 @@ void yfs_streams_put(yfs_streams *st, uint32_t page, uint64_t unit, ix_stream *s
 ix_stream *yfs_streams_take(yfs_streams *st, uint32_t page, uint64_t unit, yfs_hold *hold,
                             uint64_t *at, void **dict, uint64_t *charged);
 
+/* Streams in use. A build that streams page `page` from unit `from` says
+ * so (yfs_streams_begin) until it has paused or closed the stream
+ * (yfs_streams_end). A build that needs a later unit of the page waits for
+ * that stream instead of streaming the page again from its start
+ * (yfs_streams_wait): with 8 readers, builds that each opened their own
+ * stream read DuckDB's 100 MB pages 20 times per epoch. A build that uses a
+ * stream never waits for another stream, so such waits end; they are
+ * bounded in time all the same (then the page is streamed again: only the
+ * work differs). Returns 1 when it waited (the unit may be parked now), 0
+ * when no stream of the page was in use before the unit. */
+void yfs_streams_begin(yfs_streams *st, uint32_t page, uint64_t from);
+void yfs_streams_end(yfs_streams *st, uint32_t page, uint64_t from);
+int yfs_streams_wait(yfs_streams *st, uint32_t page, uint64_t unit);
+
 #endif

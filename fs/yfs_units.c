@@ -276,6 +276,7 @@ static int stream_for(yfs_mount *m, const sh_unit *u, uint32_t unit, uint64_t fi
                              &ps->charged);
     if (ps->s) {
         ix_stream_rebind(ps->s, &ps->dicts, &ps->dict, &ps->read);
+        yfs_streams_begin(m->streams, u->page, ps->from);
         return 0;
     }
     pq_page_header h;
@@ -292,6 +293,7 @@ static int stream_for(yfs_mount *m, const sh_unit *u, uint32_t unit, uint64_t fi
     uint64_t bound = ix_stream_bytes_max(ps->s);
     yfs_budget_settle(m->budget, ps->charged, bound, YFS_MEM_DECODED, hold);
     ps->charged = bound;
+    yfs_streams_begin(m->streams, u->page, ps->from);
     return 0;
 }
 
@@ -303,12 +305,14 @@ static void stream_done(yfs_mount *m, uint32_t page, page_stream *ps, int pause,
     yfs_count(&m->stats.bytes_read, ps->read);
     if (pause && ps->s && ix_stream_pausable(ps->s)) {
         yfs_streams_put(m->streams, page, next, ps->s, ps->dict, ps->charged, hold);
-        return;
+    } else {
+        ix_stream_close(ps->s);
+        if (ps->dict)
+            yfs_dicts_put(m->dicts, ps->dict);
+        yfs_budget_release(m->budget, ps->charged, YFS_MEM_DECODED, hold);
     }
-    ix_stream_close(ps->s);
-    if (ps->dict)
-        yfs_dicts_put(m->dicts, ps->dict);
-    yfs_budget_release(m->budget, ps->charged, YFS_MEM_DECODED, hold);
+    if (ps->s)
+        yfs_streams_end(m->streams, page, ps->from);
 }
 
 /* Frame the unit from its page's stream into a new block, with the page's
@@ -387,9 +391,12 @@ int yfs_unit_get(yfs_mount *m, yfs_plan *plan, uint32_t unit, yfs_hold *hold, yf
     const yfs_unit_map *map = &m->units;
     sh_unit u = sh_unit_at(m->page_summary, map->cut.first_unit ? &map->cut : NULL,
                            m->ix->num_pages, unit);
-    if (map->cut.first_unit) {
+    int weigh = worth_weighing(m, &m->ix->pages[u.page]);
+    do {
         uint32_t len;
-        uint8_t *block = yfs_pages_take(m->framed, plan->plan.epoch, unit, hold, &len);
+        uint8_t *block = map->cut.first_unit
+                             ? yfs_pages_take(m->framed, plan->plan.epoch, unit, hold, &len)
+                             : NULL;
         if (block) {
             /* it comes with its charge: the caller's reservation for it goes */
             yfs_budget_release(m->budget, len, YFS_MEM_RAW, hold);
@@ -399,8 +406,9 @@ int yfs_unit_get(yfs_mount *m, yfs_plan *plan, uint32_t unit, yfs_hold *hold, yf
             }
             free(block); /* cannot happen: its size is the unit's */
         }
-    }
-    if (worth_weighing(m, &m->ix->pages[u.page])) {
+        /* a build streaming the page may park the unit or pause at it */
+    } while (weigh && map->cut.first_unit && yfs_streams_wait(m->streams, u.page, unit));
+    if (weigh) {
         int rc = frame_streamed(m, plan, unit, &u, hold, out, err);
         if (rc <= 0 && (rc == 0 || !whole_decode_serves(err)))
             return rc;
