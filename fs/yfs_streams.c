@@ -163,8 +163,15 @@ void yfs_streams_put(yfs_streams *st, uint32_t page, uint64_t unit, ix_stream *s
     free(victims);
 }
 
-ix_stream *yfs_streams_take(yfs_streams *st, uint32_t page, uint64_t unit, yfs_hold *hold,
-                            uint64_t *at, void **dict, uint64_t *charged)
+/* Lock held: page's stream from unit `from` is in use. */
+static void mark_in_use(yfs_streams *st, uint32_t page, uint64_t from)
+{
+    if (st->num_busy < MAX_IN_USE)
+        st->busy[st->num_busy++] = (struct in_use){ page, from };
+}
+
+ix_stream *yfs_streams_take(yfs_streams *st, uint32_t page, uint64_t unit, uint64_t first_unit,
+                            yfs_hold *hold, uint64_t *at, void **dict, uint64_t *charged)
 {
     ix_stream *s = NULL;
     pthread_mutex_lock(&st->lock);
@@ -174,6 +181,7 @@ ix_stream *yfs_streams_take(yfs_streams *st, uint32_t page, uint64_t unit, yfs_h
         if (p->page == page && p->unit <= unit && (best == st->count || p->unit > st->list[best].unit))
             best = i;
     }
+    *at = first_unit;
     if (best < st->count) {
         paused *p = &st->list[best];
         s = p->stream;
@@ -185,18 +193,11 @@ ix_stream *yfs_streams_take(yfs_streams *st, uint32_t page, uint64_t unit, yfs_h
         memmove(p, p + 1, (st->count - best - 1) * sizeof *p);
         st->count--;
     }
+    mark_in_use(st, page, *at);
     pthread_mutex_unlock(&st->lock);
     if (s)
         yfs_count(&st->stats->streams_resumed, 1);
     return s;
-}
-
-void yfs_streams_begin(yfs_streams *st, uint32_t page, uint64_t from)
-{
-    pthread_mutex_lock(&st->lock);
-    if (st->num_busy < MAX_IN_USE)
-        st->busy[st->num_busy++] = (struct in_use){ page, from };
-    pthread_mutex_unlock(&st->lock);
 }
 
 void yfs_streams_end(yfs_streams *st, uint32_t page, uint64_t from)

@@ -44,23 +44,26 @@ void yfs_streams_put(yfs_streams *st, uint32_t page, uint64_t unit, ix_stream *s
 
 /* The stream of `page` paused at the latest unit up to `unit` (*at), handed
  * to the caller with its dictionary handle (*dict) and its charge (*charged
- * bytes, moved to hold as YFS_MEM_DECODED); or NULL. The caller rebinds it
- * (ix_stream_rebind) and passes over the units before `unit` (builds
- * running at once ask for a page's units a little out of order). */
-ix_stream *yfs_streams_take(yfs_streams *st, uint32_t page, uint64_t unit, yfs_hold *hold,
-                            uint64_t *at, void **dict, uint64_t *charged);
-
-/* Streams in use. A build that streams page `page` from unit `from` says
- * so (yfs_streams_begin) until it has paused or closed the stream
- * (yfs_streams_end). A build that needs a later unit of the page waits for
- * that stream instead of streaming the page again from its start
- * (yfs_streams_wait): with 8 readers, builds that each opened their own
- * stream read DuckDB's 100 MB pages 20 times per epoch. A build that uses a
- * stream never waits for another stream, so such waits end; they are
- * bounded in time all the same (then the page is streamed again: only the
- * work differs). Returns 1 when it waited (the unit may be parked now), 0
- * when no stream of the page was in use before the unit. */
-void yfs_streams_begin(yfs_streams *st, uint32_t page, uint64_t from);
+ * bytes, moved to hold as YFS_MEM_DECODED); or NULL, and then the caller is
+ * to stream the page from its first unit, `first_unit` (*at). The caller
+ * rebinds a stream handed over (ix_stream_rebind) and passes over the units
+ * before `unit` (builds running at once ask for a page's units a little out
+ * of order).
+ *
+ * Either way the stream is in use from now on, until the caller pauses it
+ * (yfs_streams_put) or closes it (or gives up opening it), and then says so
+ * (yfs_streams_end with the unit it started from). A build that needs a
+ * later unit of the page waits for a stream in use (yfs_streams_wait)
+ * instead of streaming the page again from its start: with 8 readers,
+ * builds that each opened their own stream read DuckDB's 100 MB pages 20
+ * times per epoch. A thread that uses a stream never waits for another
+ * stream, so such waits end; they are bounded in time all the same (then
+ * the page is streamed again: only the work differs). yfs_streams_wait
+ * returns 1 when it waited and the stream was let go (the unit may be parked
+ * now), 0 when no stream of the page before the unit was in use, or after
+ * waiting too long. */
+ix_stream *yfs_streams_take(yfs_streams *st, uint32_t page, uint64_t unit, uint64_t first_unit,
+                            yfs_hold *hold, uint64_t *at, void **dict, uint64_t *charged);
 void yfs_streams_end(yfs_streams *st, uint32_t page, uint64_t from);
 int yfs_streams_wait(yfs_streams *st, uint32_t page, uint64_t unit);
 

@@ -272,28 +272,32 @@ static int stream_for(yfs_mount *m, const sh_unit *u, uint32_t unit, uint64_t fi
 {
     ps->src = (yfs_dict_source){ m->dicts, hold };
     ps->dicts = yfs_dicts_source(&ps->src);
-    ps->s = yfs_streams_take(m->streams, u->page, unit, hold, &ps->from, &ps->dict,
+    ps->s = yfs_streams_take(m->streams, u->page, unit, first_unit, hold, &ps->from, &ps->dict,
                              &ps->charged);
     if (ps->s) {
         ix_stream_rebind(ps->s, &ps->dicts, &ps->dict, &ps->read);
-        yfs_streams_begin(m->streams, u->page, ps->from);
         return 0;
     }
+    /* The page's stream from its first unit is ours to open (builds that
+     * need its later units wait for it meanwhile). */
     pq_page_header h;
-    if (ix_entry_first_header(m->ix, u->page, &h, &ps->read, err) < 0)
-        return whole_decode_serves(err) ? 1 : -1;
-    if (whole_decode_bytes(&m->ix->pages[u->page], &h) <= whole_decode_share(m))
-        return 1;
-    ps->from = first_unit;
-    ps->charged = IX_STREAM_CAP;
-    yfs_budget_reserve(m->budget, ps->charged, YFS_MEM_DECODED, YFS_DEMAND, hold);
-    ps->s = ix_stream_open(m->ix, u->page, &ps->dicts, &ps->dict, NULL, &ps->read, err);
-    if (!ps->s)
-        return -1;
+    int rc = ix_entry_first_header(m->ix, u->page, &h, &ps->read, err) < 0
+                 ? (whole_decode_serves(err) ? 1 : -1)
+                 : whole_decode_bytes(&m->ix->pages[u->page], &h) <= whole_decode_share(m);
+    if (rc == 0) {
+        ps->charged = IX_STREAM_CAP;
+        yfs_budget_reserve(m->budget, ps->charged, YFS_MEM_DECODED, YFS_DEMAND, hold);
+        ps->s = ix_stream_open(m->ix, u->page, &ps->dicts, &ps->dict, NULL, &ps->read, err);
+        if (!ps->s)
+            rc = -1; /* its charge goes in stream_done */
+    }
+    if (rc != 0) {
+        yfs_streams_end(m->streams, u->page, first_unit);
+        return rc;
+    }
     uint64_t bound = ix_stream_bytes_max(ps->s);
     yfs_budget_settle(m->budget, ps->charged, bound, YFS_MEM_DECODED, hold);
     ps->charged = bound;
-    yfs_streams_begin(m->streams, u->page, ps->from);
     return 0;
 }
 

@@ -1,7 +1,11 @@
 /* yfs_streams.h: page streams paused between units are handed back only at
  * the unit they are positioned at, carry their charge and dictionary with
- * them, and give way to the store's cap and to demand reservations. */
+ * them, and give way to the store's cap and to demand reservations; a build
+ * that needs a later unit of a page in use waits for its stream. */
 #include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
 
 #include "ix_stream.h"
 #include "tfs.h"
@@ -32,6 +36,19 @@ static void open_stream(yfs_mount *m, uint64_t page, yfs_hold *hold, opened *o)
     cr_assert(ix_stream_pausable(o->s));
 }
 
+/* yfs_streams_take with the page's first unit 0; a caller that gets no
+ * stream gives up streaming the page at once (ends its use). */
+static ix_stream *take(yfs_streams *st, uint32_t page, uint64_t unit, yfs_hold *hold,
+                       uint64_t *at, void **dict, uint64_t *charged)
+{
+    ix_stream *s = yfs_streams_take(st, page, unit, 0, hold, at, dict, charged);
+    if (!s) {
+        cr_assert_eq(*at, 0, "no stream: the caller streams from the first unit");
+        yfs_streams_end(st, page, 0);
+    }
+    return s;
+}
+
 Test(streams, a_paused_stream_resumes_where_it_stopped)
 {
     yfs_mount *m = tfs_open_sample("column=text", NULL, 64u << 20);
@@ -49,15 +66,15 @@ Test(streams, a_paused_stream_resumes_where_it_stopped)
 
     void *dict;
     uint64_t charged, at;
-    cr_assert_null(yfs_streams_take(st, 0, 6, &hold, &at, &dict, &charged), "past unit 6");
-    cr_assert_null(yfs_streams_take(st, 1, 7, &hold, &at, &dict, &charged), "another page");
-    ix_stream *s = yfs_streams_take(st, 0, 9, &hold, &at, &dict, &charged);
+    cr_assert_null(take(st, 0, 6, &hold, &at, &dict, &charged), "past unit 6");
+    cr_assert_null(take(st, 1, 7, &hold, &at, &dict, &charged), "another page");
+    ix_stream *s = take(st, 0, 9, &hold, &at, &dict, &charged);
     cr_assert_eq(s, o.s, "the latest paused at or before unit 9");
     cr_assert_eq(at, 7);
     cr_assert_eq(dict, o.dict);
     cr_assert_eq(charged, bound);
     cr_assert_eq(tfs_held(m->budget, YFS_MEM_PARKED), 0);
-    cr_assert_null(yfs_streams_take(st, 0, 7, &hold, &at, &dict, &charged), "taken once");
+    cr_assert_null(take(st, 0, 7, &hold, &at, &dict, &charged), "taken once");
 
     /* it goes on with the records after the one read before the pause */
     uint64_t read = 0;
@@ -72,6 +89,7 @@ Test(streams, a_paused_stream_resumes_where_it_stopped)
     cr_assert_eq(rc, 0, "%s", err.msg);
     cr_assert_eq(more + 1, m->ix->pages[0].records);
     ix_stream_close(s);
+    yfs_streams_end(st, 0, 7);
     if (dict)
         yfs_dicts_put(m->dicts, dict);
     yfs_budget_release(m->budget, charged, YFS_MEM_DECODED, &hold);
@@ -110,10 +128,11 @@ Test(streams, the_cap_closes_the_oldest_and_free_closes_the_rest)
     cr_assert_eq(yfs_counter(&m->stats.streams_closed), 1);
     void *dict;
     uint64_t charged, at;
-    cr_assert_null(yfs_streams_take(st, 0, 1, &hold, &at, &dict, &charged), "the oldest went");
-    ix_stream *s = yfs_streams_take(st, 0, 2, &hold, &at, &dict, &charged);
+    cr_assert_null(take(st, 0, 1, &hold, &at, &dict, &charged), "the oldest went");
+    ix_stream *s = take(st, 0, 2, &hold, &at, &dict, &charged);
     cr_assert(s && at == 2, "the newest stayed");
     yfs_streams_put(st, 0, 2, s, dict, charged, &hold);
+    yfs_streams_end(st, 0, 2);
     cr_assert_eq(tfs_held(m->budget, YFS_MEM_PARKED), bound);
     cr_assert_eq(tfs_held(m->budget, YFS_MEM_DECODED), 0);
     yfs_hold_leave(m->budget, &hold);
@@ -138,8 +157,50 @@ Test(streams, a_demand_short_of_room_closes_paused_streams)
     cr_assert_eq(tfs_held(m->budget, YFS_MEM_PARKED), 0, "the paused stream gave way");
     void *dict;
     uint64_t charged, at;
-    cr_assert_null(yfs_streams_take(st, 2, 1, &hold, &at, &dict, &charged));
+    cr_assert_null(take(st, 2, 1, &hold, &at, &dict, &charged));
     yfs_budget_release(m->budget, all, YFS_MEM_BUILD, &hold);
     yfs_hold_leave(m->budget, &hold);
+    yfs_mount_close(m);
+}
+
+typedef struct wait_job {
+    yfs_streams *st;
+    uint32_t page;
+    uint64_t unit;
+    _Atomic int result; /* -1 while waiting */
+} wait_job;
+
+static void *wait_for(void *arg)
+{
+    wait_job *j = arg;
+    atomic_store(&j->result, yfs_streams_wait(j->st, j->page, j->unit));
+    return NULL;
+}
+
+/* A build that needs a later unit of a page another build streams waits
+ * until that stream is let go; one that needs an earlier unit, or a unit of
+ * another page, does not wait. */
+Test(streams, a_later_unit_waits_for_the_stream_in_use)
+{
+    yfs_mount *m = tfs_open_sample("column=text", NULL, 64u << 20);
+    yfs_streams *st = m->streams;
+    yfs_hold hold = { 0 };
+    void *dict;
+    uint64_t charged, at;
+    /* nothing paused: the caller is to stream page 0 from unit 2 */
+    cr_assert_null(yfs_streams_take(st, 0, 4, 2, &hold, &at, &dict, &charged));
+    cr_assert_eq(at, 2);
+    cr_assert_eq(yfs_streams_wait(st, 0, 1), 0, "unit 1 comes before the stream in use");
+    cr_assert_eq(yfs_streams_wait(st, 1, 5), 0, "another page");
+
+    wait_job j = { st, 0, 5, -1 };
+    pthread_t t;
+    pthread_create(&t, NULL, wait_for, &j);
+    struct timespec pause = { 0, 50 * 1000 * 1000 };
+    nanosleep(&pause, NULL);
+    cr_assert_eq(atomic_load(&j.result), -1, "went on while the page's stream was in use");
+    yfs_streams_end(st, 0, 2);
+    pthread_join(t, NULL);
+    cr_assert_eq(atomic_load(&j.result), 1);
     yfs_mount_close(m);
 }
