@@ -10,6 +10,7 @@
 #include "yfs_budget.h"
 #include "yfs_cache.h"
 #include "yfs_streams.h"
+#include "yfs_wants.h"
 #include "yfs_dicts.h"
 #include "yfs_pages.h"
 #include "yfs_plans.h"
@@ -185,7 +186,8 @@ int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, y
     m->streams = m->dicts ? yfs_streams_new(m->budget, m->dicts, yfs_mount_framed_budget(m),
                                             &m->stats)
                           : NULL;
-    if (!m->dicts || !m->streams || !m->cache || !m->loaded || !m->framed)
+    m->wants = yfs_wants_new();
+    if (!m->dicts || !m->streams || !m->wants || !m->cache || !m->loaded || !m->framed)
         goto oom;
     if (m->params.mode == SH_SHUFFLE_ROW && yfs_rows_measure(m, err) < 0)
         goto fail;
@@ -219,6 +221,7 @@ void yfs_mount_close(yfs_mount *m)
         return;
     yfs_cache_free(m->cache); /* first: its workers use plans and dictionaries */
     yfs_streams_free(m->streams); /* before the dictionaries its streams hold */
+    yfs_wants_free(m->wants);
     yfs_dicts_free(m->dicts);
     yfs_plans_free(m->plans);
     yfs_pages_free(m->loaded);

@@ -22,6 +22,7 @@ typedef struct yfs_cache yfs_cache;
 typedef struct yfs_pages yfs_pages;
 typedef struct yfs_budget yfs_budget;
 typedef struct yfs_streams yfs_streams;
+typedef struct yfs_wants yfs_wants;
 
 /* The plan's shuffle units (sh_plan.h sh_cut), from the index's cut pages
  * (ix_index.h): cut.first_unit is NULL when no page is cut, and then every
@@ -49,6 +50,7 @@ typedef struct yfs_mount {
     yfs_unit_map units;
     yfs_pages *framed;     /* framed units of cut pages, waiting to be served (yfs_units.h) */
     yfs_streams *streams;  /* streams of large pages paused between units (yfs_streams.h) */
+    yfs_wants *wants;      /* units running builds wait for, and their blocks (yfs_wants.h) */
     yfs_stats stats;
     double index_seconds;  /* wall time of the whole mount-time build */
     int log_to_syslog;     /* set once daemonized, before any read */

@@ -10,6 +10,7 @@
 #include "yfs_pages.h"
 #include "yfs_segment.h"
 #include "yfs_streams.h"
+#include "yfs_wants.h"
 
 /* A unit's block: the end of each record (8 bytes each), then the bytes. */
 static uint64_t block_size(const sh_unit *u)
@@ -98,8 +99,9 @@ static void park_block_drop(yfs_mount *m, uint8_t *block, uint64_t size, yfs_hol
     yfs_budget_release(m->budget, size, YFS_MEM_RAW, hold);
 }
 
-/* The page's other units, framed from the same decode and parked for the
- * builds that serve them, as far as memory allows without waiting. */
+/* The page's other units, framed from the same decode: into the blocks of
+ * the builds that want them (yfs_wants.h), else parked for the builds that
+ * serve them later, as far as memory allows without waiting. */
 static void park_others(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_unit *want,
                         const ix_record *recs, yfs_hold *hold)
 {
@@ -109,11 +111,17 @@ static void park_others(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_un
         if (v == unit)
             continue;
         sh_unit u = sh_unit_at(m->page_summary, &map->cut, m->ix->num_pages, (uint32_t)v);
+        pq_error ignored; /* whoever needs the unit frames it again, and reports */
+        uint8_t *wanted = yfs_wants_claim(m->wants, (uint32_t)v);
+        if (wanted) {
+            int ok = frame_unit(&m->ix->framing, recs, &u, wanted, &ignored) == 0;
+            yfs_wants_end(m->wants, (uint32_t)v, wanted, ok);
+            continue;
+        }
         uint64_t size = block_size(&u);
         uint8_t *block = park_block_new(m, size, hold);
         if (!block)
             continue;
-        pq_error ignored; /* whoever needs the unit frames it again, and reports */
         if (frame_unit(&m->ix->framing, recs, &u, block, &ignored) < 0) {
             park_block_drop(m, block, size, hold);
             continue;
@@ -149,8 +157,8 @@ static void block_free(uint8_t *block, uint64_t size, int mapped)
         free(block);
 }
 
-/* Decode the unit's page whole and frame the unit (and park the page's
- * others). */
+/* Decode the unit's page whole and frame the unit into its block (and the
+ * page's others into the blocks that want them, or parked). */
 static int frame_from_page(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_unit *u,
                            yfs_hold *hold, yfs_unit *out, pq_error *err)
 {
@@ -169,18 +177,7 @@ static int frame_from_page(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh
         yfs_budget_release(m->budget, len, YFS_MEM_RAW, hold);
     }
     if (rc == 0) {
-        uint64_t size = block_size(u); /* reserved by the caller */
-        int mapped;
-        uint8_t *block = block_alloc(size, &mapped);
-        rc = block ? frame_unit(&m->ix->framing, recs, u, block, err)
-                   : pq_error_set(err, "out of memory for a %llu-byte unit",
-                                  (unsigned long long)size);
-        if (rc == 0) {
-            unit_from_block(out, u, block);
-            out->mapped = mapped;
-        } else if (block) {
-            block_free(block, size, mapped);
-        }
+        rc = frame_unit(&m->ix->framing, recs, u, out->block, err);
         const uint64_t *first = m->units.cut.first_unit;
         if (rc == 0 && first && first[u->page + 1] - first[u->page] > 1)
             park_others(m, plan, unit, u, recs, hold);
@@ -319,10 +316,12 @@ static void stream_done(yfs_mount *m, uint32_t page, page_stream *ps, int pause,
         yfs_streams_end(m->streams, page, ps->from);
 }
 
-/* Frame the unit from its page's stream into a new block, with the page's
- * other units the stream passes that fit a page's share of the framed store
- * (parked); the stream is then paused at the next unit for the build that
- * needs it. Returns 1 when the page is better decoded whole, 0, or -1. */
+/* Frame the unit from its page's stream into its block, with the page's
+ * other units the stream passes: into the blocks of the builds that want
+ * them (yfs_wants.h), else parked as far as a page's share of the framed
+ * store allows; the stream is then paused at the next unit for the build
+ * that needs it. Returns 1 when the page is better decoded whole, 2 when
+ * another framed the unit meanwhile, 0, or -1. */
 static int frame_streamed(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_unit *u,
                           yfs_hold *hold, yfs_unit *out, pq_error *err)
 {
@@ -331,20 +330,27 @@ static int frame_streamed(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_
     uint64_t end_unit = cut ? cut->first_unit[u->page + 1] : unit + 1;
     page_stream ps = { 0 };
     int rc = stream_for(m, u, unit, first_unit, hold, &ps, err);
+    /* with the stream in hand, the unit is ours to frame, unless another
+     * build's decode or stream framed it meanwhile */
+    if (rc == 0 && yfs_wants_begin(m->wants, unit, out->block)) {
+        stream_done(m, u->page, &ps, 1, ps.from, hold);
+        return 2;
+    }
+    int begun = rc == 0;
     uint32_t units = rc == 0 ? (uint32_t)(end_unit - ps.from) : 0;
     uint8_t **block = rc == 0 ? calloc(units, sizeof *block) : NULL;
-    if (rc == 0 && !block)
+    int *wanted = rc == 0 ? calloc(units, sizeof *wanted) : NULL;
+    if (rc == 0 && (!block || !wanted))
         rc = pq_error_set(err, "out of memory for %u units", units);
     uint64_t parked = 0, share = yfs_mount_framed_budget(m) / SH_OPEN_PAGES;
-    int mapped = 0;
     for (uint32_t k = 0; rc == 0 && k < units; k++) {
         uint64_t v = ps.from + k;
         sh_unit uv = sh_unit_at(m->page_summary, cut, m->ix->num_pages, (uint32_t)v);
         uint64_t size = block_size(&uv);
-        if (v == unit) { /* reserved by the caller */
-            if (!(block[k] = block_alloc(size, &mapped)))
-                rc = pq_error_set(err, "out of memory for a %llu-byte unit",
-                                  (unsigned long long)size);
+        if (v == unit) {
+            block[k] = out->block;
+        } else if ((block[k] = yfs_wants_claim(m->wants, (uint32_t)v))) {
+            wanted[k] = 1;
         } else if (parked + size <= share && (block[k] = park_block_new(m, size, hold))) {
             parked += size;
         } else if (v > unit) {
@@ -368,24 +374,23 @@ static int frame_streamed(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_
     if (rc == 0)
         yfs_count(&m->stats.page_bytes, ps.read);
     for (uint32_t k = 0; block && k < units; k++) {
-        if (!block[k])
-            continue;
         uint64_t v = ps.from + k;
+        if (!block[k] || v == unit)
+            continue;
         sh_unit uv = sh_unit_at(m->page_summary, cut, m->ix->num_pages, (uint32_t)v);
         uint64_t size = block_size(&uv);
-        if (v == unit && rc == 0) {
-            unit_from_block(out, &uv, block[k]);
-            out->mapped = mapped;
-        } else if (v == unit) {
-            block_free(block[k], size, mapped);
-        } else if (rc == 0) {
+        if (wanted[k])
+            yfs_wants_end(m->wants, (uint32_t)v, block[k], rc == 0);
+        else if (rc == 0)
             yfs_pages_put(m->framed, plan->plan.epoch, (uint32_t)v, block[k], (uint32_t)size,
                           hold);
-        } else {
+        else
             park_block_drop(m, block[k], size, hold);
-        }
     }
     free(block);
+    free(wanted);
+    if (begun)
+        yfs_wants_end(m->wants, unit, out->block, rc == 0);
     return rc;
 }
 
@@ -397,34 +402,69 @@ int yfs_unit_get(yfs_mount *m, yfs_plan *plan, uint32_t unit, yfs_hold *hold, yf
                            m->ix->num_pages, unit);
     int weigh = worth_weighing(m, &m->ix->pages[u.page]);
     do {
+        if (yfs_wants_begin(m->wants, unit, out->block))
+            return 0; /* framed into out->block by another's decode or stream */
         uint32_t len;
         uint8_t *block = map->cut.first_unit
                              ? yfs_pages_take(m->framed, plan->plan.epoch, unit, hold, &len)
                              : NULL;
+        int ok = block && len == block_size(&u); /* a parked block is the unit's size */
+        if (ok)
+            memcpy(out->block, block, len);
         if (block) {
-            /* it comes with its charge: the caller's reservation for it goes */
+            free(block); /* with its charge: the caller's reservation covers out->block */
             yfs_budget_release(m->budget, len, YFS_MEM_RAW, hold);
-            if (len == block_size(&u)) {
-                unit_from_block(out, &u, block);
-                return 0;
-            }
-            free(block); /* cannot happen: its size is the unit's */
         }
-        /* a build streaming the page may park the unit or pause at it */
+        yfs_wants_end(m->wants, unit, out->block, ok);
+        if (ok)
+            return 0;
+        /* a build streaming the page may frame the unit, park it or pause at it */
     } while (weigh && map->cut.first_unit && yfs_streams_wait(m->streams, u.page, unit));
     if (weigh) {
         int rc = frame_streamed(m, plan, unit, &u, hold, out, err);
+        if (rc == 2)
+            return 0;
         if (rc <= 0 && (rc == 0 || !whole_decode_serves(err)))
             return rc;
     }
-    return frame_from_page(m, plan, unit, &u, hold, out, err);
+    if (yfs_wants_begin(m->wants, unit, out->block))
+        return 0;
+    int rc = frame_from_page(m, plan, unit, &u, hold, out, err);
+    yfs_wants_end(m->wants, unit, out->block, rc == 0);
+    return rc;
 }
 
 void yfs_unit_drop(yfs_unit *u)
 {
-    if (u->mapped)
-        yfs_segment_free(u->block, u->records * sizeof(uint64_t) + u->size);
-    else
-        free(u->block);
+    if (u->block)
+        block_free(u->block, u->records * sizeof(uint64_t) + u->size, u->mapped);
     memset(u, 0, sizeof *u);
+}
+
+int yfs_units_prepare(yfs_mount *m, yfs_plan *plan, const sh_segment *seg, yfs_unit *units,
+                      pq_error *err)
+{
+    const sh_cut *cut = m->units.cut.first_unit ? &m->units.cut : NULL;
+    for (uint32_t i = 0; i < seg->units; i++) {
+        uint32_t unit = plan->plan.unit_order[seg->first + i];
+        sh_unit u = sh_unit_at(m->page_summary, cut, m->ix->num_pages, unit);
+        int mapped;
+        uint8_t *block = block_alloc(block_size(&u), &mapped);
+        if (!block)
+            return pq_error_set(err, "out of memory for a %llu-byte unit",
+                                (unsigned long long)block_size(&u));
+        unit_from_block(&units[i], &u, block);
+        units[i].mapped = mapped;
+        if (cut)
+            yfs_wants_add(m->wants, unit, block); /* else framed by this build alone */
+    }
+    return 0;
+}
+
+void yfs_units_finish(yfs_mount *m, yfs_plan *plan, const sh_segment *seg, yfs_unit *units)
+{
+    if (!m->units.cut.first_unit)
+        return;
+    for (uint32_t i = 0; i < seg->units && units[i].block; i++)
+        yfs_wants_remove(m->wants, plan->plan.unit_order[seg->first + i], units[i].block);
 }

@@ -46,12 +46,22 @@ typedef struct yfs_unit {
     int mapped;            /* block is mapped (yfs_segment_alloc), else malloc'ed */
 } yfs_unit;
 
-/* The framed records of unit `unit` of the plan's input, charged to hold
- * (entered by the caller) as YFS_MEM_BUILD until yfs_unit_drop: the caller
- * has reserved them already, yfs_unit_block_size(unit) bytes (a build
- * reserves all its units' blocks at once before framing any, so that builds
- * that could not finish do not start). Fails, naming the file, when the page
- * holds other records or bytes than the index says (a source changed). */
+/* Allocate the block of every unit of the segment into units[] (seg->units
+ * slots, zeroed), reserved by the caller already (a build reserves all its
+ * units' blocks at once before framing any, so that builds that could not
+ * finish do not start), and register them (yfs_wants.h): whoever decodes
+ * or streams their pages from now on frames them into them. On failure the
+ * blocks allocated are in units[]: yfs_units_finish, then yfs_unit_drop. */
+int yfs_units_prepare(yfs_mount *m, yfs_plan *plan, const sh_segment *seg, yfs_unit *units,
+                      pq_error *err);
+/* Unregister the blocks (waiting while another thread frames into one). */
+void yfs_units_finish(yfs_mount *m, yfs_plan *plan, const sh_segment *seg, yfs_unit *units);
+
+/* Frame the records of unit `unit` of the plan's input into out's block
+ * (from yfs_units_prepare), unless another's decode or stream did. Every
+ * other byte it takes (raw and decoded pages, streams) is reserved for hold,
+ * entered by the caller. Fails, naming the file, when the page holds other
+ * records or bytes than the index says (a source changed). */
 int yfs_unit_get(yfs_mount *m, yfs_plan *plan, uint32_t unit, yfs_hold *hold, yfs_unit *out,
                  pq_error *err);
 /* The bytes unit `unit`'s framed records take with their ends. */

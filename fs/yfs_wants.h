@@ -1,0 +1,49 @@
+/* yfs_wants.h — the units running builds want, and the blocks they will be
+ * framed into.
+ *
+ * A build reserves and allocates the block of every unit of its segment
+ * before it frames any (yfs_units.h), and registers them here. Whoever
+ * decodes or streams a page frames every registered unit of that page it
+ * passes straight into its build's block, at no memory cost: a stream of one
+ * of DuckDB's 100 MB pages serves the units several builds wait for in one
+ * pass, where parking them (a copy each, room permitting) or streaming the
+ * page again from its start for each was the alternative.
+ *
+ * A unit's entry is WANTED until someone begins to frame it (FILLING), then
+ * FILLED; a framing that fails puts it back to WANTED. The owner takes it
+ * over like anyone else (yfs_wants_begin) and waits while another frames
+ * it; framing never waits for anything but CPU and file reads, so such
+ * waits end. Keyed by unit (a unit's framed bytes do not depend on the
+ * epoch): a unit a second build wants at the same time is not registered
+ * again, and that build frames it itself. Thread-safe (one mutex).
+ */
+#ifndef YFS_WANTS_H
+#define YFS_WANTS_H
+
+#include <stdint.h>
+
+typedef struct yfs_wants yfs_wants;
+
+yfs_wants *yfs_wants_new(void);
+/* No entry may be left (asserted). */
+void yfs_wants_free(yfs_wants *w);
+
+/* Register block for unit (the caller's until yfs_wants_remove). Returns 0,
+ * or -1 when the unit is registered already (or out of memory). */
+int yfs_wants_add(yfs_wants *w, uint32_t unit, uint8_t *block);
+/* Unregister (once no one frames into the block, waiting for it). */
+void yfs_wants_remove(yfs_wants *w, uint32_t unit, const uint8_t *block);
+
+/* Someone else's unit passing by: its block, now FILLING for the caller,
+ * or NULL when it is not WANTED. */
+uint8_t *yfs_wants_claim(yfs_wants *w, uint32_t unit);
+/* The owner's own unit, to be framed into block: 1 when it is FILLED
+ * already (nothing to do), else 0 and the caller frames it (FILLING for it
+ * if registered), waiting first while another frames it. */
+int yfs_wants_begin(yfs_wants *w, uint32_t unit, const uint8_t *block);
+/* The caller's framing of unit into block (claimed or begun) is over:
+ * FILLED when ok, else WANTED again. No-op when block is not registered
+ * for unit. */
+void yfs_wants_end(yfs_wants *w, uint32_t unit, const uint8_t *block, int ok);
+
+#endif
