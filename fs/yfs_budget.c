@@ -31,6 +31,12 @@ struct yfs_budget {
     uint64_t bytes[YFS_MEM_KINDS], peak_bytes[YFS_MEM_KINDS];
     uint64_t blocked;       /* bytes of blocked holds (all their threads waiting) */
     int demand_waiters;
+    /* Counts wake() calls: a waiter that saw it move while it ran the
+     * reclaimers (without the lock) does not go to sleep, since the signal
+     * meant for it may have come before it waited. 8 readers at mem=64M
+     * hung for good when a parked page came in just then: every waiter
+     * asleep without a deadline, the page never reclaimed. */
+    uint64_t changes;
     uint64_t demand_waits, refused, over_budget, max_over;
 };
 
@@ -154,6 +160,7 @@ static uint64_t stuck(const yfs_budget *b)
  *     left after those before it. */
 static void wake(yfs_budget *b)
 {
+    b->changes++;
     if (!b->first)
         return;
     int all = b->used <= stuck(b);
@@ -197,9 +204,13 @@ static void dequeue(yfs_budget *b, waiter *w)
 }
 
 /* Lock held: wait as demand reservation w (in the list) of hold h, until
- * woken or until retry (CLOCK_MONOTONIC ns, 0: no deadline). */
-static void wait_for_room(yfs_budget *b, waiter *w, yfs_hold *h, uint64_t retry)
+ * woken or until retry (CLOCK_MONOTONIC ns, 0: no deadline); not at all
+ * when wake() ran since `seen` (see changes). */
+static void wait_for_room(yfs_budget *b, waiter *w, yfs_hold *h, uint64_t retry,
+                          uint64_t seen)
 {
+    if (b->changes != seen)
+        return; /* something changed since the reclaimers ran: run them again */
     b->demand_waiters++;
     b->demand_waits++;
     if (h) {
@@ -241,6 +252,7 @@ int yfs_budget_reserve(yfs_budget *b, uint64_t bytes, yfs_mem_kind kind, yfs_mem
             pthread_mutex_unlock(&b->lock);
             return -1;
         }
+        uint64_t seen = b->changes;
         uint64_t retry = reclaim(b, bytes, mode != YFS_PREFETCH);
         if (fits(b, bytes) && !(mode == YFS_PREFETCH && b->demand_waiters > 0))
             break;
@@ -269,7 +281,7 @@ int yfs_budget_reserve(yfs_budget *b, uint64_t bytes, yfs_mem_kind kind, yfs_mem
             enqueue(b, &self, bytes);
             queued = 1;
         }
-        wait_for_room(b, &self, hold, retry);
+        wait_for_room(b, &self, hold, retry, seen);
     }
     if (queued)
         dequeue(b, &self);

@@ -412,3 +412,51 @@ Test(budget, forced_charges_are_counted_over_the_limit)
     yfs_budget_release(b, 90, YFS_MEM_SEGMENTS, NULL);
     yfs_budget_free(b);
 }
+
+/* Memory that becomes reclaimable while a waiter runs the reclaimers
+ * (without the accountant's lock) is reclaimed for it: the wakeup it missed
+ * does not leave it asleep for good. */
+typedef struct late_store {
+    yfs_budget *b;
+    int calls;
+    uint64_t parked; /* reclaimable */
+} late_store;
+
+static uint64_t reclaim_late(void *ctx, uint64_t need, int demand)
+{
+    late_store *s = ctx;
+    (void)need;
+    (void)demand;
+    switch (s->calls++) {
+    case 0: /* the waiter's first try: nothing to give */
+        return 0;
+    case 1: /* its second: meanwhile another thread parks the 60 (and wakes) */
+        yfs_budget_transfer(s->b, 60, YFS_MEM_SEGMENTS, NULL, YFS_MEM_PARKED, NULL);
+        s->parked = 60;
+        return 0;
+    default:
+        yfs_budget_release(s->b, s->parked, YFS_MEM_PARKED, NULL);
+        s->parked = 0;
+        return 0;
+    }
+}
+
+Test(budget, memory_parked_while_the_reclaimers_run_is_not_missed)
+{
+    yfs_budget *b = yfs_budget_new(100, NULL);
+    late_store s = { b, 0, 0 };
+    yfs_budget_add_reclaimer(b, reclaim_late, &s);
+    yfs_budget_reserve(b, 60, YFS_MEM_SEGMENTS, YFS_DEMAND, NULL);
+    waiter w = { b, 50, NULL, 0 };
+    pthread_t t;
+    pthread_create(&t, NULL, demand, &w);
+    cr_assert(waiting_now(b));
+    yfs_budget_notify(b); /* its second try; nothing happens after it */
+    for (int i = 0; i < 200 && !atomic_load(&w.done); i++)
+        sleep_ms(5);
+    cr_assert(atomic_load(&w.done), "the waiter slept through memory it could reclaim");
+    pthread_join(t, NULL);
+    cr_assert_eq(yfs_budget_used(b), 50);
+    yfs_budget_release(b, 50, YFS_MEM_DECODED, NULL);
+    yfs_budget_free(b);
+}
