@@ -233,16 +233,23 @@ Test(budget, a_request_larger_than_the_limit_runs_alone)
 /* Two builds each hold part of the budget and each need more than is
  * left: when both wait, nothing could ever make room, so one goes ahead
  * (over the limit); its release lets the other through. */
+/* Two builds of a budget of 100 that hold 60 and 30, no thread in them:
+ * the waiters of the tests enter them again. */
+static void two_builds(yfs_budget *b, yfs_hold *h1, yfs_hold *h2)
+{
+    yfs_hold_enter(b, h1);
+    yfs_hold_enter(b, h2);
+    yfs_budget_reserve(b, 60, YFS_MEM_DECODED, YFS_DEMAND, h1);
+    yfs_budget_reserve(b, 30, YFS_MEM_DECODED, YFS_DEMAND, h2);
+    yfs_hold_leave(b, h1);
+    yfs_hold_leave(b, h2);
+}
+
 Test(budget, holds_that_all_wait_do_not_deadlock)
 {
     yfs_budget *b = yfs_budget_new(100, NULL);
     yfs_hold h1 = { 0 }, h2 = { 0 };
-    yfs_hold_enter(b, &h1);
-    yfs_hold_enter(b, &h2);
-    yfs_budget_reserve(b, 60, YFS_MEM_DECODED, YFS_DEMAND, &h1);
-    yfs_budget_reserve(b, 30, YFS_MEM_DECODED, YFS_DEMAND, &h2);
-    yfs_hold_leave(b, &h1); /* the waiters below enter them again */
-    yfs_hold_leave(b, &h2);
+    two_builds(b, &h1, &h2);
 
     waiter w1 = { b, 50, &h1, 0 };
     pthread_t t1, t2;
@@ -281,12 +288,7 @@ Test(budget, a_new_build_never_goes_over_beside_blocked_ones)
 {
     yfs_budget *b = yfs_budget_new(100, NULL);
     yfs_hold h1 = { 0 }, h2 = { 0 }, fresh = { 0 };
-    yfs_hold_enter(b, &h1);
-    yfs_hold_enter(b, &h2);
-    yfs_budget_reserve(b, 60, YFS_MEM_DECODED, YFS_DEMAND, &h1);
-    yfs_budget_reserve(b, 30, YFS_MEM_DECODED, YFS_DEMAND, &h2);
-    yfs_hold_leave(b, &h1); /* the waiters below enter them again */
-    yfs_hold_leave(b, &h2);
+    two_builds(b, &h1, &h2);
 
     waiter w1 = { b, 50, &h1, 0 }, wf = { b, 20, &fresh, 0 }, w2 = { b, 50, &h2, 0 };
     pthread_t t1, tf, t2;

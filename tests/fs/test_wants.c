@@ -68,32 +68,33 @@ static void *owner_removes(void *arg)
     return NULL;
 }
 
-Test(wants, the_owner_waits_while_another_frames_its_unit)
+/* Run fn on unit 5 (FILLING into block) in a thread: it must wait until the
+ * framing ends. Returns its result. */
+static int waits_for_the_framing(yfs_wants *w, uint8_t *block, void *(*fn)(void *))
+{
+    job j = { w, block, -1 };
+    pthread_t t;
+    pthread_create(&t, NULL, fn, &j);
+    sleep_ms(50);
+    cr_assert_eq(atomic_load(&j.result), -1, "went on while the unit was being framed");
+    yfs_wants_end(w, 5, block, 1);
+    pthread_join(t, NULL);
+    return atomic_load(&j.result);
+}
+
+Test(wants, the_owner_and_unregistering_wait_while_another_frames_the_unit)
 {
     yfs_wants *w = yfs_wants_new();
     uint8_t mine[4];
     yfs_wants_add(w, 5, mine);
     cr_assert_eq(yfs_wants_claim(w, 5), mine);
 
-    job begin = { w, mine, -1 }, remove = { w, mine, -1 };
-    pthread_t t1, t2;
-    pthread_create(&t1, NULL, owner_begins, &begin);
-    sleep_ms(50);
-    cr_assert_eq(atomic_load(&begin.result), -1, "went on while its unit was being framed");
-    yfs_wants_end(w, 5, mine, 1);
-    pthread_join(t1, NULL);
-    cr_assert_eq(atomic_load(&begin.result), 1);
-
-    /* unregistering waits for a framing under way into the block */
+    /* the owner, then unregistering, wait for a framing under way */
+    cr_assert_eq(waits_for_the_framing(w, mine, owner_begins), 1);
     yfs_wants_remove(w, 5, mine);
     yfs_wants_add(w, 5, mine);
     cr_assert_eq(yfs_wants_claim(w, 5), mine);
-    pthread_create(&t2, NULL, owner_removes, &remove);
-    sleep_ms(50);
-    cr_assert_eq(atomic_load(&remove.result), -1, "the block was let go while framed into");
-    yfs_wants_end(w, 5, mine, 1);
-    pthread_join(t2, NULL);
-    cr_assert_eq(atomic_load(&remove.result), 1);
+    waits_for_the_framing(w, mine, owner_removes);
     cr_assert_null(yfs_wants_claim(w, 5), "unregistered");
     yfs_wants_free(w);
 }
