@@ -1,17 +1,18 @@
 /* yfs_units.h — the framed records of one shuffle unit (shuffle/sh_units.h,
- * index/ix_index.h): what a segment build gathers its records from.
+ * index/ix_index.h): what a built segment is made of (yfs_segment.h).
  *
  * A unit's records, framed back to back in record order, with the end of
- * each: a build frames every unit of its segment this way as soon as the
- * page is decoded, lets the decoded page go, and then copies the records
- * into the segment in shuffled order (yfs_segment.c). So a build holds
- * about twice its segment's bytes and one decoded page per decode thread,
- * not every decoded page of the segment: for lists of numbers a decoded
- * page is many times its framed size (a 16-byte value slice, 4 bytes of
- * levels and the value itself for each 2-byte token of raw u16).
+ * each, in a block the build allocates before it frames anything: the page
+ * is decoded, the unit framed, the decoded page let go, and the segment
+ * serves its records from the blocks in shuffled order. So a build holds
+ * its segment's bytes and one decoded page per decode thread, not every
+ * decoded page of the segment: for lists of numbers a decoded page is many
+ * times its framed size (a 16-byte value slice, 4 bytes of levels and the
+ * value itself for each 2-byte token of raw u16).
  *
  * A page cut into several units is decoded for the first of them a build
- * needs; its other units are framed from the same decode and parked in the
+ * needs; its other units are framed from the same decode into the blocks of
+ * the running builds that want them (yfs_wants.h), else parked in the
  * mount's store of framed units (yfs_pages.h, keyed by unit) for the builds
  * that serve them next (the plan serves a page's units close together). A
  * parked unit dropped for memory is framed again from its page: only the
@@ -20,9 +21,9 @@
  * A page whose whole decode (raw bytes, decompressed body, value slices,
  * levels) would take more than a quarter of the data budget is streamed
  * (index/ix_stream.h): read in windows and framed record by record, holding
- * IX_STREAM_CAP instead, parking the page's other units as the framed store
- * allows (they are framed as the stream passes them) and stopping after the
- * last unit it keeps. A page that turns out not to stream (a codec or
+ * IX_STREAM_CAP instead, framing the page's other units it passes into the
+ * blocks that want them or parking them as the framed store allows, and
+ * stopping after the last unit it keeps (paused there: yfs_streams.h). A page that turns out not to stream (a codec or
  * encoding pq_stream does not handle, a row over its limit) is decoded
  * whole, over the budget if it must: mem= cannot bound that page. So the
  * decoded form of one page no longer bounds memory; its framed units do.
