@@ -38,7 +38,7 @@ uint64_t yfs_mount_framed_budget(const yfs_mount *m)
 
 uint64_t yfs_untracked_budget(uint64_t mem)
 {
-    return mem / 4;
+    return mem / 8 * 3;
 }
 
 uint64_t yfs_mount_data_budget(const yfs_mount *m)

@@ -66,10 +66,12 @@ void yfs_mount_close(yfs_mount *m);
 
 /* Memory budgets derived from opts.mem. One accountant (m->budget,
  * yfs_budget.h) holds everything held for data to yfs_mount_data_budget:
- * mem less the share no accountant can see (yfs_untracked_budget, a
- * quarter: free heap that malloc keeps for reuse, main.c caps it at half of
+ * mem less the share no accountant can see (yfs_untracked_budget, three
+ * eighths: free heap that malloc keeps for reuse, main.c caps it at half of
  * that; FUSE request buffers, thread stacks; with an eighth, 8 readers at
- * mem=64M peaked 1-5 MiB over the bound). Within it, idle dictionaries are kept up to an eighth of mem and
+ * mem=64M peaked 1-5 MiB over the bound, and with a quarter, once reads
+ * copied their replies out of the segments, 8 mixed readers peaked at 74-87
+ * MiB against a bound of 86, and 73-86 with a third). Within it, idle dictionaries are kept up to an eighth of mem and
  * loaded pages waiting to be served up to a quarter (none with chunk=0);
  * both give way to demand reads (reclaimers). */
 uint64_t yfs_untracked_budget(uint64_t mem);

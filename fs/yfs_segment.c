@@ -320,10 +320,10 @@ static int build_from_units(yfs_mount *m, yfs_plan *plan, uint64_t s, yfs_hold *
         rc = pq_error_set(err, "out of memory for a segment of %u records", seg->records);
     if (rc == 0)
         rc = body_tables(body, seg->records, err);
-    if (rc == 0)
-        rc = yfs_units_prepare(m, plan, seg, body->units, err);
-    if (rc == 0)
+    if (rc == 0) {
+        yfs_units_prepare(m, plan, seg, body->units);
         rc = frame_segment_units(m, plan, seg, hold, body->units, err);
+    }
     if (body->units)
         yfs_units_finish(m, plan, seg, body->units);
     if (rc == 0)

@@ -99,6 +99,53 @@ static void park_block_drop(yfs_mount *m, uint8_t *block, uint64_t size, yfs_hol
     yfs_budget_release(m->budget, size, YFS_MEM_RAW, hold);
 }
 
+/* A block a build frames into: large ones are mapped, like segments, so
+ * that freeing them returns their pages instead of leaving holes in the
+ * heap that stay resident (fragmentation). Parked blocks (yfs_pages.h frees
+ * them) are always malloc'ed. */
+#define MAPPED_BLOCK_BYTES (256u << 10)
+
+static uint8_t *block_alloc(uint64_t size, int *mapped)
+{
+    *mapped = size >= MAPPED_BLOCK_BYTES;
+    return *mapped ? yfs_segment_alloc(size) : malloc(size ? size : 1);
+}
+
+static void block_free(uint8_t *block, uint64_t size, int mapped)
+{
+    if (mapped)
+        yfs_segment_free(block, size);
+    else
+        free(block);
+}
+
+/* A new block for unit u in out (its bytes reserved by the caller). */
+static int unit_block(const sh_unit *u, yfs_unit *out, pq_error *err)
+{
+    int mapped;
+    uint8_t *block = block_alloc(block_size(u), &mapped);
+    if (!block)
+        return pq_error_set(err, "out of memory for a %llu-byte unit",
+                            (unsigned long long)block_size(u));
+    unit_from_block(out, u, block);
+    out->mapped = mapped;
+    return 0;
+}
+
+/* Another build's slot for unit v (u), FILLING for the caller and with its
+ * block allocated (reserved by that build), or NULL: not wanted, or no
+ * memory for the block. */
+static yfs_unit *claim_wanted(yfs_mount *m, uint32_t v, const sh_unit *u)
+{
+    yfs_unit *slot = yfs_wants_claim(m->wants, v);
+    pq_error ignored;
+    if (slot && !slot->block && unit_block(u, slot, &ignored) < 0) {
+        yfs_wants_end(m->wants, v, slot, 0);
+        return NULL;
+    }
+    return slot;
+}
+
 /* The page's other units, framed from the same decode: into the blocks of
  * the builds that want them (yfs_wants.h), else parked for the builds that
  * serve them later, as far as memory allows without waiting. */
@@ -112,9 +159,9 @@ static void park_others(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_un
             continue;
         sh_unit u = sh_unit_at(m->page_summary, &map->cut, m->ix->num_pages, (uint32_t)v);
         pq_error ignored; /* whoever needs the unit frames it again, and reports */
-        uint8_t *wanted = yfs_wants_claim(m->wants, (uint32_t)v);
+        yfs_unit *wanted = claim_wanted(m, (uint32_t)v, &u);
         if (wanted) {
-            int ok = frame_unit(&m->ix->framing, recs, &u, wanted, &ignored) == 0;
+            int ok = frame_unit(&m->ix->framing, recs, &u, wanted->block, &ignored) == 0;
             yfs_wants_end(m->wants, (uint32_t)v, wanted, ok);
             continue;
         }
@@ -137,25 +184,7 @@ uint64_t yfs_unit_block_size(const yfs_mount *m, uint32_t unit)
     return block_size(&u);
 }
 
-/* A block a build frames into: large ones are mapped, like segments, so
- * that freeing them returns their pages instead of leaving holes in the
- * heap that stay resident (fragmentation). Parked blocks (yfs_pages.h frees
- * them) are always malloc'ed. */
-#define MAPPED_BLOCK_BYTES (256u << 10)
 
-static uint8_t *block_alloc(uint64_t size, int *mapped)
-{
-    *mapped = size >= MAPPED_BLOCK_BYTES;
-    return *mapped ? yfs_segment_alloc(size) : malloc(size ? size : 1);
-}
-
-static void block_free(uint8_t *block, uint64_t size, int mapped)
-{
-    if (mapped)
-        yfs_segment_free(block, size);
-    else
-        free(block);
-}
 
 /* Decode the unit's page whole and frame the unit into its block (and the
  * page's others into the blocks that want them, or parked). */
@@ -332,14 +361,16 @@ static int frame_streamed(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_
     int rc = stream_for(m, u, unit, first_unit, hold, &ps, err);
     /* with the stream in hand, the unit is ours to frame, unless another
      * build's decode or stream framed it meanwhile */
-    if (rc == 0 && yfs_wants_begin(m->wants, unit, out->block)) {
+    if (rc == 0 && yfs_wants_begin(m->wants, unit, out)) {
         stream_done(m, u->page, &ps, 1, ps.from, hold);
         return 2;
     }
     int begun = rc == 0;
+    if (rc == 0 && !out->block)
+        rc = unit_block(u, out, err);
     uint32_t units = rc == 0 ? (uint32_t)(end_unit - ps.from) : 0;
     uint8_t **block = rc == 0 ? calloc(units, sizeof *block) : NULL;
-    int *wanted = rc == 0 ? calloc(units, sizeof *wanted) : NULL;
+    yfs_unit **wanted = rc == 0 ? calloc(units, sizeof *wanted) : NULL;
     if (rc == 0 && (!block || !wanted))
         rc = pq_error_set(err, "out of memory for %u units", units);
     uint64_t parked = 0, share = yfs_mount_framed_budget(m) / SH_OPEN_PAGES;
@@ -349,8 +380,8 @@ static int frame_streamed(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_
         uint64_t size = block_size(&uv);
         if (v == unit) {
             block[k] = out->block;
-        } else if ((block[k] = yfs_wants_claim(m->wants, (uint32_t)v))) {
-            wanted[k] = 1;
+        } else if ((wanted[k] = claim_wanted(m, (uint32_t)v, &uv))) {
+            block[k] = wanted[k]->block;
         } else if (parked + size <= share && (block[k] = park_block_new(m, size, hold))) {
             parked += size;
         } else if (v > unit) {
@@ -380,7 +411,7 @@ static int frame_streamed(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_
         sh_unit uv = sh_unit_at(m->page_summary, cut, m->ix->num_pages, (uint32_t)v);
         uint64_t size = block_size(&uv);
         if (wanted[k])
-            yfs_wants_end(m->wants, (uint32_t)v, block[k], rc == 0);
+            yfs_wants_end(m->wants, (uint32_t)v, wanted[k], rc == 0);
         else if (rc == 0)
             yfs_pages_put(m->framed, plan->plan.epoch, (uint32_t)v, block[k], (uint32_t)size,
                           hold);
@@ -390,7 +421,7 @@ static int frame_streamed(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_
     free(block);
     free(wanted);
     if (begun)
-        yfs_wants_end(m->wants, unit, out->block, rc == 0);
+        yfs_wants_end(m->wants, unit, out, rc == 0);
     return rc;
 }
 
@@ -402,20 +433,23 @@ int yfs_unit_get(yfs_mount *m, yfs_plan *plan, uint32_t unit, yfs_hold *hold, yf
                            m->ix->num_pages, unit);
     int weigh = worth_weighing(m, &m->ix->pages[u.page]);
     do {
-        if (yfs_wants_begin(m->wants, unit, out->block))
-            return 0; /* framed into out->block by another's decode or stream */
+        if (yfs_wants_begin(m->wants, unit, out))
+            return 0; /* framed into out by another's decode or stream */
         uint32_t len;
         uint8_t *block = map->cut.first_unit
                              ? yfs_pages_take(m->framed, plan->plan.epoch, unit, hold, &len)
                              : NULL;
         int ok = block && len == block_size(&u); /* a parked block is the unit's size */
-        if (ok)
-            memcpy(out->block, block, len);
-        if (block) {
-            free(block); /* with its charge: the caller's reservation covers out->block */
+        if (block) /* it comes with its charge: the caller's reservation covers it */
             yfs_budget_release(m->budget, len, YFS_MEM_RAW, hold);
+        if (ok && !out->block) {
+            unit_from_block(out, &u, block);
+        } else {
+            if (ok)
+                memcpy(out->block, block, len);
+            free(block);
         }
-        yfs_wants_end(m->wants, unit, out->block, ok);
+        yfs_wants_end(m->wants, unit, out, ok);
         if (ok)
             return 0;
         /* a build streaming the page may frame the unit, park it or pause at it */
@@ -427,10 +461,12 @@ int yfs_unit_get(yfs_mount *m, yfs_plan *plan, uint32_t unit, yfs_hold *hold, yf
         if (rc <= 0 && (rc == 0 || !whole_decode_serves(err)))
             return rc;
     }
-    if (yfs_wants_begin(m->wants, unit, out->block))
+    if (yfs_wants_begin(m->wants, unit, out))
         return 0;
-    int rc = frame_from_page(m, plan, unit, &u, hold, out, err);
-    yfs_wants_end(m->wants, unit, out->block, rc == 0);
+    int rc = out->block ? 0 : unit_block(&u, out, err);
+    if (rc == 0)
+        rc = frame_from_page(m, plan, unit, &u, hold, out, err);
+    yfs_wants_end(m->wants, unit, out, rc == 0);
     return rc;
 }
 
@@ -441,30 +477,21 @@ void yfs_unit_drop(yfs_unit *u)
     memset(u, 0, sizeof *u);
 }
 
-int yfs_units_prepare(yfs_mount *m, yfs_plan *plan, const sh_segment *seg, yfs_unit *units,
-                      pq_error *err)
+void yfs_units_prepare(yfs_mount *m, yfs_plan *plan, const sh_segment *seg, yfs_unit *units)
 {
     const sh_cut *cut = m->units.cut.first_unit ? &m->units.cut : NULL;
-    for (uint32_t i = 0; i < seg->units; i++) {
+    for (uint32_t i = 0; cut && i < seg->units; i++) {
         uint32_t unit = plan->plan.unit_order[seg->first + i];
         sh_unit u = sh_unit_at(m->page_summary, cut, m->ix->num_pages, unit);
-        int mapped;
-        uint8_t *block = block_alloc(block_size(&u), &mapped);
-        if (!block)
-            return pq_error_set(err, "out of memory for a %llu-byte unit",
-                                (unsigned long long)block_size(&u));
-        unit_from_block(&units[i], &u, block);
-        units[i].mapped = mapped;
-        if (cut)
-            yfs_wants_add(m->wants, unit, block); /* else framed by this build alone */
+        if (cut->first_unit[u.page + 1] - cut->first_unit[u.page] > 1)
+            yfs_wants_add(m->wants, unit, &units[i]); /* else only this build frames it */
     }
-    return 0;
 }
 
 void yfs_units_finish(yfs_mount *m, yfs_plan *plan, const sh_segment *seg, yfs_unit *units)
 {
     if (!m->units.cut.first_unit)
         return;
-    for (uint32_t i = 0; i < seg->units && units[i].block; i++)
-        yfs_wants_remove(m->wants, plan->plan.unit_order[seg->first + i], units[i].block);
+    for (uint32_t i = 0; i < seg->units; i++)
+        yfs_wants_remove(m->wants, plan->plan.unit_order[seg->first + i], &units[i]);
 }

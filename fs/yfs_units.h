@@ -47,19 +47,21 @@ typedef struct yfs_unit {
     int mapped;            /* block is mapped (yfs_segment_alloc), else malloc'ed */
 } yfs_unit;
 
-/* Allocate the block of every unit of the segment into units[] (seg->units
- * slots, zeroed), reserved by the caller already (a build reserves all its
- * units' blocks at once before framing any, so that builds that could not
- * finish do not start), and register them (yfs_wants.h): whoever decodes
- * or streams their pages from now on frames them into them. On failure the
- * blocks allocated are in units[]: yfs_units_finish, then yfs_unit_drop. */
-int yfs_units_prepare(yfs_mount *m, yfs_plan *plan, const sh_segment *seg, yfs_unit *units,
-                      pq_error *err);
+/* Register the slots units[] (seg->units, zeroed) of the units of the
+ * segment that share their page with other units (yfs_wants.h): whoever
+ * decodes or streams their pages from now on frames them into them,
+ * allocating the block when it does (its bytes are reserved by the caller
+ * already: a build reserves all its units' blocks at once before framing
+ * any, so that builds that could not finish do not start). Blocks are
+ * allocated when framed, not before: a build waiting for room holds no
+ * block it has not filled. Every slot is unregistered by yfs_units_finish;
+ * the blocks go with yfs_unit_drop. */
+void yfs_units_prepare(yfs_mount *m, yfs_plan *plan, const sh_segment *seg, yfs_unit *units);
 /* Unregister the blocks (waiting while another thread frames into one). */
 void yfs_units_finish(yfs_mount *m, yfs_plan *plan, const sh_segment *seg, yfs_unit *units);
 
-/* Frame the records of unit `unit` of the plan's input into out's block
- * (from yfs_units_prepare), unless another's decode or stream did. Every
+/* Frame the records of unit `unit` of the plan's input into out (a slot
+ * from yfs_units_prepare), unless another's decode or stream did. Every
  * other byte it takes (raw and decoded pages, streams) is reserved for hold,
  * entered by the caller. Fails, naming the file, when the page holds other
  * records or bytes than the index says (a source changed). */

@@ -9,7 +9,7 @@ enum { WANTED, FILLING, FILLED };
 typedef struct want {
     uint32_t unit;
     int state;
-    uint8_t *block;
+    void *slot;
 } want;
 
 struct yfs_wants {
@@ -49,7 +49,7 @@ static want *find(yfs_wants *w, uint32_t unit)
     return NULL;
 }
 
-int yfs_wants_add(yfs_wants *w, uint32_t unit, uint8_t *block)
+int yfs_wants_add(yfs_wants *w, uint32_t unit, void *slot)
 {
     int rc = -1;
     pthread_mutex_lock(&w->lock);
@@ -63,7 +63,7 @@ int yfs_wants_add(yfs_wants *w, uint32_t unit, uint8_t *block)
             }
         }
         if (w->count < w->room) {
-            w->list[w->count++] = (want){ unit, WANTED, block };
+            w->list[w->count++] = (want){ unit, WANTED, slot };
             rc = 0;
         }
     }
@@ -71,37 +71,37 @@ int yfs_wants_add(yfs_wants *w, uint32_t unit, uint8_t *block)
     return rc;
 }
 
-void yfs_wants_remove(yfs_wants *w, uint32_t unit, const uint8_t *block)
+void yfs_wants_remove(yfs_wants *w, uint32_t unit, const void *slot)
 {
     pthread_mutex_lock(&w->lock);
     want *e;
-    while ((e = find(w, unit)) && e->block == block && e->state == FILLING)
+    while ((e = find(w, unit)) && e->slot == slot && e->state == FILLING)
         pthread_cond_wait(&w->ended, &w->lock);
-    if (e && e->block == block)
+    if (e && e->slot == slot)
         *e = w->list[--w->count];
     pthread_mutex_unlock(&w->lock);
 }
 
-uint8_t *yfs_wants_claim(yfs_wants *w, uint32_t unit)
+void *yfs_wants_claim(yfs_wants *w, uint32_t unit)
 {
-    uint8_t *block = NULL;
+    void *slot = NULL;
     pthread_mutex_lock(&w->lock);
     want *e = find(w, unit);
     if (e && e->state == WANTED) {
         e->state = FILLING;
-        block = e->block;
+        slot = e->slot;
     }
     pthread_mutex_unlock(&w->lock);
-    return block;
+    return slot;
 }
 
-int yfs_wants_begin(yfs_wants *w, uint32_t unit, const uint8_t *block)
+int yfs_wants_begin(yfs_wants *w, uint32_t unit, const void *slot)
 {
     pthread_mutex_lock(&w->lock);
     want *e;
-    while ((e = find(w, unit)) && e->block == block && e->state == FILLING)
+    while ((e = find(w, unit)) && e->slot == slot && e->state == FILLING)
         pthread_cond_wait(&w->ended, &w->lock);
-    if (e && e->block != block)
+    if (e && e->slot != slot)
         e = NULL; /* another build's: this one frames its own */
     int filled = e && e->state == FILLED;
     if (e && e->state == WANTED)
@@ -110,11 +110,11 @@ int yfs_wants_begin(yfs_wants *w, uint32_t unit, const uint8_t *block)
     return filled;
 }
 
-void yfs_wants_end(yfs_wants *w, uint32_t unit, const uint8_t *block, int ok)
+void yfs_wants_end(yfs_wants *w, uint32_t unit, const void *slot, int ok)
 {
     pthread_mutex_lock(&w->lock);
     want *e = find(w, unit);
-    if (e && e->block == block) {
+    if (e && e->slot == slot) {
         assert(e->state == FILLING);
         e->state = ok ? FILLED : WANTED;
         pthread_cond_broadcast(&w->ended);

@@ -1,10 +1,11 @@
-/* yfs_wants.h — the units running builds want, and the blocks they will be
+/* yfs_wants.h — the units running builds want, and the slots they will be
  * framed into.
  *
- * A build reserves and allocates the block of every unit of its segment
- * before it frames any (yfs_units.h), and registers them here. Whoever
- * decodes or streams a page frames every registered unit of that page it
- * passes straight into its build's block, at no memory cost: a stream of one
+ * A build reserves the blocks of the units of its segment before it frames
+ * any (yfs_units.h), and registers their slots here (an opaque pointer:
+ * yfs_units.h's yfs_unit, whose block whoever frames it first allocates).
+ * Whoever decodes or streams a page frames every registered unit of that
+ * page it passes straight into its build's slot, at no memory cost: a stream of one
  * of DuckDB's 100 MB pages serves the units several builds wait for in one
  * pass, where parking them (a copy each, room permitting) or streaming the
  * page again from its start for each was the alternative.
@@ -28,22 +29,23 @@ yfs_wants *yfs_wants_new(void);
 /* No entry may be left (asserted). */
 void yfs_wants_free(yfs_wants *w);
 
-/* Register block for unit (the caller's until yfs_wants_remove). Returns 0,
+/* Register slot for unit (the caller's until yfs_wants_remove). Returns 0,
  * or -1 when the unit is registered already (or out of memory). */
-int yfs_wants_add(yfs_wants *w, uint32_t unit, uint8_t *block);
-/* Unregister (once no one frames into the block, waiting for it). */
-void yfs_wants_remove(yfs_wants *w, uint32_t unit, const uint8_t *block);
+int yfs_wants_add(yfs_wants *w, uint32_t unit, void *slot);
+/* Unregister (once no one frames into the slot, waiting for it). */
+void yfs_wants_remove(yfs_wants *w, uint32_t unit, const void *slot);
 
-/* Someone else's unit passing by: its block, now FILLING for the caller,
- * or NULL when it is not WANTED. */
-uint8_t *yfs_wants_claim(yfs_wants *w, uint32_t unit);
-/* The owner's own unit, to be framed into block: 1 when it is FILLED
+/* Someone else's unit passing by: its slot, now FILLING for the caller
+ * (who alone may touch it until yfs_wants_end), or NULL when it is not
+ * WANTED. */
+void *yfs_wants_claim(yfs_wants *w, uint32_t unit);
+/* The owner's own unit, to be framed into slot: 1 when it is FILLED
  * already (nothing to do), else 0 and the caller frames it (FILLING for it
  * if registered), waiting first while another frames it. */
-int yfs_wants_begin(yfs_wants *w, uint32_t unit, const uint8_t *block);
-/* The caller's framing of unit into block (claimed or begun) is over:
- * FILLED when ok, else WANTED again. No-op when block is not registered
+int yfs_wants_begin(yfs_wants *w, uint32_t unit, const void *slot);
+/* The caller's framing of unit into slot (claimed or begun) is over:
+ * FILLED when ok, else WANTED again. No-op when slot is not registered
  * for unit. */
-void yfs_wants_end(yfs_wants *w, uint32_t unit, const uint8_t *block, int ok);
+void yfs_wants_end(yfs_wants *w, uint32_t unit, const void *slot, int ok);
 
 #endif
