@@ -81,14 +81,86 @@ static int element(pq_inflate *f, uint64_t at, uint64_t left, pq_error *err)
     return 0;
 }
 
+/* The fast path: whole elements decoded in one go while the input holds
+ * FAST_SLACK bytes and the window has FAST_SLACK bytes of room, so that a
+ * short literal or copy moves in fixed-size blocks (a copy reaching at least
+ * 16 bytes back in 16-byte steps, which never read what they write) that
+ * may write past the element's end, never past dst + space: what they write
+ * there is overwritten by the elements that follow. An element it cannot
+ * take whole, or that is wrong (element() then says how), is left to the
+ * resumable path. Returns the new count of bytes done. */
+#define FAST_SLACK 80
+
+static size_t fast_elements(pq_inflate *f, uint8_t *dst, size_t space, size_t done)
+{
+    const uint64_t before = f->ulen - f->out_left; /* bytes produced before dst */
+    while (space - done >= FAST_SLACK && f->in_wr - f->in_rd >= FAST_SLACK) {
+        const uint8_t *p = f->in + f->in_rd;
+        uint8_t tag = p[0];
+        uint64_t at = before + done, left = f->out_left - done;
+        if ((tag & 3) == 0) {
+            size_t len = (size_t)(tag >> 2) + 1, head = 1;
+            if (len > 60) { /* the length follows in len - 60 bytes */
+                head += len - 60;
+                uint32_t v = 0;
+                for (size_t i = 1; i < head; i++)
+                    v |= (uint32_t)p[i] << (8 * (i - 1));
+                len = (size_t)v + 1;
+                if (len > space - done || head + len > f->in_wr - f->in_rd || len > left)
+                    return done;
+                memcpy(dst + done, p + head, len);
+            } else {
+                if (len > left)
+                    return done;
+                memcpy(dst + done, p + 1, 64); /* len <= 60, both sides have 64 */
+            }
+            f->in_rd += head + len;
+            done += len;
+            continue;
+        }
+        size_t len, off;
+        if ((tag & 3) == 1) {
+            len = ((tag >> 2) & 7) + 4;
+            off = (size_t)(tag >> 5) << 8 | p[1];
+            f->in_rd += 2;
+        } else if ((tag & 3) == 2) {
+            len = (size_t)(tag >> 2) + 1;
+            off = (size_t)p[1] | (size_t)p[2] << 8;
+            f->in_rd += 3;
+        } else {
+            len = (size_t)(tag >> 2) + 1;
+            off = (size_t)p[1] | (size_t)p[2] << 8 | (size_t)p[3] << 16 | (size_t)p[4] << 24;
+            f->in_rd += 5;
+        }
+        if (len > left || off == 0 || off > at || off > f->hist) {
+            f->in_rd = (size_t)(p - f->in); /* element() reads it again, and says why */
+            return done;
+        }
+        assert(off <= f->wr + done); /* the window keeps hist bytes */
+        uint8_t *d = dst + done;
+        if (off >= 16) {
+            for (size_t i = 0; i < len; i += 16) /* len <= 64: ends within the slack */
+                memcpy(d + i, d + i - off, 16);
+        } else {
+            pq_inflate_match(d, off, len);
+        }
+        done += len;
+    }
+    return done;
+}
+
 int pq_inflate_snappy_fill(pq_inflate *f, size_t space, pq_error *err)
 {
     uint8_t *dst = f->out + f->wr;
     size_t done = 0;
     while (done < space) {
-        if (!f->u.sn.lit && !f->u.sn.copy &&
-            element(f, f->ulen - f->out_left + done, f->out_left - done, err) < 0)
-            return -1;
+        if (!f->u.sn.lit && !f->u.sn.copy) {
+            done = fast_elements(f, dst, space, done);
+            if (done == space)
+                break;
+            if (element(f, f->ulen - f->out_left + done, f->out_left - done, err) < 0)
+                return -1;
+        }
         if (f->u.sn.lit) {
             int64_t n = pq_inflate_literal(f, dst + done,
                                            pq_inflate_min(f->u.sn.lit, space - done), err);

@@ -579,6 +579,114 @@ Test(stream, refuses_what_does_not_stream)
     pq_stream_close(s);
 }
 
+static uint32_t lcg_next(uint32_t *x)
+{
+    *x = *x * 1664525u + 1013904223u;
+    return *x >> 8;
+}
+
+/* A SNAPPY body of n seeded random elements: literals with the length in
+ * the tag and in 1 or 2 more bytes, copies with 1-, 2- and 4-byte offsets,
+ * from 1 to 2,000 bytes back (overlapping ones too). raw receives what it
+ * decompresses to, by a byte-by-byte copy; returns the body's length. */
+static size_t random_snappy(uint32_t seed, size_t n, uint8_t *body, uint8_t *raw, size_t *ulen)
+{
+    size_t clen = 5, u = 0; /* body[0..4]: the length varint, written last */
+    uint32_t x = seed;
+#define NEXT() lcg_next(&x)
+    for (size_t i = 0; i < n; i++) {
+        uint32_t kind = u < 8 ? 0 : NEXT() % 5;
+        if (kind == 0) {
+            size_t len = NEXT() % 3 == 0 ? 61 + NEXT() % 400 : 1 + NEXT() % 60;
+            if (len <= 60) {
+                body[clen++] = (uint8_t)((len - 1) << 2);
+            } else {
+                body[clen++] = (uint8_t)(61 << 2); /* 2 length bytes follow */
+                body[clen++] = (uint8_t)(len - 1);
+                body[clen++] = (uint8_t)((len - 1) >> 8);
+            }
+            for (size_t k = 0; k < len; k++)
+                raw[u + k] = body[clen + k] = (uint8_t)NEXT();
+            clen += len;
+            u += len;
+            continue;
+        }
+        size_t reach = NEXT() % 2 ? 20 : 2000, off = 1 + NEXT() % reach, len;
+        if (off > u)
+            off = u;
+        if (kind == 1 && off < 2048) { /* 1-byte offset: length 4..11 */
+            len = 4 + NEXT() % 8;
+            body[clen++] = (uint8_t)((off >> 8) << 5 | (len - 4) << 2 | 1);
+            body[clen++] = (uint8_t)off;
+        } else {
+            len = 1 + NEXT() % 64;
+            body[clen++] = (uint8_t)((len - 1) << 2 | (kind == 4 ? 3 : 2));
+            for (int b = 0; b < (kind == 4 ? 4 : 2); b++)
+                body[clen++] = (uint8_t)(off >> (8 * b));
+        }
+        for (size_t k = 0; k < len; k++, u++)
+            raw[u] = raw[u - off];
+    }
+    size_t pad = (8 - u % 8) % 8; /* a last literal: whole INT64 values */
+    if (pad) {
+        body[clen++] = (uint8_t)((pad - 1) << 2);
+        for (size_t k = 0; k < pad; k++)
+            raw[u++] = body[clen++] = (uint8_t)NEXT();
+    }
+#undef NEXT
+    *ulen = u;
+    for (int b = 0; b < 5; b++) /* a 5-byte varint (padded with continuation bits) */
+        body[b] = (uint8_t)((u >> (7 * b)) & 0x7f) | (b < 4 ? 0x80 : 0);
+    return clen;
+}
+
+/* Every kind of SNAPPY element, decoded by the stream with windows and
+ * reads small and large (the element-at-a-time path and the fast path that
+ * takes whole elements when both sides have room): the bytes a naive
+ * decoder gives, and libsnappy's. */
+Test(stream, snappy_every_element_kind_at_every_window)
+{
+    enum { ELEMENTS = 4000 };
+    uint8_t *body = malloc(ELEMENTS * 500), *raw = malloc(ELEMENTS * 500);
+    cr_assert(body && raw);
+    static const pq_stream_opts opts[] = {
+        { .read_size = 64, .out_size = 64 },    { .read_size = 100, .out_size = 4096 },
+        { .read_size = 4096, .out_size = 100 }, { 0 },
+    };
+    for (uint32_t seed = 1; seed <= 8; seed++) {
+        size_t ulen, clen = random_snappy(seed, ELEMENTS, body, raw, &ulen);
+        pq_column_desc col = { PQ_INT64, 0, 0, 0, PQ_SNAPPY };
+        pq_page_header h = { .type = PQ_PAGE_DATA, .uncompressed_size = (int32_t)ulen,
+                             .compressed_size = (int32_t)clen,
+                             .num_values = (int32_t)(ulen / 8), .encoding = PQ_ENC_PLAIN };
+        pq_page_values pv;
+        pq_error err;
+        cr_assert_eq(pq_page_decode(&col, &h, body, clen, NULL, &pv, &err), 0, "%s", err.msg);
+        cr_assert_eq(pv.num_values, ulen / 8);
+        for (uint32_t i = 0; i < pv.num_values; i++)
+            cr_assert_eq(memcmp(pv.values[i].ptr, raw + 8 * i, 8), 0, "libsnappy, value %u", i);
+        for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++) {
+            reader r = make_reader(body, clen, 0);
+            pq_stream *s = pq_stream_open(&col, &h, NULL, &opts[k], read_body, &r, &err);
+            cr_assert_not_null(s, "%s", err.msg);
+            pq_stream_entry e;
+            uint32_t i = 0;
+            int rc;
+            while ((rc = pq_stream_next(s, &e, &err)) == 1) {
+                cr_assert_eq(memcmp(e.value.ptr, raw + 8 * i, 8), 0, "seed %u opts %zu value %u",
+                             seed, k, i);
+                i++;
+            }
+            cr_assert_eq(rc, 0, "seed %u opts %zu: %s", seed, k, err.msg);
+            cr_assert_eq(i, ulen / 8, "seed %u opts %zu", seed, k);
+            pq_stream_close(s);
+        }
+        pq_page_values_free(&pv);
+    }
+    free(body);
+    free(raw);
+}
+
 /* SNAPPY copies that overlap what they copy (offset < length: the bytes
  * repeat with the offset's period), across fills of the smallest window and
  * reads of 1..7 bytes: the stream gives the bytes a naive byte-by-byte copy
