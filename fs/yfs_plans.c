@@ -1,5 +1,6 @@
 #include "yfs_plans.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -43,11 +44,17 @@ yfs_plans *yfs_plans_new(const sh_params *params, const sh_page *pages, const sh
     return c;
 }
 
+/* At least one word, so that an empty plan's bits are allocated too. */
+static uint64_t built_words(const sh_plan *sp)
+{
+    return sp->num_units / 64 + 1;
+}
+
 uint64_t yfs_plan_bytes(const yfs_plan *p)
 {
     const sh_plan *sp = &p->plan;
     uint64_t loads = sp->schedule.num_loads;
-    return sizeof *p + sp->num_pages * sizeof *sp->order +
+    return sizeof *p + sp->num_pages * sizeof *sp->order + built_words(sp) * sizeof *p->built +
            (sp->unit_order != sp->order ? sp->num_units * sizeof *sp->unit_order : 0) +
            (sp->rows ? sp->total_records * sizeof *sp->rows : 0) +
            sp->num_segments * sizeof *sp->segments +
@@ -57,9 +64,22 @@ uint64_t yfs_plan_bytes(const yfs_plan *p)
                   : 0);
 }
 
+void yfs_plan_mark_built(yfs_plan *p, uint64_t unit)
+{
+    assert(unit < p->plan.num_units);
+    atomic_fetch_or(&p->built[unit / 64], (uint64_t)1 << (unit % 64));
+}
+
+int yfs_plan_built(const yfs_plan *p, uint64_t unit)
+{
+    assert(unit < p->plan.num_units);
+    return (int)(atomic_load(&p->built[unit / 64]) >> (unit % 64) & 1);
+}
+
 static void plan_free(yfs_plans *c, yfs_plan *p)
 {
     yfs_budget_release(c->budget, yfs_plan_bytes(p), YFS_MEM_PLANS, NULL);
+    free(p->built);
     yfs_loads_destroy(&p->loads);
     sh_plan_free(&p->plan);
     free(p);
@@ -103,9 +123,15 @@ int yfs_plans_get(yfs_plans *c, uint64_t epoch, yfs_plan **out, pq_error *err)
                                                &p->plan)
                           : sh_plan_build(c->params, c->pages, c->cut, c->stored, c->num_pages,
                                           epoch, &p->plan)) == 0;
+    if (built && !(p->built = calloc(built_words(&p->plan), sizeof *p->built))) {
+        sh_plan_free(&p->plan);
+        built = 0;
+    }
     if (!built || yfs_loads_init(&p->loads, p->plan.schedule.num_loads) < 0) {
-        if (built)
+        if (built) {
+            free(p->built);
             sh_plan_free(&p->plan);
+        }
         free(p);
         pthread_mutex_unlock(&c->lock);
         return pq_error_set(err, "out of memory building the plan of epoch %llu",

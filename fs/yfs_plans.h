@@ -8,6 +8,9 @@
 #ifndef YFS_PLANS_H
 #define YFS_PLANS_H
 
+#include <stdatomic.h>
+#include <stdint.h>
+
 #include "pq_error.h"
 #include "sh_plan.h"
 #include "yfs_budget.h"
@@ -19,6 +22,7 @@ typedef struct yfs_plans yfs_plans;
 typedef struct yfs_plan {
     sh_plan plan;
     yfs_loads loads;   /* progress of the plan's I/O schedule */
+    _Atomic uint64_t *built; /* a bit per unit: framed into a segment (yfs_plan_mark_built) */
     int refs;          /* guarded by the cache mutex */
     uint64_t last_use; /* guarded by the cache mutex */
 } yfs_plan;
@@ -37,7 +41,13 @@ int yfs_plans_get(yfs_plans *c, uint64_t epoch, yfs_plan **out, pq_error *err);
 void yfs_plans_put(yfs_plans *c, yfs_plan *p);
 /* Take another reference on a plan already held. */
 void yfs_plans_ref(yfs_plans *c, yfs_plan *p);
-/* Heap bytes of a built plan: its arrays and load states. */
+/* Heap bytes of a built plan: its arrays, load states and built bits. */
 uint64_t yfs_plan_bytes(const yfs_plan *p);
+
+/* Unit `unit` of the plan was framed into a segment: the read path need not
+ * keep it for later builds any more (only a segment evicted before it was
+ * read needs it again, and then frames it again: only the work differs). */
+void yfs_plan_mark_built(yfs_plan *p, uint64_t unit);
+int yfs_plan_built(const yfs_plan *p, uint64_t unit);
 
 #endif

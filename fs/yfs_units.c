@@ -155,7 +155,7 @@ static void park_others(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_un
     const yfs_unit_map *map = &m->units;
     for (uint64_t v = map->cut.first_unit[want->page]; v < map->cut.first_unit[want->page + 1];
          v++) {
-        if (v == unit)
+        if (v == unit || yfs_plan_built(plan, v))
             continue;
         sh_unit u = sh_unit_at(m->page_summary, &map->cut, m->ix->num_pages, (uint32_t)v);
         pq_error ignored; /* whoever needs the unit frames it again, and reports */
@@ -382,7 +382,8 @@ static int frame_streamed(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_
             block[k] = out->block;
         } else if ((wanted[k] = claim_wanted(m, (uint32_t)v, &uv))) {
             block[k] = wanted[k]->block;
-        } else if (parked + size <= share && (block[k] = park_block_new(m, size, hold))) {
+        } else if (!yfs_plan_built(plan, v) && parked + size <= share &&
+                   (block[k] = park_block_new(m, size, hold))) {
             parked += size;
         } else if (v > unit) {
             break; /* the stream pauses here */
@@ -425,8 +426,8 @@ static int frame_streamed(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_
     return rc;
 }
 
-int yfs_unit_get(yfs_mount *m, yfs_plan *plan, uint32_t unit, yfs_hold *hold, yfs_unit *out,
-                 pq_error *err)
+static int unit_get(yfs_mount *m, yfs_plan *plan, uint32_t unit, yfs_hold *hold, yfs_unit *out,
+                    pq_error *err)
 {
     const yfs_unit_map *map = &m->units;
     sh_unit u = sh_unit_at(m->page_summary, map->cut.first_unit ? &map->cut : NULL,
@@ -467,6 +468,15 @@ int yfs_unit_get(yfs_mount *m, yfs_plan *plan, uint32_t unit, yfs_hold *hold, yf
     if (rc == 0)
         rc = frame_from_page(m, plan, unit, &u, hold, out, err);
     yfs_wants_end(m->wants, unit, out, rc == 0);
+    return rc;
+}
+
+int yfs_unit_get(yfs_mount *m, yfs_plan *plan, uint32_t unit, yfs_hold *hold, yfs_unit *out,
+                 pq_error *err)
+{
+    int rc = unit_get(m, plan, unit, hold, out, err);
+    if (rc == 0)
+        yfs_plan_mark_built(plan, unit);
     return rc;
 }
 

@@ -66,3 +66,30 @@ Test(plans, at_most_eight_kept_and_a_rebuilt_plan_is_the_same)
     free(order0);
     yfs_mount_close(m);
 }
+
+/* A plan's built bits: one per unit, set by whoever frames the unit into a
+ * segment, per epoch; a plan rebuilt after it was dropped starts with none. */
+Test(plans, built_units_are_marked_per_epoch)
+{
+    yfs_mount *m = tfs_open_sample("cache=none,buffer=300", NULL, 0);
+    pq_error err;
+    yfs_plan *a, *b;
+    cr_assert_eq(yfs_plans_get(m->plans, 0, &a, &err), 0);
+    cr_assert_eq(yfs_plans_get(m->plans, 1, &b, &err), 0);
+    uint64_t n = a->plan.num_units;
+    cr_assert_gt(n, 1);
+    for (uint64_t u = 0; u < n; u++)
+        cr_assert_not(yfs_plan_built(a, u));
+    uint64_t marked[] = { 0, 63, 64, n - 1 }; /* within one word and across */
+    for (int i = 0; i < 4; i++)
+        if (marked[i] < n)
+            yfs_plan_mark_built(a, marked[i]);
+    for (uint64_t u = 0; u < n; u++) {
+        int want = u == 0 || u == 63 || u == 64 || u == n - 1;
+        cr_assert_eq(yfs_plan_built(a, u), want, "unit %llu", (unsigned long long)u);
+        cr_assert_not(yfs_plan_built(b, u), "another epoch's plan");
+    }
+    yfs_plans_put(m->plans, a);
+    yfs_plans_put(m->plans, b);
+    yfs_mount_close(m);
+}
