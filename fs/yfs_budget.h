@@ -13,8 +13,10 @@
  *   YFS_TRY      needed now, but the caller cannot wait (it holds something
  *                others may need): taken when it fits, else refused.
  *   YFS_PREFETCH speculative (prefetch, chunk loads, parked pages): taken
- *                only when it fits and no demand reservation is waiting, so
- *                prefetch never takes room a waiting demand read needs;
+ *                only when it leaves an eighth of the limit free (room for
+ *                what running builds reserve as they go) and no demand
+ *                reservation is waiting, so prefetch never takes room a
+ *                waiting demand read needs;
  *                refused at once otherwise, and the caller goes without
  *                (correctness never depends on memory, only speed does).
  *   YFS_FORCE    never waits, never fails; charged over the limit when it

@@ -1,6 +1,7 @@
 /* The memory accountant (yfs_budget.h) on its own: reservations balance,
  * demand waits and wakes (only the waiters a release can let through, and
- * the oldest), prefetch gives way to a waiting demand, a request
+ * the oldest), prefetch gives way to a waiting demand and leaves an eighth
+ * of the limit to running builds, a request
  * larger than the limit runs alone, holds that all wait do not deadlock,
  * reclaimers are asked before anyone waits, and counters by kind. */
 #include <criterion/criterion.h>
@@ -122,9 +123,11 @@ Test(budget, demand_waits_for_room_and_wakes_on_release)
     cr_assert_eq(atomic_load(&w.done), 1);
     cr_assert_eq(yfs_budget_used(b), 50);
     cr_assert_eq(yfs_counter(&st.memory_waits), 1);
-    /* no demand waits any more: prefetch may take what fits, nothing more */
-    cr_assert_eq(yfs_budget_reserve(b, 50, YFS_MEM_SEGMENTS, YFS_PREFETCH, NULL), 0);
+    /* no demand waits any more: prefetch may take what leaves an eighth of
+     * the limit free (88 of 100), nothing more; demand and try the rest */
+    cr_assert_eq(yfs_budget_reserve(b, 38, YFS_MEM_SEGMENTS, YFS_PREFETCH, NULL), 0);
     cr_assert_eq(yfs_budget_reserve(b, 1, YFS_MEM_SEGMENTS, YFS_PREFETCH, NULL), -1);
+    cr_assert_eq(yfs_budget_reserve(b, 12, YFS_MEM_SEGMENTS, YFS_TRY, NULL), 0);
     cr_assert_eq(yfs_budget_reserve(b, 1, YFS_MEM_SEGMENTS, YFS_TRY, NULL), -1);
     yfs_budget_snapshot s = snapshot(b);
     cr_assert_eq(s.prefetch_refused, 3);
