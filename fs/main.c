@@ -17,10 +17,12 @@
 #include "yfs_names.h"
 #include "yfs_report.h"
 #include "yfs_view.h"
+#include "yfs_watch.h"
 
 static const char USAGE[] =
     "usage: youmufs [-o OPTIONS] [-f] [-d] [-s] DATASET MOUNTPOINT\n"
     "       youmufs cat [-o OPTIONS] DATASET NAME\n"
+    "       youmufs stats [--json] [-n COUNT] [-i SECONDS] MOUNTPOINT\n"
     "       youmufs --help | --version\n"
     "\n"
     "Mounts a Parquet dataset (a directory: every *.parquet below it, sorted by path;\n"
@@ -28,7 +30,11 @@ static const char USAGE[] =
     "page-shuffled order: epoch-<k>.<ext>, and epoch-<k>.part-<i>-of-<n>.<ext> for\n"
     "n disjoint parts (ranks x loader workers). .youmufs/index.json and stats.json\n"
     "describe the index and the live counters. `cat` writes one such file (NAME as\n"
-    "at the mount root) to stdout without mounting.\n"
+    "at the mount root) to stdout without mounting. `stats` prints a line a second\n"
+    "(every -i SECONDS, COUNT lines; default until interrupted) of a mount's live\n"
+    "figures: MB/s served and read from storage, read amplification, memory held of\n"
+    "mem=, reads in flight and waiting for a segment, reservations waiting for\n"
+    "memory, segments built, read errors; --json: one JSON object per line.\n"
     "\n"
     "youmufs options (-o key=value,...):\n"
     "    column=NAME     column to serve: a dotted leaf path, or the field above a\n"
@@ -311,8 +317,47 @@ static void raise_open_file_limit(void)
     }
 }
 
+/* `youmufs stats [--json] [-n COUNT] [-i SECONDS] MOUNTPOINT` */
+static int run_stats(int argc, char **argv)
+{
+    yfs_watch_opts o = { .interval = 1.0 };
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        char *end = NULL;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            fputs(USAGE, stdout);
+            return 0;
+        } else if (strcmp(a, "--json") == 0) {
+            o.json = 1;
+        } else if ((strcmp(a, "-n") == 0 || strcmp(a, "-i") == 0) && i + 1 < argc) {
+            const char *v = argv[++i];
+            errno = 0;
+            if (a[1] == 'n')
+                o.count = strtol(v, &end, 10);
+            else
+                o.interval = strtod(v, &end);
+            if (errno || end == v || *end || (a[1] == 'n' ? o.count < 0 : !(o.interval >= 0.01 &&
+                                                                           o.interval <= 3600)))
+                return usage_error("stats %s %s: expected %s", a, v,
+                                   a[1] == 'n' ? "a count of lines (0: no end)"
+                                               : "seconds from 0.01 to 3600");
+        } else if (a[0] == '-' && a[1]) {
+            return usage_error("stats does not take %s", a);
+        } else if (!o.mountpoint) {
+            o.mountpoint = a;
+        } else {
+            return usage_error("unexpected argument %s", a);
+        }
+    }
+    if (!o.mountpoint)
+        return usage_error("stats needs MOUNTPOINT");
+    return yfs_watch_run(&o);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "stats") == 0)
+        return run_stats(argc, argv);
     command c;
     memset(&c, 0, sizeof c);
     yfs_options_init(&c.opts);

@@ -407,6 +407,7 @@ void yfs_budget_snapshot_get(yfs_budget *b, yfs_budget_snapshot *out)
         out->peak_bytes[k] = b->peak_bytes[k];
     }
     out->demand_waits = b->demand_waits;
+    out->demand_waiting = (uint64_t)b->demand_waiters;
     out->prefetch_refused = b->refused;
     out->over_budget = b->over_budget;
     out->max_over_bytes = b->max_over;

@@ -137,6 +137,7 @@ typedef struct yfs_budget_snapshot {
     uint64_t limit, used, peak;
     uint64_t bytes[YFS_MEM_KINDS], peak_bytes[YFS_MEM_KINDS];
     uint64_t demand_waits;      /* demand reservations that waited */
+    uint64_t demand_waiting;    /* ... waiting now */
     uint64_t prefetch_refused;  /* prefetch (and try) reservations refused */
     uint64_t over_budget;       /* reservations that went over the limit */
     uint64_t max_over_bytes;    /* the most used went over the limit by */

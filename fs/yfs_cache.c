@@ -372,8 +372,10 @@ int yfs_cache_get(yfs_cache *c, yfs_plan *plan, uint64_t s, const void *reader, 
             e->served = 1;
             e->reader = reader;
             yfs_count(&st->segment_waits, 1);
+            yfs_count(&st->reads_waiting, 1);
             while (e->state == BUILDING)
                 pthread_cond_wait(&c->changed, &c->lock);
+            yfs_uncount(&st->reads_waiting, 1);
             int rc = 0;
             if (e->state == FAILED) {
                 rc = -1;

@@ -304,6 +304,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     session *s = session_of(req);
     handle *h = (handle *)(uintptr_t)fi->fh;
     yfs_count(&s->m->stats.read_requests, 1);
+    yfs_count(&s->m->stats.reads_in_flight, 1);
     pthread_mutex_lock(&s->lock);
     h->active_reads++;
     pthread_mutex_unlock(&s->lock);
@@ -311,6 +312,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     pthread_mutex_lock(&s->lock);
     h->active_reads--;
     pthread_mutex_unlock(&s->lock);
+    yfs_uncount(&s->m->stats.reads_in_flight, 1);
 }
 
 static void free_handles(handle *list)

@@ -116,9 +116,10 @@ static json_t *memory_json(yfs_mount *m)
             return NULL;
         }
     }
-    return json_pack("{s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I}", "limit", (json_int_t)b.limit,
+    return json_pack("{s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I}", "limit", (json_int_t)b.limit,
                      "used", (json_int_t)b.used, "peak", (json_int_t)b.peak, "kinds", kinds,
-                     "demand_waits", (json_int_t)b.demand_waits, "prefetch_refused",
+                     "demand_waits", (json_int_t)b.demand_waits, "demand_waiting",
+                     (json_int_t)b.demand_waiting, "prefetch_refused",
                      (json_int_t)b.prefetch_refused, "over_budget", (json_int_t)b.over_budget,
                      "max_over_bytes", (json_int_t)b.max_over_bytes);
 }
@@ -152,6 +153,8 @@ char *yfs_stats_json(yfs_mount *m)
         { "segment_misses", &s->segment_misses },
         { "segments_evicted", &s->segments_evicted },
         { "memory_waits", &s->memory_waits },
+        { "reads_in_flight", &s->reads_in_flight },
+        { "reads_waiting", &s->reads_waiting },
     };
     json_t *o = json_object();
     for (size_t i = 0; o && i < sizeof counters / sizeof *counters; i++)

@@ -33,6 +33,9 @@ typedef struct yfs_stats {
     _Atomic uint64_t read_requests;
     _Atomic uint64_t read_errors;
     _Atomic uint64_t build_nanoseconds; /* time spent reading, decoding, framing */
+    /* Gauges (up and down): */
+    _Atomic uint64_t reads_in_flight;   /* read requests being served */
+    _Atomic uint64_t reads_waiting;     /* ... waiting for a segment another thread builds */
 } yfs_stats;
 
 static inline void yfs_count(_Atomic uint64_t *counter, uint64_t n)
@@ -47,6 +50,12 @@ static inline uint64_t yfs_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A gauge going down (up is yfs_count). */
+static inline void yfs_uncount(_Atomic uint64_t *gauge, uint64_t n)
+{
+    atomic_fetch_sub_explicit(gauge, n, memory_order_relaxed);
 }
 
 static inline uint64_t yfs_counter(_Atomic uint64_t *counter)

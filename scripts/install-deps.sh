@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
-# Installs everything youmufs needs to build, mount and test on Debian 12:
-# the C libraries, FUSE, Criterion, and pyarrow/pytest for the test oracle.
-# Idempotent: skips what is already present.
+# Installs what youmufs needs on Debian 12. With no argument, what building and mounting need:
+# the compiler, CMake, FUSE and the codec and JSON libraries. With --tests, also what the test
+# command needs: Criterion, pyarrow/pytest (the oracle), the other Parquet writers, and the
+# examples' frameworks. Idempotent: skips what is already present.
 set -euo pipefail
+tests=0
+case "${1:-}" in
+  "") ;;
+  --tests) tests=1 ;;
+  *) echo "usage: $0 [--tests]" >&2; exit 2 ;;
+esac
 
 packages=(build-essential cmake pkg-config fuse3 libfuse3-dev libzstd-dev libsnappy-dev
-          liblz4-dev libjansson-dev libcriterion-dev zlib1g-dev libbrotli-dev python3-pip)
+          liblz4-dev libjansson-dev zlib1g-dev libbrotli-dev)
+((tests)) && packages+=(libcriterion-dev python3-pip)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -15,6 +23,7 @@ if ((${#missing[@]})); then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
 fi
+((tests)) || exit 0
 
 python3 -c "import pyarrow, pytest" 2>/dev/null ||
   python3 -m pip install --quiet pyarrow pytest

@@ -8,15 +8,24 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-scripts/install-deps.sh
+scripts/install-deps.sh --tests
 scripts/build.sh --asan
-# make install: binary and man page (mount -t fuse.youmufs and fstab need it)
-if [ "$(id -u)" = 0 ]; then cmake --install build --prefix /usr/local >/dev/null; fi
+# The Debian package, installed: tests/integration/test_mount_helper.py checks it and mounts
+# through it (mount -t fuse.youmufs, fstab). A copy an earlier `cmake --install` left in
+# /usr/local would come first on mount.fuse3's PATH: removed when no package owns it.
+rm -f build/youmufs_*.deb
+cmake --build build --target package >/dev/null
+if [ "$(id -u)" = 0 ]; then
+  for f in /usr/local/bin/youmufs /usr/local/share/man/man1/youmufs.1; do
+    if [ -e "$f" ] && ! dpkg-query -S "$f" >/dev/null 2>&1; then rm -f "$f"; fi
+  done
+  dpkg -i build/youmufs_*.deb >/dev/null
+fi
 
 echo "== unit tests (release)"
-ctest --test-dir build --output-on-failure
+ctest --test-dir build --output-on-failure --no-tests=error
 echo "== unit tests (AddressSanitizer + UBSan)"
-ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure
+ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure --no-tests=error
 
 echo "== fuzzing the decoder (libFuzzer, 20 s per target)"
 bash tests/fuzz/run.sh 20

@@ -1,10 +1,13 @@
-"""mount -t fuse.youmufs and /etc/fstab entries (through mount.fuse3), read-only whatever
-mount(8) passes. Uses an alternative fstab (mount -T) so the system's is never touched.
+"""The Debian package, and mount -t fuse.youmufs and /etc/fstab entries through it (through
+mount.fuse3), read-only whatever mount(8) passes. Uses an alternative fstab (mount -T) so the
+system's is never touched.
 
-mount.fuse3 finds `youmufs` on a fixed PATH, so these tests need the binary installed
-(`cmake --install build`, which tests/run-all.sh does) and identical to the one tested."""
+tests/run-all.sh builds the package (`cmake --build build --target package`) and installs it
+with dpkg; these tests check what it installed and mount through it. mount.fuse3 finds
+`youmufs` on a fixed PATH, so the installed binary must be the one tested."""
 import filecmp
 import os
+import re
 import subprocess
 import tempfile
 
@@ -13,14 +16,50 @@ import pytest
 from conftest import BIN, REPO, require_fuse
 
 SAMPLE = os.path.join(REPO, "examples", "sample")
+INSTALLED = "/usr/bin/youmufs"
 
 
-def _installed():
-    for d in ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"):
-        path = os.path.join(d, "youmufs")
-        if os.path.exists(path):
-            return path
-    return None
+def _project_version():
+    with open(os.path.join(REPO, "CMakeLists.txt")) as f:
+        return re.search(r"project\(youmufs VERSION ([0-9.]+)", f.read()).group(1)
+
+
+def _dpkg(*args):
+    p = subprocess.run(["dpkg-query", *args], capture_output=True, text=True)
+    return p.stdout if p.returncode == 0 else None
+
+
+@pytest.fixture
+def package():
+    """The installed package's status fields (fails when it is not installed)."""
+    if os.geteuid() != 0:
+        pytest.skip("installing the package needs root here")
+    status = _dpkg("-s", "youmufs")
+    if status is None:
+        pytest.fail("the youmufs package is not installed: tests/run-all.sh installs "
+                    "build/youmufs_<version>_<arch>.deb", pytrace=False)
+    return dict(re.findall(r"^([A-Za-z-]+): (.*)$", status, re.M))
+
+
+def test_package_installs_the_binary_the_man_page_and_the_licence(package):
+    assert package["Status"] == "install ok installed"
+    assert package["Version"] == _project_version()
+    files = set(_dpkg("-L", "youmufs").split())
+    for path in (INSTALLED, "/usr/share/man/man1/youmufs.1",
+                 "/usr/share/doc/youmufs/copyright"):
+        assert path in files and os.path.exists(path), path
+    assert filecmp.cmp(INSTALLED, BIN, shallow=False), \
+        f"{INSTALLED} is not the binary under test ({BIN})"
+    with open("/usr/share/doc/youmufs/copyright") as f, \
+            open(os.path.join(REPO, "LICENSE")) as lic:
+        assert f.read() == lic.read()
+    # the runtime libraries from Debian (dpkg-shlibdeps), and fuse3 for mount.fuse3
+    depends = {d.split()[0] for d in package["Depends"].split(", ")}
+    for lib in ("fuse3", "libfuse3-3", "libzstd1", "libsnappy1v5", "liblz4-1", "libjansson4",
+                "zlib1g", "libbrotli1"):
+        assert lib in depends, f"{lib} missing from Depends: {package['Depends']}"
+    out = subprocess.run([INSTALLED, "--version"], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.startswith(f"youmufs {_project_version()} ")
 
 
 def _mounted(mnt):
@@ -29,14 +68,14 @@ def _mounted(mnt):
 
 
 @pytest.fixture
-def mountpoint():
+def mountpoint(package):
     require_fuse()
-    if os.geteuid() != 0:
-        pytest.skip("mount(8) with fuse helpers needs root here")
-    installed = _installed()
-    if not installed or not filecmp.cmp(installed, BIN, shallow=False):
-        pytest.fail(f"youmufs installed at {installed} is not {BIN}: run cmake --install build",
-                    pytrace=False)
+    for d in ("/usr/local/sbin", "/usr/local/bin"):  # first on mount.fuse3's PATH
+        if os.path.exists(os.path.join(d, "youmufs")):
+            pytest.fail(f"{d}/youmufs shadows the package's {INSTALLED}", pytrace=False)
+    if not filecmp.cmp(INSTALLED, BIN, shallow=False):
+        pytest.fail(f"the youmufs installed at {INSTALLED} is not {BIN}: install the package "
+                    "built from this tree", pytrace=False)
     mnt = tempfile.mkdtemp(prefix="yfs-mt-")
     yield mnt
     if _mounted(mnt):
