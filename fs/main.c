@@ -14,14 +14,19 @@
 
 #include "yfs_fuse.h"
 #include "yfs_budget.h"
+#include "ix_parallel.h"
 #include "yfs_names.h"
 #include "yfs_report.h"
 #include "yfs_view.h"
 #include "yfs_watch.h"
 
+/* index --shard I/N: at most this many shards. */
+#define YFS_MAX_SHARDS 65536
+
 static const char USAGE[] =
     "usage: youmufs [-o OPTIONS] [-f] [-d] [-s] DATASET MOUNTPOINT\n"
     "       youmufs cat [-o OPTIONS] DATASET NAME\n"
+    "       youmufs index [-o OPTIONS] [--shard I/N] DATASET\n"
     "       youmufs stats [--json] [-n COUNT] [-i SECONDS] MOUNTPOINT\n"
     "       youmufs --help | --version\n"
     "\n"
@@ -30,11 +35,15 @@ static const char USAGE[] =
     "page-shuffled order: epoch-<k>.<ext>, and epoch-<k>.part-<i>-of-<n>.<ext> for\n"
     "n disjoint parts (ranks x loader workers). .youmufs/index.json and stats.json\n"
     "describe the index and the live counters. `cat` writes one such file (NAME as\n"
-    "at the mount root) to stdout without mounting. `stats` prints a line a second\n"
-    "(every -i SECONDS, COUNT lines; default until interrupted) of a mount's live\n"
-    "figures: MB/s served and read from storage, read amplification, memory held of\n"
-    "mem=, reads in flight and waiting for a segment, reservations waiting for\n"
-    "memory, segments built, read errors; --json: one JSON object per line.\n"
+    "at the mount root) to stdout without mounting. `index` builds the persistent\n"
+    "index (cache=) that a mount with the same options finds, without mounting;\n"
+    "with --shard I/N only the files of shard I of N (file k in path order is in\n"
+    "shard k mod N), merged into the same index: N processes or nodes build it\n"
+    "together. `stats` prints a line a second (every -i SECONDS, COUNT lines;\n"
+    "default until interrupted) of a mount's live figures: MB/s served and read\n"
+    "from storage, read amplification, memory held of mem=, reads in flight and\n"
+    "waiting for a segment, reservations waiting for memory, segments built, read\n"
+    "errors; --json: one JSON object per line.\n"
     "\n"
     "youmufs options (-o key=value,...):\n"
     "    column=NAME     column to serve: a dotted leaf path, or the field above a\n"
@@ -81,6 +90,8 @@ static const char USAGE[] =
 /* What the command line asked for. */
 typedef struct command {
     int cat;                /* `youmufs cat` */
+    int index;              /* `youmufs index` */
+    uint32_t shard, shards; /* index --shard I/N (shards 0: every file) */
     int help, version;
     yfs_options opts;
     char *fuse_opts;        /* -o items that are not ours, for FUSE */
@@ -108,7 +119,11 @@ static int parse(int argc, char **argv, command *c)
     if (argc > 1 && strcmp(argv[1], "cat") == 0) {
         c->cat = 1;
         i = 2;
+    } else if (argc > 1 && strcmp(argv[1], "index") == 0) {
+        c->index = 1;
+        i = 2;
     }
+    const char *sub = c->cat ? "cat" : c->index ? "index" : NULL;
     fuse_opt_add_arg(&c->fuse_args, argv[0]);
     for (; i < argc; i++) {
         const char *a = argv[i];
@@ -123,11 +138,21 @@ static int parse(int argc, char **argv, command *c)
                 return usage_error("-o needs a list of options");
             if (yfs_options_apply_list(&c->opts, list, &c->fuse_opts, &err) < 0)
                 return usage_error("%s", err.msg);
+        } else if (c->index && strcmp(a, "--shard") == 0) {
+            const char *v = i + 1 < argc ? argv[++i] : "";
+            unsigned long part, parts;
+            int used = 0;
+            if (sscanf(v, "%lu/%lu%n", &part, &parts, &used) != 2 || v[used] || parts == 0 ||
+                part >= parts || parts > YFS_MAX_SHARDS)
+                return usage_error("--shard %s: expected I/N with 0 <= I < N <= %d", v,
+                                   YFS_MAX_SHARDS);
+            c->shard = (uint32_t)part;
+            c->shards = (uint32_t)parts;
         } else if (a[0] == '-' && a[1]) {
-            if (c->cat)
-                return usage_error("cat does not take %s", a);
+            if (sub)
+                return usage_error("%s does not take %s", sub, a);
             fuse_opt_add_arg(&c->fuse_args, a);
-        } else if (c->num_positional < 2) {
+        } else if (c->num_positional < (c->index ? 1 : 2)) {
             c->positional[c->num_positional++] = a;
         } else {
             return usage_error("unexpected argument %s", a);
@@ -138,8 +163,10 @@ static int parse(int argc, char **argv, command *c)
     pq_error err;
     if (yfs_options_check(&c->opts, &err) < 0)
         return usage_error("%s", err.msg);
-    if (c->cat && c->fuse_opts)
-        return usage_error("unknown option(s) for cat: %s", c->fuse_opts);
+    if (sub && c->fuse_opts)
+        return usage_error("unknown option(s) for %s: %s", sub, c->fuse_opts);
+    if (c->index)
+        return c->num_positional == 1 ? 0 : usage_error("index needs DATASET");
     if (c->num_positional < 2)
         return usage_error("%s", c->cat ? "cat needs DATASET and NAME" : "needs DATASET and MOUNTPOINT");
     return 0;
@@ -213,6 +240,42 @@ static int run_cat(yfs_mount *m, const char *name)
     free(buf);
     yfs_budget_release(m->budget, step, YFS_MEM_READS, NULL);
     yfs_view_close(v);
+    return rc;
+}
+
+/* `youmufs index`: the persistent index of the dataset (or of one shard of
+ * its files, merged into it), built as a mount would build it. */
+static int run_index(const command *c)
+{
+    const char *dataset = c->positional[0];
+    if (!c->opts.cache_dir) {
+        fprintf(stderr, "youmufs: index: cache=none leaves nowhere to save the index\n");
+        return 1;
+    }
+    ix_options io = yfs_index_options(&c->opts, dataset, 1);
+    io.shard = c->shard;
+    io.shards = c->shards;
+    double start = ix_now();
+    ix_index *ix;
+    pq_error err;
+    if (ix_build(&io, &ix, &err) < 0) {
+        fprintf(stderr, "youmufs: %s\n", err.msg);
+        return 1;
+    }
+    int rc = 0;
+    if (ix->cache_note[0]) {
+        fprintf(stderr, "youmufs: %s\n", ix->cache_note);
+        rc = 1;
+    }
+    char shard[64] = "";
+    if (c->shards > 1)
+        snprintf(shard, sizeof shard, "shard %u of %u: ", c->shard, c->shards);
+    printf("youmufs: %s%u files (%u from the persistent index, %u read now), %llu pages in "
+           "%.1f s; %s %s\n",
+           shard, ix->num_files, ix->files_cached, ix->num_files - ix->files_cached,
+           (unsigned long long)ix->num_pages, ix_now() - start,
+           rc ? "not saved in" : "saved in", c->opts.cache_dir);
+    ix_free(ix);
     return rc;
 }
 
@@ -366,7 +429,7 @@ int main(int argc, char **argv)
     raise_open_file_limit();
     if (rc == 0 && c.help) {
         fputs(USAGE, stdout);
-        if (!c.cat) {
+        if (!c.cat && !c.index) {
             printf("\nFUSE options:\n");
             fflush(stdout);
             fuse_cmdline_help();
@@ -374,6 +437,8 @@ int main(int argc, char **argv)
         }
     } else if (rc == 0 && c.version) {
         printf("youmufs %s (libfuse %s)\n", YFS_VERSION, fuse_pkgversion());
+    } else if (rc == 0 && c.index) {
+        rc = run_index(&c);
     } else if (rc == 0) {
         yfs_mount *m;
         pq_error err;

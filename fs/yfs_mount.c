@@ -120,6 +120,28 @@ static int map_units(yfs_mount *m)
     return 0;
 }
 
+ix_options yfs_index_options(const yfs_options *opts, const char *dataset, int progress)
+{
+    /* The page pass holds, per thread, a window of the chunk and the page it
+     * decodes: pages whose whole decode would take more than a share of mem
+     * are streamed (the index is the same either way). */
+    uint64_t stream_page_bytes = opts->mem / (8 * (uint64_t)(opts->threads > 0 ? opts->threads : 1));
+    if (stream_page_bytes < (1u << 20))
+        stream_page_bytes = 1u << 20;
+    if (stream_page_bytes > (16u << 20))
+        stream_page_bytes = 16u << 20;
+    return (ix_options){
+        .dataset = dataset,
+        .column = opts->column,
+        .frame = opts->frame,
+        .threads = opts->threads,
+        .progress = progress,
+        .skip_crc = opts->skip_crc,
+        .stream_page_bytes = stream_page_bytes,
+        .cache_dir = opts->cache_dir,
+    };
+}
+
 int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, yfs_mount **out,
                    pq_error *err)
 {
@@ -131,24 +153,7 @@ int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, y
     m->opts.cache_dir = opts->cache_dir ? strdup(opts->cache_dir) : NULL;
 
     double start = ix_now();
-    /* The page pass holds, per thread, a window of the chunk and the page it
-     * decodes: pages whose whole decode would take more than a share of mem
-     * are streamed (the index is the same either way). */
-    uint64_t stream_page_bytes = opts->mem / (8 * (uint64_t)(opts->threads > 0 ? opts->threads : 1));
-    if (stream_page_bytes < (1u << 20))
-        stream_page_bytes = 1u << 20;
-    if (stream_page_bytes > (16u << 20))
-        stream_page_bytes = 16u << 20;
-    ix_options io = {
-        .dataset = dataset,
-        .column = opts->column,
-        .frame = opts->frame,
-        .threads = opts->threads,
-        .progress = progress,
-        .skip_crc = opts->skip_crc,
-        .stream_page_bytes = stream_page_bytes,
-        .cache_dir = opts->cache_dir,
-    };
+    ix_options io = yfs_index_options(opts, dataset, progress);
     if (ix_build(&io, &m->ix, err) < 0)
         goto fail;
 

@@ -57,6 +57,10 @@ typedef struct yfs_mount {
     struct timespec mounted_at; /* the epoch files' mtime */
 } yfs_mount;
 
+/* What the index of `dataset` is built with under opts: the same for a mount
+ * and for `youmufs index`, so that both find the same persistent index. */
+ix_options yfs_index_options(const yfs_options *opts, const char *dataset, int progress);
+
 /* Build the index of `dataset` with `opts` (copied). progress: report
  * mount-time progress on stderr. */
 int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, yfs_mount **out,

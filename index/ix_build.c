@@ -19,6 +19,7 @@ typedef struct build {
     uint32_t num_todo;
     ix_cache *cache;
     ix_cache_key *keys; /* one per file */
+    uint64_t *first_rows; /* sharded: each kept file's first row in the whole dataset */
 } build;
 
 static int scan_chunk(void *ctx, size_t i, pq_error *err)
@@ -139,6 +140,8 @@ static int plan_scans(build *b, pq_error *err)
     for (size_t i = 0; i < n; i++) {
         ix_source *s = &b->ss.files[i];
         ix_file *f = &ix->files[i];
+        if (b->first_rows)
+            row = b->first_rows[i];
         ix->num_files++;
         f->path = s->path;
         s->path = NULL; /* now owned by the index */
@@ -334,18 +337,46 @@ static void open_cache(build *b)
 }
 
 /* Rewrite the persistent index when any file was read afresh, or files are
- * gone from the dataset. */
+ * gone from the dataset; a shard's files are merged into it. */
 static void save_cache(build *b)
 {
     ix_index *ix = b->ix;
+    int sharded = b->first_rows != NULL;
     ix->files_cached = 0;
     for (size_t i = 0; i < b->ss.count; i++)
         ix->files_cached += b->ss.files[i].cached != NULL;
-    if (ix->files_cached == ix->num_files && ix_cache_entries(b->cache) == ix->num_files)
+    if (ix->files_cached == ix->num_files &&
+        (sharded || ix_cache_entries(b->cache) == ix->num_files))
         return;
     pq_error err;
-    if (ix_cache_save(b->cache, ix, b->keys, &err) < 0)
+    if (ix_cache_save(b->cache, ix, b->keys, sharded, &err) < 0)
         snprintf(ix->cache_note, sizeof ix->cache_note, "%s", err.msg);
+}
+
+/* Keep the files of shard opts->shard of opts->shards (file k is in shard
+ * k mod shards), each with its first row in the whole dataset (rowid
+ * records carry it, so a shard's framed sizes are those of a mount). */
+static int keep_shard(build *b, pq_error *err)
+{
+    ix_sources *ss = &b->ss;
+    b->first_rows = malloc((ss->count ? ss->count : 1) * sizeof *b->first_rows);
+    if (!b->first_rows)
+        return pq_error_set(err, "out of memory");
+    uint64_t row = 0;
+    size_t kept = 0;
+    for (size_t k = 0; k < ss->count; k++) {
+        uint64_t rows = ix_source_rows(&ss->files[k]);
+        if (k % b->opts->shards == b->opts->shard) {
+            b->first_rows[kept] = row;
+            ss->files[kept++] = ss->files[k];
+        } else {
+            ix_source_release(&ss->files[k]);
+            free(ss->files[k].path);
+        }
+        row += rows;
+    }
+    ss->count = kept;
+    return 0;
 }
 
 /* The column, from the first file. */
@@ -386,6 +417,8 @@ int ix_build(const ix_options *opts, ix_index **out, pq_error *err)
     }
     if (ix_sources_load(&b.ss, b.cache, &ix->column, ix->framing.rowid, opts->threads, err) < 0)
         goto done;
+    if (opts->shards > 1 && keep_shard(&b, err) < 0)
+        goto done;
     if (plan_scans(&b, err) < 0)
         goto done;
     double t1 = ix_now();
@@ -409,6 +442,7 @@ done:
     free(b.scans);
     free(b.todo);
     free(b.keys);
+    free(b.first_rows);
     ix_sources_free(&b.ss);
     ix_cache_free(b.cache);
     if (rc < 0)

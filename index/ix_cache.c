@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -25,6 +26,8 @@ struct ix_cache {
     ix_cache_chunk *chunks; /* of all files, in file order */
     ix_page *pages;        /* of all chunks, in chunk order */
     uint64_t *units;       /* the shuffle units of all chunks, in chunk order */
+    size_t entries_at;     /* where the first entry starts in buf */
+    size_t *entry_ends;    /* num_files: where each entry ends in buf (a merge copies them) */
 };
 
 /* FNV-1a: a stable name for the cache file of a key. */
@@ -44,6 +47,7 @@ void ix_cache_free(ix_cache *c)
     free(c->chunks);
     free(c->pages);
     free(c->units);
+    free(c->entry_ends);
     free(c->buf);
     free(c->path);
     free(c->key);
@@ -97,6 +101,8 @@ typedef struct sink {
     ix_cache_chunk *chunks;
     ix_page *pages;
     uint64_t *units;
+    size_t *entry_ends;     /* with base: where each entry ends, from base */
+    const uint8_t *base;
     size_t num_chunks, num_pages, num_units; /* used so far */
 } sink;
 
@@ -200,6 +206,8 @@ static int parse_entries(pq_cursor cur, uint32_t n, sink *s)
                                                              : &scratch[(i - 1) % 2];
         if (parse_entry(&cur, prev, e, s) < 0)
             return -1;
+        if (s->entry_ends)
+            s->entry_ends[i] = (size_t)(cur.p - s->base);
     }
     return cur.left == 0 ? 0 : -1;
 }
@@ -229,15 +237,20 @@ static int parse(ix_cache *c, uint8_t *buf, size_t len)
         .chunks = malloc((count.num_chunks ? count.num_chunks : 1) * sizeof *fill.chunks),
         .pages = malloc((count.num_pages ? count.num_pages : 1) * sizeof *fill.pages),
         .units = malloc((count.num_units ? count.num_units : 1) * sizeof *fill.units),
+        .entry_ends = malloc((n ? n : 1) * sizeof *fill.entry_ends),
+        .base = buf,
     };
-    if (!fill.files || !fill.chunks || !fill.pages || !fill.units ||
+    if (!fill.files || !fill.chunks || !fill.pages || !fill.units || !fill.entry_ends ||
         parse_entries(cur, n, &fill) < 0) {
         free(fill.files);
         free(fill.chunks);
         free(fill.pages);
         free(fill.units);
+        free(fill.entry_ends);
         return -1;
     }
+    c->entries_at = (size_t)(cur.p - buf);
+    c->entry_ends = fill.entry_ends;
     c->buf = buf;
     c->files = fill.files;
     c->num_files = n;
@@ -399,81 +412,110 @@ static void put_bytes(out *o, const char *s)
     put(o, s, strlen(s));
 }
 
-static void put_index(out *o, const ix_cache *c, const ix_index *ix, const ix_cache_key *keys)
+static void put_header(out *o, const char *key, uint32_t num_files)
 {
     put(o, MAGIC, sizeof MAGIC);
     put_u32(o, IX_CACHE_VERSION);
-    put_bytes(o, c->key);
-    put_u32(o, ix->num_files);
-    uint64_t unit = 0; /* the chunks' units follow each other in ix->unit_bytes */
-    for (uint32_t i = 0; i < ix->num_files; i++) {
-        const ix_file *f = &ix->files[i];
-        const ix_cache_key *k = &keys[i];
-        put_bytes(o, k->name);
-        put_u64(o, k->size);
-        put_u64(o, (uint64_t)k->mtime_sec);
-        put_u64(o, (uint64_t)k->mtime_nsec);
-        put_u32(o, k->footer_len);
-        put_u32(o, k->footer_crc);
-        put_u64(o, k->first_row);
-        put_u64(o, (uint64_t)k->ctime_ns);
-        put_u64(o, k->dev);
-        put_u64(o, k->ino);
-        put_u32(o, f->num_chunks);
-        for (uint32_t ci = f->first_chunk; ci < f->first_chunk + f->num_chunks; ci++) {
-            const ix_chunk *ch = &ix->chunks[ci];
-            put_u32(o, (uint32_t)ch->desc.codec);
-            put_u32(o, (uint32_t)ch->desc.type_length);
-            put_u64(o, (uint64_t)ch->dict_offset);
-            put_u32(o, ch->dict_length);
-            put_u32(o, atomic_load_explicit(&ch->dict_crc, memory_order_relaxed));
-            put_u32(o, (uint32_t)ch->has_offset_index);
-            put_u32(o, ch->num_pages);
-            for (uint64_t p = ch->first_page; p < ch->first_page + ch->num_pages; p++) {
-                const ix_page *pg = &ix->pages[p];
-                put_u64(o, pg->offset);
-                put_u64(o, pg->framed);
-                put_u32(o, pg->length);
-                put_u32(o, pg->rows);
-                put_u32(o, pg->records);
-                put_u32(o, atomic_load_explicit(&pg->crc, memory_order_relaxed));
-            }
-            uint64_t units = 0;
-            for (uint64_t p = ch->first_page; ch->cut && p < ch->first_page + ch->num_pages; p++) {
-                uint32_t count = ix_units_of(&ix->pages[p]);
-                units += count > 1 ? count : 0;
-            }
-            put_u32(o, (uint32_t)ch->cut);
-            put_u32(o, (uint32_t)units);
-            for (uint64_t u = 0; u < units; u++)
-                put_u64(o, ix->unit_bytes[unit + u]);
-            unit += units;
-            put_u64(o, (uint64_t)ch->bounds.uncompressed);
-            put_u64(o, (uint64_t)ch->bounds.values);
+    put_bytes(o, key);
+    put_u32(o, num_files);
+}
+
+/* The entry of the index's file i (its key k); *unit: where its chunks'
+ * units start in ix->unit_bytes (the chunks' units follow each other). */
+static void put_file(out *o, const ix_index *ix, uint32_t i, const ix_cache_key *k,
+                     uint64_t *unit)
+{
+    const ix_file *f = &ix->files[i];
+    put_bytes(o, k->name);
+    put_u64(o, k->size);
+    put_u64(o, (uint64_t)k->mtime_sec);
+    put_u64(o, (uint64_t)k->mtime_nsec);
+    put_u32(o, k->footer_len);
+    put_u32(o, k->footer_crc);
+    put_u64(o, k->first_row);
+    put_u64(o, (uint64_t)k->ctime_ns);
+    put_u64(o, k->dev);
+    put_u64(o, k->ino);
+    put_u32(o, f->num_chunks);
+    for (uint32_t ci = f->first_chunk; ci < f->first_chunk + f->num_chunks; ci++) {
+        const ix_chunk *ch = &ix->chunks[ci];
+        put_u32(o, (uint32_t)ch->desc.codec);
+        put_u32(o, (uint32_t)ch->desc.type_length);
+        put_u64(o, (uint64_t)ch->dict_offset);
+        put_u32(o, ch->dict_length);
+        put_u32(o, atomic_load_explicit(&ch->dict_crc, memory_order_relaxed));
+        put_u32(o, (uint32_t)ch->has_offset_index);
+        put_u32(o, ch->num_pages);
+        for (uint64_t p = ch->first_page; p < ch->first_page + ch->num_pages; p++) {
+            const ix_page *pg = &ix->pages[p];
+            put_u64(o, pg->offset);
+            put_u64(o, pg->framed);
+            put_u32(o, pg->length);
+            put_u32(o, pg->rows);
+            put_u32(o, pg->records);
+            put_u32(o, atomic_load_explicit(&pg->crc, memory_order_relaxed));
+        }
+        uint64_t units = 0;
+        for (uint64_t p = ch->first_page; ch->cut && p < ch->first_page + ch->num_pages; p++) {
+            uint32_t count = ix_units_of(&ix->pages[p]);
+            units += count > 1 ? count : 0;
+        }
+        put_u32(o, (uint32_t)ch->cut);
+        put_u32(o, (uint32_t)units);
+        for (uint64_t u = 0; u < units; u++)
+            put_u64(o, ix->unit_bytes[*unit + u]);
+        *unit += units;
+        put_u64(o, (uint64_t)ch->bounds.uncompressed);
+        put_u64(o, (uint64_t)ch->bounds.values);
+    }
+}
+
+/* The index's files (keys[i] for file i), and with `keep` the entries of
+ * keep whose names the index has not, copied as they are: both in name
+ * order, so the result is too. */
+static void put_index(out *o, const char *key, const ix_index *ix, const ix_cache_key *keys,
+                      const ix_cache *keep)
+{
+    uint32_t kept = keep ? keep->num_files : 0, n = ix->num_files;
+    for (uint32_t i = 0, j = 0; j < kept; j++) { /* count the union */
+        const ix_cache_file *e = &keep->files[j];
+        int r = 1;
+        while (i < ix->num_files &&
+               (r = name_cmp(keys[i].name, strlen(keys[i].name), e->name, e->name_len)) < 0)
+            i++;
+        n += r != 0;
+    }
+    put_header(o, key, n);
+    uint64_t unit = 0;
+    for (uint32_t i = 0, j = 0; i < ix->num_files || j < kept;) {
+        const ix_cache_file *e = j < kept ? &keep->files[j] : NULL;
+        int r = i == ix->num_files ? 1
+                : !e ? -1
+                     : name_cmp(keys[i].name, strlen(keys[i].name), e->name, e->name_len);
+        if (r <= 0) {
+            put_file(o, ix, i, &keys[i], &unit);
+            i++;
+            j += r == 0;
+        } else {
+            size_t from = j ? keep->entry_ends[j - 1] : keep->entries_at;
+            put(o, keep->buf + from, keep->entry_ends[j] - from);
+            j++;
         }
     }
     put_u32(o, o->failed ? 0 : (uint32_t)crc32(0, o->p, (uInt)o->len));
 }
 
-int ix_cache_save(ix_cache *c, const ix_index *ix, const ix_cache_key *keys, pq_error *err)
+/* Write o's bytes to a temporary file beside path, synced, and rename it
+ * over path: readers see the old file or the new one, never a torn one. */
+static int replace_file(const char *path, const out *o, pq_error *err)
 {
-    if (!c->path)
-        return 0;
-    out o = { 0 };
-    put_index(&o, c, ix, keys);
-    if (o.failed) {
-        free(o.p);
-        return pq_error_set(err, "out of memory writing the index cache");
-    }
     char *tmp;
-    if (asprintf(&tmp, "%s.XXXXXX", c->path) < 0) {
-        free(o.p);
+    if (asprintf(&tmp, "%s.XXXXXX", path) < 0)
         return pq_error_set(err, "out of memory");
-    }
     int fd = mkstemp(tmp);
     int rc = fd < 0 ? -1 : 0;
-    for (size_t done = 0; rc == 0 && done < o.len;) {
-        ssize_t n = write(fd, o.p + done, o.len - done);
+    for (size_t done = 0; rc == 0 && done < o->len;) {
+        ssize_t n = write(fd, o->p + done, o->len - done);
         if (n < 0 && errno != EINTR)
             rc = -1;
         else if (n > 0)
@@ -483,14 +525,55 @@ int ix_cache_save(ix_cache *c, const ix_index *ix, const ix_cache_key *keys, pq_
         rc = -1;
     if (fd >= 0 && close(fd) != 0)
         rc = -1;
-    if (rc == 0 && rename(tmp, c->path) != 0)
+    if (rc == 0 && rename(tmp, path) != 0)
         rc = -1;
     if (rc < 0) {
-        pq_error_set(err, "cannot write the index cache %s: %s", c->path, strerror(errno));
+        pq_error_set(err, "cannot write the index cache %s: %s", path, strerror(errno));
         if (fd >= 0)
             unlink(tmp);
     }
     free(tmp);
-    free(o.p);
+    return rc;
+}
+
+int ix_cache_save(ix_cache *c, const ix_index *ix, const ix_cache_key *keys, int merge,
+                  pq_error *err)
+{
+    if (!c->path)
+        return 0;
+    /* Writers of one cache file take turns (flock on a lock file beside
+     * it), so that a merge reads what the writer before it wrote. */
+    char *lock_path;
+    if (asprintf(&lock_path, "%s.lock", c->path) < 0)
+        return pq_error_set(err, "out of memory");
+    int lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    free(lock_path);
+    if (lock < 0 || flock(lock, LOCK_EX) != 0) {
+        pq_error_set(err, "cannot lock the index cache %s: %s", c->path, strerror(errno));
+        if (lock >= 0)
+            close(lock);
+        return -1;
+    }
+    ix_cache *now = NULL;
+    if (merge && (now = calloc(1, sizeof *now))) {
+        now->path = c->path; /* borrowed for load() */
+        now->key = c->key;
+        load(now);
+    }
+    int rc = 0;
+    if (merge && !now) {
+        rc = pq_error_set(err, "out of memory");
+    } else {
+        out o = { 0 };
+        put_index(&o, c->key, ix, keys, now);
+        rc = o.failed ? pq_error_set(err, "out of memory writing the index cache")
+                      : replace_file(c->path, &o, err);
+        free(o.p);
+    }
+    if (now) {
+        now->path = now->key = NULL;
+        ix_cache_free(now);
+    }
+    close(lock); /* and with it the lock */
     return rc;
 }

@@ -100,8 +100,13 @@ uint32_t ix_cache_entries(const ix_cache *c);
 const ix_cache_file *ix_cache_find(const ix_cache *c, const ix_cache_key *key);
 
 /* Replace the cache file with the given index's files, chunks and pages
- * (their keys in keys[], one per file). Returns 0, or -1 with a message (the
- * mount goes on without saving). */
-int ix_cache_save(ix_cache *c, const ix_index *ix, const ix_cache_key *keys, pq_error *err);
+ * (their keys in keys[], one per file, in name order). With merge, the
+ * entries the cache file holds now (written meanwhile by other processes,
+ * `youmufs index --shard`) for files the index has not are kept: shards
+ * build one cache file together. Writers take turns (an flock on
+ * "<cache file>.lock" beside it). Returns 0, or -1 with a message (the mount
+ * goes on without saving). */
+int ix_cache_save(ix_cache *c, const ix_index *ix, const ix_cache_key *keys, int merge,
+                  pq_error *err);
 
 #endif

@@ -146,6 +146,11 @@ typedef struct ix_options {
     uint64_t stream_page_bytes; /* the page pass streams pages whose whole decode would take
                                  * more (ix_scan_chunk); 0: 16 MiB */
     const char *cache_dir; /* persistent index directory (ix_cache.h), NULL for none */
+    /* shards > 1: index only the files of shard `shard` (file k, in path
+     * order, is in shard k mod shards) and merge them into the persistent
+     * index (`youmufs index --shard`); the index built is of those files
+     * alone, with their global row numbers, and is not for mounting. */
+    uint32_t shard, shards;
 } ix_options;
 
 typedef struct ix_index {

@@ -1,0 +1,73 @@
+"""`youmufs index [--shard I/N] DATASET`: the persistent index built without mounting, by one
+process or by N shards at once that merge their files into one cache file; a mount or `cat`
+with the same options afterwards finds every file cached (reads no page to index) and serves
+the bytes it serves with no cache at all."""
+import dataclasses
+import json
+import subprocess
+
+import pytest
+
+from conftest import BIN, _env, run_cat, sanitizer_report
+from datasets import BASIC
+
+SIX = dataclasses.replace(BASIC, files=6, rows_per_file=400)
+
+
+def _index(dataset, options, *extra, check=True):
+    p = subprocess.run([BIN, "index", "-o", options, *extra, dataset], capture_output=True,
+                       text=True, timeout=300, env=_env())
+    assert not sanitizer_report(p.stderr.encode()), p.stderr
+    if check:
+        assert p.returncode == 0, p.stderr
+    return p
+
+
+def _index_json(dataset, options):
+    return json.loads(run_cat(dataset, ".youmufs/index.json", options).stdout)
+
+
+@pytest.mark.parametrize("framing", ["format=jsonl", "format=jsonl,rowid", "format=len32"])
+def test_shards_in_parallel_build_one_index_a_mount_finds_whole(framing, ds, tmp_path):
+    path = ds.path(SIX)
+    opts = f"{framing},cache={tmp_path}/cache"
+    procs = [subprocess.Popen([BIN, "index", "-o", opts, "--shard", f"{k}/3", path],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=_env()) for k in range(3)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err
+        assert "2 files (0 from the persistent index, 2 read now)" in out, out
+    ix = _index_json(path, opts)
+    assert ix["persistent_index"]["files_reused"] == 6, ix["persistent_index"]
+    assert ix["bytes_scanned"] == 0, "the mount read pages although every file was indexed"
+    ext = "len32" if "len32" in framing else "jsonl"
+    for name in (f"epoch-0.{ext}", f"epoch-1.part-1-of-3.{ext}"):
+        assert run_cat(path, name, opts).stdout == \
+            run_cat(path, name, f"{framing},cache=none").stdout, name
+    # a shard indexed again finds its files cached and leaves the index as it is
+    again = _index(path, opts, "--shard", "1/3")
+    assert "2 files (2 from the persistent index, 0 read now)" in again.stdout, again.stdout
+
+
+def test_one_process_indexes_everything_and_more_shards_than_files(ds, tmp_path):
+    path = ds.path(SIX)
+    opts = f"cache={tmp_path}/cache"
+    out = _index(path, opts, "--shard", "7/8").stdout  # no file is in shard 7 of 8
+    assert "0 files" in out, out
+    out = _index(path, opts).stdout
+    assert "6 files (0 from the persistent index, 6 read now)" in out, out
+    assert _index_json(path, opts)["persistent_index"]["files_reused"] == 6
+
+
+def test_refusals(ds, tmp_path):
+    path = ds.path(SIX)
+    for shard in ("3/3", "1/0", "x/2", "1/2/3", "-1/2"):
+        p = _index(path, f"cache={tmp_path}", "--shard", shard, check=False)
+        assert p.returncode == 2 and "--shard" in p.stderr, (shard, p.stderr)
+    p = _index(path, "cache=none", check=False)
+    assert p.returncode == 1 and "cache=none" in p.stderr, p.stderr
+    p = _index(str(tmp_path / "missing"), f"cache={tmp_path}", check=False)
+    assert p.returncode == 1 and "missing" in p.stderr, p.stderr
+    p = subprocess.run([BIN, "index", path, "extra"], capture_output=True, text=True)
+    assert p.returncode == 2, p.stderr
