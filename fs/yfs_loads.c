@@ -6,7 +6,6 @@
 #include "ix_read.h"
 #include "yfs_mount.h"
 #include "yfs_pages.h"
-#include "yfs_plans.h"
 
 enum { NOT_STARTED = 0, LOADING = 1, DONE = 2 };
 
@@ -127,15 +126,13 @@ static void execute(yfs_mount *m, const sh_plan *plan, uint64_t l, uint64_t want
     yfs_budget_release(m->budget, end - start, YFS_MEM_CHUNKS, hold);
 }
 
-int yfs_page_fetch(yfs_mount *m, yfs_plan *plan, uint64_t pos, yfs_hold *hold, uint8_t **raw,
-                   uint32_t *len, pq_error *err)
+int yfs_page_fetch(yfs_mount *m, const sh_plan *sp, yfs_loads *l, uint64_t pos,
+                   yfs_hold *hold, uint8_t **raw, uint32_t *len, pq_error *err)
 {
-    const sh_plan *sp = &plan->plan;
     uint32_t page = sp->order[pos];
     if (sp->schedule.num_loads == 0)
         return yfs_page_read(m, page, hold, raw, len, err);
 
-    yfs_loads *l = &plan->loads;
     uint32_t load = sp->schedule.source[pos];
     pthread_mutex_lock(&l->lock);
     while (l->state[load] == LOADING)

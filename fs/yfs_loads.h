@@ -24,10 +24,10 @@
 #include <stdint.h>
 
 #include "pq_error.h"
+#include "sh_plan.h"
 #include "yfs_budget.h"
 
 typedef struct yfs_mount yfs_mount;
-typedef struct yfs_plan yfs_plan;
 
 /* Progress of one plan's loads. */
 typedef struct yfs_loads {
@@ -40,11 +40,12 @@ int yfs_loads_init(yfs_loads *l, uint64_t num_loads);
 void yfs_loads_destroy(yfs_loads *l);
 
 /* The raw bytes (header and compressed body: the page's ix_page.length) of
- * the page at order position `pos` of the plan, malloc'ed for the caller and
- * charged to hold (entered by the caller) as *len bytes of YFS_MEM_RAW: the
- * caller frees them and releases the charge. */
-int yfs_page_fetch(yfs_mount *m, yfs_plan *plan, uint64_t pos, yfs_hold *hold, uint8_t **raw,
-                   uint32_t *len, pq_error *err);
+ * the page at order position `pos` of the plan, whose loads' progress is
+ * `loads`, malloc'ed for the caller and charged to hold (entered by the
+ * caller) as *len bytes of YFS_MEM_RAW: the caller frees them and releases
+ * the charge. */
+int yfs_page_fetch(yfs_mount *m, const sh_plan *plan, yfs_loads *loads, uint64_t pos,
+                   yfs_hold *hold, uint8_t **raw, uint32_t *len, pq_error *err);
 /* The same for global page `page`, read on its own. */
 int yfs_page_read(yfs_mount *m, uint64_t page, yfs_hold *hold, uint8_t **raw, uint32_t *len,
                   pq_error *err);

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "yfs_loads.h"
-#include "yfs_segment.h"
+#include "yfs_records.h"
 
 /* The decoded records of one page, read on its own. */
 typedef struct page_records {

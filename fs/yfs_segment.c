@@ -5,89 +5,12 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
-#include "ix_read.h"
 #include "ix_record.h"
-#include "yfs_dicts.h"
+#include "yfs_records.h"
 #include "yfs_rows.h"
 #include "yfs_thread.h"
 #include "yfs_units.h"
-
-static uint64_t value_bytes(const pq_page_values *v)
-{
-    uint64_t total = 0;
-    for (uint32_t i = 0; i < v->num_values; i++)
-        total += v->values[i].len;
-    return total;
-}
-
-void yfs_page_values_drop(yfs_mount *m, pq_page_values *values, yfs_hold *hold)
-{
-    yfs_budget_release(m->budget, pq_page_values_bytes(values), YFS_MEM_DECODED, hold);
-    pq_page_values_free(values);
-}
-
-/* Values decoded from a dictionary point into it, and a page-shuffled
- * segment's pages come from as many column chunks: holding their
- * dictionaries until framing held dozens at once (pyarrow writes up to 1 MiB
- * each). So such values are copied into the page's own memory and the
- * dictionary goes back to the cache at once. The copy's size is known only
- * once decoded; a thread holding a dictionary must not wait for room
- * (yfs_budget.h), so when the copy does not fit at once the page is let go
- * with its dictionary, the copy waited for, and the page decoded again. */
-int yfs_page_records(yfs_mount *m, uint64_t page, const uint8_t *raw, uint64_t raw_len,
-                     yfs_hold *hold, pq_page_values *values, ix_record *recs, pq_error *err)
-{
-    const ix_index *ix = m->ix;
-    const ix_chunk *chunk = &ix->chunks[ix_locate(ix, page)];
-    yfs_dict_source src = { m->dicts, hold };
-    ix_dict_source dicts = yfs_dicts_source(&src);
-    uint64_t start = yfs_now_ns();
-    uint64_t reserved = yfs_decode_bound(raw, raw_len), copy = 0;
-    yfs_budget_reserve(m->budget, reserved, YFS_MEM_DECODED, YFS_DEMAND, hold);
-    void *dict = NULL;
-    int rc = ix_decode_page(ix, page, raw, &dicts, values, &dict, err);
-    if (rc == 0 && dict) {
-        copy = value_bytes(values);
-        if (yfs_budget_reserve(m->budget, copy, YFS_MEM_DECODED, YFS_TRY, hold) < 0) {
-            pq_page_values_free(values);
-            yfs_dicts_put(m->dicts, dict);
-            dict = NULL;
-            yfs_budget_reserve(m->budget, copy, YFS_MEM_DECODED, YFS_DEMAND, hold);
-            rc = ix_decode_page(ix, page, raw, &dicts, values, &dict, err);
-        }
-        reserved += copy;
-    }
-    if (rc == 0 && dict && pq_page_values_own(values, err) < 0) {
-        pq_page_values_free(values);
-        rc = -1;
-    }
-    if (dict)
-        yfs_dicts_put(m->dicts, dict);
-    yfs_count(&m->stats.decode_nanoseconds, yfs_now_ns() - start);
-    if (rc < 0) {
-        yfs_budget_release(m->budget, reserved, YFS_MEM_DECODED, hold);
-        return -1;
-    }
-    yfs_budget_settle(m->budget, reserved, pq_page_values_bytes(values), YFS_MEM_DECODED, hold);
-    const ix_page *p = &ix->pages[page];
-    yfs_count(&m->stats.pages_decoded, 1);
-    yfs_count(&m->stats.page_bytes, p->length);
-
-    uint32_t count, rows;
-    if (ix_page_records(&ix->framing.shape, values, p->first_row, recs, p->records, &count,
-                        &rows, err) < 0 ||
-        (count != p->records || rows != p->rows)) {
-        yfs_page_values_drop(m, values, hold);
-        return pq_error_prefix(err, "%s: data page at offset %llu: %s",
-                               ix->files[chunk->file].name, (unsigned long long)p->offset,
-                               count != p->records || rows != p->rows
-                                   ? "holds other records than indexed (file changed?)"
-                                   : "");
-    }
-    return 0;
-}
 
 /* Rinas: the units of a segment are fetched, decoded and framed by up to
  * this many threads at once (the builder and helpers), each taking the next
@@ -173,63 +96,6 @@ static int frame_segment_units(yfs_mount *m, yfs_plan *plan, const sh_segment *s
         return -1;
     }
     return 0;
-}
-
-/* Segment buffers are mapped, not taken from the heap: they are large and
- * live long, and freed heap memory between them would stay resident
- * (fragmentation) beyond the budget. MAP_POPULATE faults the pages in one
- * go, which costs less than a fault per page while framing. */
-uint8_t *yfs_segment_alloc(uint64_t size)
-{
-    void *p = mmap(NULL, size ? size : 1, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
-}
-
-void yfs_segment_free(uint8_t *data, uint64_t size)
-{
-    if (data)
-        munmap(data, size ? size : 1);
-}
-
-/* A record whose size bound passes the room left is framed here first, and
- * copied if it fits. Framing it twice instead (ix_frame_measure, then
- * ix_frame_write) doubled the framing of numbers in jsonl, whose bound is
- * several times their size: most records of a unit's last half have a
- * bound beyond the room left. On the stack, so that it needs no budget;
- * records whose bound is larger are measured, then written. */
-#define FRAME_SCRATCH_BYTES (64u << 10)
-
-static uint8_t *record_outgrows(pq_error *err)
-{
-    pq_error_set(err, "records outgrow the bytes indexed at mount (a source file changed?)");
-    return NULL;
-}
-
-uint8_t *yfs_frame_record(const ix_framing *f, const ix_record *rec, uint8_t *out, size_t room,
-                          pq_error *err)
-{
-    /* The index promised the sizes; check them without rescanning values
-     * unless the record might not fit. */
-    size_t bound = ix_frame_size_bound(f, rec), size;
-    if (bound <= room)
-        return ix_frame_write(f, rec, out, err);
-    if (bound <= FRAME_SCRATCH_BYTES) {
-        uint8_t scratch[FRAME_SCRATCH_BYTES];
-        uint8_t *end = ix_frame_write(f, rec, scratch, err);
-        if (!end)
-            return NULL;
-        size = (size_t)(end - scratch);
-        if (size > room)
-            return record_outgrows(err);
-        memcpy(out, scratch, size);
-        return out + size;
-    }
-    if (ix_frame_measure(f, rec, &size, err) < 0)
-        return NULL;
-    if (size > room)
-        return record_outgrows(err);
-    return ix_frame_write(f, rec, out, err);
 }
 
 typedef struct record_at {

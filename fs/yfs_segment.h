@@ -62,27 +62,4 @@ uint64_t yfs_segment_build_bytes(const yfs_mount *m, const yfs_plan *plan, uint6
  * (yfs_budget.h). */
 int yfs_segment_build(yfs_mount *m, yfs_plan *plan, uint64_t s, yfs_hold *hold, yfs_body *out,
                       pq_error *err);
-/* A zeroed, resident buffer of size bytes for a segment (NULL when out of
- * memory); give it back with yfs_segment_free. */
-uint8_t *yfs_segment_alloc(uint64_t size);
-void yfs_segment_free(uint8_t *data, uint64_t size);
-
-/* Decode global page `page` from raw (its raw_len bytes) into values,
- * owning their bytes (a dictionary is not held), and list its records into
- * recs, with room for the page's indexed record count. Fails, naming the
- * file, when the page holds other records than indexed. The decoded page
- * is reserved for hold (entered by the caller) at the bound its headers give
- * (yfs_decode_bound) before decoding, and settled to its real size; on
- * success it stays charged until yfs_page_values_drop. */
-int yfs_page_records(yfs_mount *m, uint64_t page, const uint8_t *raw, uint64_t raw_len,
-                     yfs_hold *hold, pq_page_values *values, ix_record *recs, pq_error *err);
-/* Free values from yfs_page_records and release their charge. */
-void yfs_page_values_drop(yfs_mount *m, pq_page_values *values, yfs_hold *hold);
-
-/* Frame rec at out, with room bytes left there; returns the end of the
- * record, or NULL if it does not fit (the index promised less: a source
- * changed) or cannot be framed. */
-uint8_t *yfs_frame_record(const ix_framing *f, const ix_record *rec, uint8_t *out, size_t room,
-                          pq_error *err);
-
 #endif

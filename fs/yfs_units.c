@@ -8,7 +8,7 @@
 #include "yfs_dicts.h"
 #include "yfs_loads.h"
 #include "yfs_pages.h"
-#include "yfs_segment.h"
+#include "yfs_records.h"
 #include "yfs_streams.h"
 #include "yfs_wants.h"
 
@@ -75,7 +75,8 @@ static int fetch(yfs_mount *m, yfs_plan *plan, uint32_t page, yfs_hold *hold, ui
 {
     const sh_schedule *sched = &plan->plan.schedule;
     if (sched->num_loads)
-        return yfs_page_fetch(m, plan, sched->position[page], hold, raw, len, err);
+        return yfs_page_fetch(m, &plan->plan, &plan->loads, sched->position[page], hold, raw,
+                              len, err);
     return yfs_page_read(m, page, hold, raw, len, err);
 }
 

@@ -14,7 +14,7 @@
 #include "yfs_loads.h"
 #include "yfs_mount.h"
 #include "yfs_plans.h"
-#include "yfs_segment.h"
+#include "yfs_records.h"
 #include "tfs.h"
 
 static yfs_budget_snapshot snap(yfs_mount *m)
@@ -52,7 +52,7 @@ static uint64_t fetch_all(yfs_mount *m)
     for (uint64_t pos = 0; pos < plan->plan.num_pages; pos++) {
         uint8_t *raw;
         uint32_t len;
-        cr_assert_eq(yfs_page_fetch(m, plan, pos, &h, &raw, &len, &err), 0, "%s", err.msg);
+        cr_assert_eq(yfs_page_fetch(m, &plan->plan, &plan->loads, pos, &h, &raw, &len, &err), 0, "%s", err.msg);
         uint32_t page = plan->plan.order[pos];
         cr_assert_eq(len, m->ix->pages[page].length);
         cr_assert_eq(snap(m).bytes[YFS_MEM_RAW], len, "the raw page is not charged at its length");
