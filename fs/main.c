@@ -344,7 +344,7 @@ static int run_mount(yfs_mount *m, command *c)
 }
 
 /* Decoded pages and record lists are up to MiBs each and come and go all the
- * time (segment buffers are mapped on their own, yfs_segment.c). One arena, a
+ * time (segment buffers are mapped on their own, yfs_records.c). One arena, a
  * fixed mmap threshold above their size and a trim threshold of a few of them
  * make freed buffers be reused from the free lists. Mmapping each afresh
  * costs a page fault per 4 KiB (sys time 0.9 s -> 5 s for a 2.3 GB epoch); a

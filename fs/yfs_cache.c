@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "yfs_budget.h"
+#include "yfs_list.h"
 #include "yfs_segment.h"
 #include "yfs_thread.h"
 
@@ -44,7 +45,7 @@ struct yfs_seg {
     yfs_plan *plan;          /* held while QUEUED or BUILDING */
     pq_error err;            /* FAILED only */
     yfs_seg *chain;          /* hash bucket chain (QUEUED, BUILDING, READY) */
-    yfs_seg *prev, *next;    /* LRU list: READY with refs == 0 */
+    yfs_link lru;            /* in the LRU list: READY with refs == 0 */
 };
 
 struct yfs_cache {
@@ -54,7 +55,7 @@ struct yfs_cache {
     pthread_cond_t changed;  /* a segment left BUILDING */
     pthread_cond_t work;     /* the queue got a job, or stopping */
     yfs_seg *buckets[BUCKETS];
-    yfs_seg *lru_head, *lru_tail; /* head: least recently used */
+    yfs_list lru;            /* idle READY segments, least recently used first */
     yfs_seg *queue[QUEUE_CAP];
     size_t queue_head, queue_len;
     pthread_t *workers;
@@ -89,19 +90,6 @@ static void table_remove(yfs_cache *c, yfs_seg *e)
     yfs_budget_release(c->budget, e->held, YFS_MEM_SEGMENTS, NULL);
 }
 
-static void lru_unlink(yfs_cache *c, yfs_seg *e)
-{
-    if (e->prev)
-        e->prev->next = e->next;
-    else
-        c->lru_head = e->next;
-    if (e->next)
-        e->next->prev = e->prev;
-    else
-        c->lru_tail = e->prev;
-    e->prev = e->next = NULL;
-}
-
 static void seg_free(yfs_seg *e)
 {
     yfs_body_free(&e->body);
@@ -117,13 +105,7 @@ static void release(yfs_cache *c, yfs_seg *e)
         return;
     if (e->state == READY) {
         yfs_budget_notify(c->budget);
-        e->prev = c->lru_tail;
-        e->next = NULL;
-        if (c->lru_tail)
-            c->lru_tail->next = e;
-        else
-            c->lru_head = e;
-        c->lru_tail = e;
+        yfs_list_push(&c->lru, &e->lru);
     } else if (e->state == FAILED || e->state == CANCELLED) {
         seg_free(e);
     }
@@ -168,17 +150,17 @@ static uint64_t evict(yfs_cache *c, uint64_t need, const victim_filter *f)
 {
     uint64_t freed = 0;
     int newest_first = f->victims == UNREAD;
-    yfs_seg *e = newest_first ? c->lru_tail : c->lru_head;
-    while (freed < need && e) {
-        yfs_seg *next = newest_first ? e->prev : e->next;
+    yfs_link *at = newest_first ? c->lru.tail : c->lru.head;
+    while (freed < need && at) {
+        yfs_seg *e = YFS_CONTAINER(at, yfs_seg, lru);
+        at = newest_first ? at->prev : at->next;
         if (may_drop(e, f)) {
-            lru_unlink(c, e);
+            yfs_list_remove(&c->lru, &e->lru);
             freed += e->held;
             table_remove(c, e);
             seg_free(e);
             yfs_count(&c->m->stats.segments_evicted, 1);
         }
-        e = next;
     }
     return freed;
 }
@@ -254,7 +236,9 @@ static uint64_t reclaim(void *ctx, uint64_t need, int demand)
     /* At the latest when the least recently used goes stale; not sooner
      * than a millisecond (room freed here may have been taken meanwhile). */
     uint64_t now = yfs_now_ns();
-    uint64_t retry = demand && c->lru_head ? c->lru_head->touched_ns + STALE_NS + 1 : 0;
+    const yfs_link *oldest = c->lru.head;
+    uint64_t retry =
+        demand && oldest ? YFS_CONTAINER(oldest, yfs_seg, lru)->touched_ns + STALE_NS + 1 : 0;
     if (retry && retry < now + 1000000u)
         retry = now + 1000000u;
     pthread_mutex_unlock(&c->lock);
@@ -358,7 +342,7 @@ int yfs_cache_get(yfs_cache *c, yfs_plan *plan, uint64_t s, const void *reader, 
         }
         if (e && e->state == READY) {
             if (e->refs++ == 0)
-                lru_unlink(c, e);
+                yfs_list_remove(&c->lru, &e->lru);
             e->touched_ns = yfs_now_ns();
             e->served = 1;
             e->reader = reader;

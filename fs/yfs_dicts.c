@@ -6,13 +6,14 @@
 
 #include "ix_read.h"
 #include "pq_page.h"
+#include "yfs_list.h"
 
 struct yfs_dict {
     uint32_t chunk;
     pq_dictionary dict;
     size_t bytes;
     int refs;              /* guarded by the cache lock, like the links */
-    yfs_dict *prev, *next; /* LRU list of unreferenced entries */
+    yfs_link lru;          /* in the LRU list while unreferenced */
 };
 
 struct yfs_dicts {
@@ -22,7 +23,7 @@ struct yfs_dicts {
     yfs_stats *stats;
     pthread_mutex_t lock;  /* guards everything below */
     yfs_dict **by_chunk;   /* ix->num_chunks slots */
-    yfs_dict *lru_head, *lru_tail; /* head: least recently used */
+    yfs_list lru;          /* unreferenced entries, least recently used first */
     uint64_t idle_bytes;   /* bytes of unreferenced entries */
 };
 
@@ -69,16 +70,13 @@ void yfs_dicts_free(yfs_dicts *c)
 
 static void lru_unlink(yfs_dicts *c, yfs_dict *d)
 {
-    if (d->prev)
-        d->prev->next = d->next;
-    else
-        c->lru_head = d->next;
-    if (d->next)
-        d->next->prev = d->prev;
-    else
-        c->lru_tail = d->prev;
-    d->prev = d->next = NULL;
+    yfs_list_remove(&c->lru, &d->lru);
     c->idle_bytes -= d->bytes;
+}
+
+static yfs_dict *least_recent(const yfs_dicts *c)
+{
+    return c->lru.head ? YFS_CONTAINER(c->lru.head, yfs_dict, lru) : NULL;
 }
 
 /* Drop least recently used idle dictionaries until at most keep bytes of
@@ -86,8 +84,8 @@ static void lru_unlink(yfs_dicts *c, yfs_dict *d)
 static uint64_t trim(yfs_dicts *c, uint64_t keep)
 {
     uint64_t freed = 0;
-    while (c->idle_bytes > keep && c->lru_head) {
-        yfs_dict *d = c->lru_head;
+    yfs_dict *d;
+    while (c->idle_bytes > keep && (d = least_recent(c))) {
         lru_unlink(c, d);
         c->by_chunk[d->chunk] = NULL;
         freed += d->bytes;
@@ -103,8 +101,8 @@ static uint64_t reclaim(void *ctx, uint64_t need, int demand)
     if (!demand)
         return 0;
     pthread_mutex_lock(&c->lock);
-    for (uint64_t freed = 0; freed < need && c->lru_head;)
-        freed += trim(c, c->idle_bytes - c->lru_head->bytes);
+    for (uint64_t freed = 0; freed < need && least_recent(c);)
+        freed += trim(c, c->idle_bytes - least_recent(c)->bytes);
     pthread_mutex_unlock(&c->lock);
     return 0;
 }
@@ -194,13 +192,7 @@ void yfs_dicts_put(yfs_dicts *c, yfs_dict *d)
 {
     pthread_mutex_lock(&c->lock);
     if (--d->refs == 0) {
-        d->prev = c->lru_tail;
-        d->next = NULL;
-        if (c->lru_tail)
-            c->lru_tail->next = d;
-        else
-            c->lru_head = d;
-        c->lru_tail = d;
+        yfs_list_push(&c->lru, &d->lru);
         c->idle_bytes += d->bytes;
         trim(c, c->cap);
     }

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "yfs_budget.h"
+#include "yfs_list.h"
 #include "yfs_names.h"
 #include "yfs_report.h"
 #include "yfs_view.h"
@@ -36,8 +37,8 @@ typedef struct handle handle;
 typedef struct session {
     yfs_mount *m;
     pthread_mutex_t lock; /* guards both lists, the links and active_reads */
-    handle *open_handles;
-    handle *retired;
+    yfs_list open_handles;
+    yfs_list retired;     /* oldest first */
 } session;
 
 #define RETIRE_GRACE_SECONDS 2
@@ -208,7 +209,7 @@ struct handle {
     yfs_view *view;
     char *json;
     size_t json_len;
-    handle *prev, *next; /* in session.open_handles, or next in session.retired */
+    yfs_link link;       /* in session.open_handles, or once released in session.retired */
     int active_reads;    /* reads being served from it */
     time_t retired_at;
 };
@@ -258,10 +259,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     }
     session *s = session_of(req);
     pthread_mutex_lock(&s->lock);
-    h->next = s->open_handles;
-    if (h->next)
-        h->next->prev = h;
-    s->open_handles = h;
+    yfs_list_push(&s->open_handles, &h->link);
     pthread_mutex_unlock(&s->lock);
     fi->fh = (uint64_t)(uintptr_t)h;
     fuse_reply_open(req, fi);
@@ -315,12 +313,12 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     yfs_uncount(&s->m->stats.reads_in_flight, 1);
 }
 
-static void free_handles(handle *list)
+static void free_handles(yfs_list *list)
 {
-    while (list) {
-        handle *next = list->next;
-        handle_free(list);
-        list = next;
+    while (list->head) {
+        handle *h = YFS_CONTAINER(list->head, handle, link);
+        yfs_list_remove(list, &h->link);
+        handle_free(h);
     }
 }
 
@@ -328,13 +326,12 @@ static void free_handles(handle *list)
  * ago (lock held). */
 static void reclaim(session *s, time_t now)
 {
-    for (handle **p = &s->retired; *p;) {
-        handle *h = *p;
+    for (yfs_link *at = s->retired.head; at;) {
+        handle *h = YFS_CONTAINER(at, handle, link);
+        at = at->next;
         if (h->active_reads == 0 && now - h->retired_at >= RETIRE_GRACE_SECONDS) {
-            *p = h->next;
+            yfs_list_remove(&s->retired, &h->link);
             handle_free(h);
-        } else {
-            p = &h->next;
         }
     }
 }
@@ -346,16 +343,9 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     session *s = session_of(req);
     time_t now = time(NULL);
     pthread_mutex_lock(&s->lock);
-    if (h->prev)
-        h->prev->next = h->next;
-    else
-        s->open_handles = h->next;
-    if (h->next)
-        h->next->prev = h->prev;
+    yfs_list_remove(&s->open_handles, &h->link);
     h->retired_at = now;
-    h->prev = NULL;
-    h->next = s->retired;
-    s->retired = h;
+    yfs_list_push(&s->retired, &h->link);
     reclaim(s, now);
     pthread_mutex_unlock(&s->lock);
     fuse_reply_err(req, 0);
@@ -504,8 +494,8 @@ destroy:
     fuse_session_destroy(se);
 handles:
     /* The session has ended: no read is running. */
-    free_handles(s.open_handles);
-    free_handles(s.retired);
+    free_handles(&s.open_handles);
+    free_handles(&s.retired);
     pthread_mutex_destroy(&s.lock);
     return status;
 }

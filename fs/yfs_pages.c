@@ -3,6 +3,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "yfs_list.h"
+
 #define BUCKETS 8192
 
 typedef struct entry {
@@ -10,7 +12,7 @@ typedef struct entry {
     uint32_t page, len;
     uint8_t *raw;
     struct entry *chain;       /* hash bucket */
-    struct entry *older, *newer; /* insertion order: the oldest is dropped first */
+    yfs_link age;              /* insertion order: the oldest is dropped first */
 } entry;
 
 struct yfs_pages {
@@ -19,7 +21,7 @@ struct yfs_pages {
     yfs_stats *stats;
     pthread_mutex_t lock; /* guards everything below */
     entry *buckets[BUCKETS];
-    entry *oldest, *newest;
+    yfs_list age;         /* every entry, oldest first */
     uint64_t bytes;
 };
 
@@ -51,21 +53,19 @@ static void unlink_entry(yfs_pages *s, entry *e)
     while (*p != e)
         p = &(*p)->chain;
     *p = e->chain;
-    if (e->older)
-        e->older->newer = e->newer;
-    else
-        s->oldest = e->newer;
-    if (e->newer)
-        e->newer->older = e->older;
-    else
-        s->newest = e->older;
+    yfs_list_remove(&s->age, &e->age);
     s->bytes -= e->len;
 }
 
-/* Drop the oldest entry (lock held). */
+static entry *oldest(const yfs_pages *s)
+{
+    return s->age.head ? YFS_CONTAINER(s->age.head, entry, age) : NULL;
+}
+
+/* Drop the oldest entry (there is one; lock held). */
 static void drop_oldest(yfs_pages *s)
 {
-    entry *old = s->oldest;
+    entry *old = oldest(s);
     unlink_entry(s, old);
     free(old->raw);
     yfs_budget_release(s->budget, old->len, YFS_MEM_PARKED, NULL);
@@ -80,8 +80,8 @@ static uint64_t reclaim(void *ctx, uint64_t need, int demand)
     if (!demand)
         return 0;
     pthread_mutex_lock(&s->lock);
-    for (uint64_t freed = 0; freed < need && s->oldest;) {
-        freed += s->oldest->len;
+    for (uint64_t freed = 0; freed < need && oldest(s);) {
+        freed += oldest(s)->len;
         drop_oldest(s);
     }
     pthread_mutex_unlock(&s->lock);
@@ -92,7 +92,7 @@ void yfs_pages_free(yfs_pages *s)
 {
     if (!s)
         return;
-    while (s->oldest)
+    while (oldest(s))
         drop_oldest(s);
     pthread_mutex_destroy(&s->lock);
     free(s);
@@ -120,17 +120,12 @@ void yfs_pages_put(yfs_pages *s, uint64_t epoch, uint32_t page, uint8_t *raw, ui
             return;
         }
     }
-    while (s->bytes + len > s->cap && s->oldest)
+    while (s->bytes + len > s->cap && oldest(s))
         drop_oldest(s);
     yfs_budget_transfer(s->budget, len, YFS_MEM_RAW, hold, YFS_MEM_PARKED, NULL);
     e->chain = s->buckets[b];
     s->buckets[b] = e;
-    e->older = s->newest;
-    if (s->newest)
-        s->newest->newer = e;
-    else
-        s->oldest = e;
-    s->newest = e;
+    yfs_list_push(&s->age, &e->age);
     s->bytes += len;
     pthread_mutex_unlock(&s->lock);
 }
