@@ -131,30 +131,17 @@ static int read_struct_list(pq_thrift *t, uint8_t ft, const char *field, const c
 
 /* Reads a struct, handing each field to `field`; used for the small
  * structs inside LogicalType. */
-typedef int (*field_fn)(pq_thrift *t, int16_t id, uint8_t ft, pq_logical *l, pq_error *err);
-
-static int read_struct(pq_thrift *t, uint8_t ft, field_fn field, pq_logical *l, pq_error *err)
+/* The logical type's structs: their fields go to field, with the pq_logical. */
+static int read_struct(pq_thrift *t, uint8_t ft, pq_thrift_field_fn field, pq_logical *l,
+                       pq_error *err)
 {
     if (ft != PQ_TT_STRUCT)
         return pq_error_set(err, "logical type at byte %zu: expected a struct, found type %u",
                             pq_thrift_offset(t), ft);
-    if (pq_thrift_struct_begin(t, err) < 0)
-        return -1;
-    for (;;) {
-        int16_t id;
-        uint8_t ft;
-        if (pq_thrift_field(t, &id, &ft, err) < 0)
-            return -1;
-        if (ft == PQ_TT_STOP)
-            break;
-        if (field(t, id, ft, l, err) < 0)
-            return -1;
-    }
-    pq_thrift_struct_end(t);
-    return 0;
+    return pq_thrift_walk(t, field, l, err);
 }
 
-static int skip_field(pq_thrift *t, int16_t id, uint8_t ft, pq_logical *l, pq_error *err)
+static int skip_field(pq_thrift *t, int16_t id, uint8_t ft, void *l, pq_error *err)
 {
     (void)id;
     (void)l;
@@ -162,16 +149,18 @@ static int skip_field(pq_thrift *t, int16_t id, uint8_t ft, pq_logical *l, pq_er
 }
 
 /* TimeUnit is a union of empty structs: 1 MILLIS, 2 MICROS, 3 NANOS. */
-static int time_unit_field(pq_thrift *t, int16_t id, uint8_t ft, pq_logical *l, pq_error *err)
+static int time_unit_field(pq_thrift *t, int16_t id, uint8_t ft, void *ctx, pq_error *err)
 {
+    pq_logical *l = ctx;
     if (id >= 1 && id <= 3)
         l->unit = id; /* PQ_UNIT_* follow the union's field ids */
     return read_struct(t, ft, skip_field, l, err);
 }
 
 /* TimeType / TimestampType: 1 isAdjustedToUTC, 2 unit. */
-static int time_field(pq_thrift *t, int16_t id, uint8_t ft, pq_logical *l, pq_error *err)
+static int time_field(pq_thrift *t, int16_t id, uint8_t ft, void *ctx, pq_error *err)
 {
+    pq_logical *l = ctx;
     if (id == 1)
         return pq_thrift_bool(t, ft, &l->utc, err);
     if (id == 2)
@@ -180,8 +169,9 @@ static int time_field(pq_thrift *t, int16_t id, uint8_t ft, pq_logical *l, pq_er
 }
 
 /* DecimalType: 1 scale, 2 precision. */
-static int decimal_field(pq_thrift *t, int16_t id, uint8_t ft, pq_logical *l, pq_error *err)
+static int decimal_field(pq_thrift *t, int16_t id, uint8_t ft, void *ctx, pq_error *err)
 {
+    pq_logical *l = ctx;
     if (id == 1)
         return pq_thrift_i32(t, ft, &l->scale, err);
     if (id == 2)
@@ -190,8 +180,9 @@ static int decimal_field(pq_thrift *t, int16_t id, uint8_t ft, pq_logical *l, pq
 }
 
 /* IntType: 1 bitWidth (i8), 2 isSigned. */
-static int int_field(pq_thrift *t, int16_t id, uint8_t ft, pq_logical *l, pq_error *err)
+static int int_field(pq_thrift *t, int16_t id, uint8_t ft, void *ctx, pq_error *err)
 {
+    pq_logical *l = ctx;
     if (id == 1) {
         int32_t width;
         if (pq_thrift_i32(t, ft, &width, err) < 0)
@@ -205,8 +196,9 @@ static int int_field(pq_thrift *t, int16_t id, uint8_t ft, pq_logical *l, pq_err
 }
 
 /* LogicalType is a union: the id of its single field says which one. */
-static int logical_field(pq_thrift *t, int16_t id, uint8_t ft, pq_logical *l, pq_error *err)
+static int logical_field(pq_thrift *t, int16_t id, uint8_t ft, void *ctx, pq_error *err)
 {
+    pq_logical *l = ctx;
     switch (id) {
     case 1: case 4: case 12: l->kind = PQ_LOGICAL_STRING; break; /* STRING, ENUM, JSON */
     case 2: l->kind = PQ_LOGICAL_MAP; break;
@@ -251,43 +243,40 @@ static pq_logical from_converted(int converted, int32_t scale, int32_t precision
     return l;
 }
 
+/* A SchemaElement's fields, with what comes apart from the element. */
+typedef struct schema_walk {
+    pq_schema_element *e;
+    int converted, have_logical, have_name;
+    int32_t scale, precision;
+    pq_logical logical;
+} schema_walk;
+
+static int schema_field(pq_thrift *t, int16_t id, uint8_t ft, void *ctx, pq_error *err)
+{
+    schema_walk *w = ctx;
+    pq_schema_element *e = w->e;
+    switch (id) {
+    case 1: return read_int(t, ft, &e->type, err);
+    case 2: return pq_thrift_i32(t, ft, &e->type_length, err);
+    case 3: return read_int(t, ft, &e->repetition, err);
+    case 4: w->have_name = 1; return read_string(t, ft, &e->name, err);
+    case 5: return pq_thrift_i32(t, ft, &e->num_children, err);
+    case 6: return read_int(t, ft, &w->converted, err);
+    case 7: return pq_thrift_i32(t, ft, &w->scale, err);
+    case 8: return pq_thrift_i32(t, ft, &w->precision, err);
+    case 10: w->have_logical = 1; return read_struct(t, ft, logical_field, &w->logical, err);
+    default: return pq_thrift_skip(t, ft, err);
+    }
+}
+
 static int parse_schema_element(pq_thrift *t, pq_schema_element *e, pq_error *err)
 {
-    int converted = -1, have_logical = 0, have_name = 0;
-    int32_t scale = 0, precision = 0;
-    pq_logical logical = { 0 };
+    schema_walk w = { .e = e, .converted = -1 };
     e->type = -1;
     e->repetition = PQ_REQUIRED;
-    if (pq_thrift_struct_begin(t, err) < 0)
+    if (pq_thrift_walk(t, schema_field, &w, err) < 0)
         return -1;
-    for (;;) {
-        int16_t id;
-        uint8_t ft;
-        if (pq_thrift_field(t, &id, &ft, err) < 0)
-            return -1;
-        if (ft == PQ_TT_STOP)
-            break;
-        int rc;
-        switch (id) {
-        case 1: rc = read_int(t, ft, &e->type, err); break;
-        case 2: rc = pq_thrift_i32(t, ft, &e->type_length, err); break;
-        case 3: rc = read_int(t, ft, &e->repetition, err); break;
-        case 4: rc = read_string(t, ft, &e->name, err); have_name = 1; break;
-        case 5: rc = pq_thrift_i32(t, ft, &e->num_children, err); break;
-        case 6: rc = read_int(t, ft, &converted, err); break;
-        case 7: rc = pq_thrift_i32(t, ft, &scale, err); break;
-        case 8: rc = pq_thrift_i32(t, ft, &precision, err); break;
-        case 10:
-            rc = read_struct(t, ft, logical_field, &logical, err);
-            have_logical = 1;
-            break;
-        default: rc = pq_thrift_skip(t, ft, err); break;
-        }
-        if (rc < 0)
-            return -1;
-    }
-    pq_thrift_struct_end(t);
-    if (!have_name)
+    if (!w.have_name)
         return pq_error_set(err, "has no name (required field 4)");
     if (e->type < -1 || e->type > PQ_FIXED_LEN_BYTE_ARRAY)
         return pq_error_set(err, "\"%s\" has unknown physical type %d", e->name, e->type);
@@ -303,9 +292,9 @@ static int parse_schema_element(pq_thrift *t, pq_schema_element *e, pq_error *er
         e->type_length = 0;
     /* A writer that knows LogicalType may leave it empty for types that have
      * none; then the ConvertedType still says what the values mean. */
-    e->logical = have_logical && logical.kind != PQ_LOGICAL_NONE
-                     ? logical
-                     : from_converted(converted, scale, precision);
+    e->logical = w.have_logical && w.logical.kind != PQ_LOGICAL_NONE
+                     ? w.logical
+                     : from_converted(w.converted, w.scale, w.precision);
     return 0;
 }
 
@@ -334,59 +323,52 @@ static int read_encodings(pq_thrift *t, uint8_t ft, uint32_t *set, pq_error *err
 
 /* Statistics: only null_count (field 3), which lets pages of a chunk without
  * nulls be sized without their levels. */
+static int statistics_field(pq_thrift *t, int16_t id, uint8_t ft, void *null_count,
+                            pq_error *err)
+{
+    return id == 3 ? pq_thrift_i64(t, ft, null_count, err) : pq_thrift_skip(t, ft, err);
+}
+
 static int read_null_count(pq_thrift *t, uint8_t ft, int64_t *null_count, pq_error *err)
 {
     if (ft != PQ_TT_STRUCT)
         return pq_error_set(err, "Statistics at byte %zu is not a struct", pq_thrift_offset(t));
-    if (pq_thrift_struct_begin(t, err) < 0)
-        return -1;
-    for (;;) {
-        int16_t id;
-        uint8_t type;
-        if (pq_thrift_field(t, &id, &type, err) < 0)
-            return -1;
-        if (type == PQ_TT_STOP)
-            break;
-        int rc = id == 3 ? pq_thrift_i64(t, type, null_count, err) : pq_thrift_skip(t, type, err);
-        if (rc < 0)
-            return -1;
-    }
-    pq_thrift_struct_end(t);
-    return 0;
+    return pq_thrift_walk(t, statistics_field, null_count, err);
 }
 
 enum { CM_TYPE = 1, CM_CODEC = 2, CM_NUM_VALUES = 4, CM_SIZE = 8, CM_DATA_OFFSET = 16 };
 
+/* A ColumnMetaData's fields, and the CM_* bits of the required ones seen. */
+typedef struct column_meta_walk {
+    pq_column_meta *c;
+    int seen;
+} column_meta_walk;
+
+static int column_meta_field(pq_thrift *t, int16_t id, uint8_t ft, void *ctx, pq_error *err)
+{
+    column_meta_walk *w = ctx;
+    pq_column_meta *c = w->c;
+    switch (id) {
+    case 1: w->seen |= CM_TYPE; return read_int(t, ft, &c->type, err);
+    case 2: return read_encodings(t, ft, &c->encodings, err);
+    case 4: w->seen |= CM_CODEC; return read_int(t, ft, &c->codec, err);
+    case 5: w->seen |= CM_NUM_VALUES; return pq_thrift_i64(t, ft, &c->num_values, err);
+    case 6: return pq_thrift_i64(t, ft, &c->total_uncompressed_size, err);
+    case 7: w->seen |= CM_SIZE; return pq_thrift_i64(t, ft, &c->total_compressed_size, err);
+    case 9: w->seen |= CM_DATA_OFFSET; return pq_thrift_i64(t, ft, &c->data_page_offset, err);
+    case 11: return pq_thrift_i64(t, ft, &c->dictionary_page_offset, err);
+    case 12: return read_null_count(t, ft, &c->null_count, err);
+    default: return pq_thrift_skip(t, ft, err);
+    }
+}
+
 static int parse_column_meta(pq_thrift *t, pq_column_meta *c, pq_error *err)
 {
-    int seen = 0;
+    column_meta_walk w = { c, 0 };
     c->null_count = -1;
-    if (pq_thrift_struct_begin(t, err) < 0)
+    if (pq_thrift_walk(t, column_meta_field, &w, err) < 0)
         return -1;
-    for (;;) {
-        int16_t id;
-        uint8_t ft;
-        if (pq_thrift_field(t, &id, &ft, err) < 0)
-            return -1;
-        if (ft == PQ_TT_STOP)
-            break;
-        int rc;
-        switch (id) {
-        case 1: rc = read_int(t, ft, &c->type, err); seen |= CM_TYPE; break;
-        case 2: rc = read_encodings(t, ft, &c->encodings, err); break;
-        case 4: rc = read_int(t, ft, &c->codec, err); seen |= CM_CODEC; break;
-        case 5: rc = pq_thrift_i64(t, ft, &c->num_values, err); seen |= CM_NUM_VALUES; break;
-        case 6: rc = pq_thrift_i64(t, ft, &c->total_uncompressed_size, err); break;
-        case 7: rc = pq_thrift_i64(t, ft, &c->total_compressed_size, err); seen |= CM_SIZE; break;
-        case 9: rc = pq_thrift_i64(t, ft, &c->data_page_offset, err); seen |= CM_DATA_OFFSET; break;
-        case 11: rc = pq_thrift_i64(t, ft, &c->dictionary_page_offset, err); break;
-        case 12: rc = read_null_count(t, ft, &c->null_count, err); break;
-        default: rc = pq_thrift_skip(t, ft, err); break;
-        }
-        if (rc < 0)
-            return -1;
-    }
-    pq_thrift_struct_end(t);
+    int seen = w.seen;
     static const struct { int bit; const char *name; } req[] = {
         { CM_TYPE, "type (1)" }, { CM_CODEC, "codec (4)" }, { CM_NUM_VALUES, "num_values (5)" },
         { CM_SIZE, "total_compressed_size (7)" }, { CM_DATA_OFFSET, "data_page_offset (9)" },
@@ -410,52 +392,53 @@ static int parse_column_meta(pq_thrift *t, pq_column_meta *c, pq_error *err)
     return 0;
 }
 
+/* A ColumnChunk's fields; its meta_data is read into the same struct. */
+typedef struct column_chunk_walk {
+    pq_column_meta *c;
+    int have_meta;
+} column_chunk_walk;
+
+static int column_chunk_field(pq_thrift *t, int16_t id, uint8_t ft, void *ctx, pq_error *err)
+{
+    column_chunk_walk *w = ctx;
+    pq_column_meta *c = w->c;
+    switch (id) {
+    case 1: {
+        /* Chunk data in another file (summary "_metadata" files): the
+         * offsets would point into the wrong file. */
+        const uint8_t *p;
+        uint32_t n;
+        if (pq_thrift_binary(t, ft, &p, &n, err) < 0)
+            return -1;
+        if (n > 0)
+            return pq_error_set(err, "column chunk data is in another file (file_path "
+                                     "\"%.*s\"); not supported",
+                                (int)(n > 200 ? 200 : n), (const char *)p);
+        return 0;
+    }
+    case 3:
+        if (w->have_meta)
+            return duplicate(t, "ColumnChunk.meta_data", err);
+        w->have_meta = 1;
+        return parse_column_meta(t, c, err);
+    case 4: return pq_thrift_i64(t, ft, &c->offset_index_offset, err);
+    case 5: return pq_thrift_i32(t, ft, &c->offset_index_length, err);
+    case 6: return pq_thrift_i64(t, ft, &c->column_index_offset, err);
+    case 7: return pq_thrift_i32(t, ft, &c->column_index_length, err);
+    case 8: c->encrypted = 1; return pq_thrift_skip(t, ft, err);
+    default: return pq_thrift_skip(t, ft, err);
+    }
+}
+
 static int parse_column_chunk(pq_thrift *t, pq_column_meta *c, pq_error *err)
 {
-    int have_meta = 0;
+    column_chunk_walk w = { c, 0 };
     c->dictionary_page_offset = -1;
     c->offset_index_offset = -1;
     c->column_index_offset = -1;
-    if (pq_thrift_struct_begin(t, err) < 0)
+    if (pq_thrift_walk(t, column_chunk_field, &w, err) < 0)
         return -1;
-    for (;;) {
-        int16_t id;
-        uint8_t ft;
-        if (pq_thrift_field(t, &id, &ft, err) < 0)
-            return -1;
-        if (ft == PQ_TT_STOP)
-            break;
-        int rc;
-        switch (id) {
-        case 1: {
-            /* Chunk data in another file (summary "_metadata" files): the
-             * offsets would point into the wrong file. */
-            const uint8_t *p;
-            uint32_t n;
-            rc = pq_thrift_binary(t, ft, &p, &n, err);
-            if (rc == 0 && n > 0)
-                return pq_error_set(err, "column chunk data is in another file (file_path "
-                                         "\"%.*s\"); not supported",
-                                    (int)(n > 200 ? 200 : n), (const char *)p);
-            break;
-        }
-        case 3:
-            if (have_meta)
-                return duplicate(t, "ColumnChunk.meta_data", err);
-            rc = parse_column_meta(t, c, err);
-            have_meta = 1;
-            break;
-        case 4: rc = pq_thrift_i64(t, ft, &c->offset_index_offset, err); break;
-        case 5: rc = pq_thrift_i32(t, ft, &c->offset_index_length, err); break;
-        case 6: rc = pq_thrift_i64(t, ft, &c->column_index_offset, err); break;
-        case 7: rc = pq_thrift_i32(t, ft, &c->column_index_length, err); break;
-        case 8: c->encrypted = 1; rc = pq_thrift_skip(t, ft, err); break;
-        default: rc = pq_thrift_skip(t, ft, err); break;
-        }
-        if (rc < 0)
-            return -1;
-    }
-    pq_thrift_struct_end(t);
+    int have_meta = w.have_meta;
     if (!have_meta && !c->encrypted)
         return pq_error_set(err, "ColumnChunk has no meta_data (field 3)");
     if (c->offset_index_offset < 0 || c->offset_index_length <= 0) {
@@ -474,32 +457,33 @@ static int column_chunk_element(pq_thrift *t, void *elem, pq_error *err)
     return parse_column_chunk(t, elem, err);
 }
 
+/* A RowGroup's fields: its column chunks and its row count. */
+typedef struct row_group_walk {
+    pq_row_group *rg;
+    int have_rows;
+} row_group_walk;
+
+static int row_group_field(pq_thrift *t, int16_t id, uint8_t ft, void *ctx, pq_error *err)
+{
+    row_group_walk *w = ctx;
+    pq_row_group *rg = w->rg;
+    if (id == 1)
+        return read_struct_list(t, ft, "RowGroup.columns", "column chunk", sizeof *rg->columns,
+                                (void **)&rg->columns, &rg->num_columns, column_chunk_element,
+                                err);
+    if (id == 3) {
+        w->have_rows = 1;
+        return pq_thrift_i64(t, ft, &rg->num_rows, err);
+    }
+    return pq_thrift_skip(t, ft, err);
+}
+
 static int parse_row_group(pq_thrift *t, pq_row_group *rg, pq_error *err)
 {
-    int have_rows = 0;
-    if (pq_thrift_struct_begin(t, err) < 0)
+    row_group_walk w = { rg, 0 };
+    if (pq_thrift_walk(t, row_group_field, &w, err) < 0)
         return -1;
-    for (;;) {
-        int16_t id;
-        uint8_t ft;
-        if (pq_thrift_field(t, &id, &ft, err) < 0)
-            return -1;
-        if (ft == PQ_TT_STOP)
-            break;
-        if (id == 1) {
-            if (read_struct_list(t, ft, "RowGroup.columns", "column chunk", sizeof *rg->columns,
-                                 (void **)&rg->columns, &rg->num_columns, column_chunk_element,
-                                 err) < 0)
-                return -1;
-        } else if (id == 3) {
-            if (pq_thrift_i64(t, ft, &rg->num_rows, err) < 0)
-                return -1;
-            have_rows = 1;
-        } else if (pq_thrift_skip(t, ft, err) < 0) {
-            return -1;
-        }
-    }
-    pq_thrift_struct_end(t);
+    int have_rows = w.have_rows;
     if (!rg->columns)
         return pq_error_set(err, "RowGroup has no columns (field 1)");
     if (!have_rows || rg->num_rows < 0)
@@ -512,51 +496,38 @@ static int row_group_element(pq_thrift *t, void *elem, pq_error *err)
     return parse_row_group(t, elem, err);
 }
 
+/* FileMetaData's fields: version, schema, row count, row groups, writer. */
+typedef struct file_meta_walk {
+    pq_file_meta *m;
+    int have_rows;
+} file_meta_walk;
+
+static int file_meta_field(pq_thrift *t, int16_t id, uint8_t ft, void *ctx, pq_error *err)
+{
+    file_meta_walk *w = ctx;
+    pq_file_meta *m = w->m;
+    switch (id) {
+    case 1: return pq_thrift_i32(t, ft, &m->version, err);
+    case 2:
+        return read_struct_list(t, ft, "FileMetaData.schema", "schema element",
+                                sizeof *m->schema, (void **)&m->schema, &m->num_schema,
+                                schema_element, err);
+    case 3: w->have_rows = 1; return pq_thrift_i64(t, ft, &m->num_rows, err);
+    case 4:
+        return read_struct_list(t, ft, "FileMetaData.row_groups", "row group",
+                                sizeof *m->row_groups, (void **)&m->row_groups,
+                                &m->num_row_groups, row_group_element, err);
+    case 6: return read_string(t, ft, &m->created_by, err);
+    default: return pq_thrift_skip(t, ft, err);
+    }
+}
+
 static int parse_file_meta(pq_thrift *t, pq_file_meta *m, pq_error *err)
 {
-    int have_rows = 0;
-    if (pq_thrift_struct_begin(t, err) < 0)
+    file_meta_walk w = { m, 0 };
+    if (pq_thrift_walk(t, file_meta_field, &w, err) < 0)
         return -1;
-    for (;;) {
-        int16_t id;
-        uint8_t ft;
-        if (pq_thrift_field(t, &id, &ft, err) < 0)
-            return -1;
-        if (ft == PQ_TT_STOP)
-            break;
-        switch (id) {
-        case 1:
-            if (pq_thrift_i32(t, ft, &m->version, err) < 0)
-                return -1;
-            break;
-        case 2:
-            if (read_struct_list(t, ft, "FileMetaData.schema", "schema element",
-                                 sizeof *m->schema, (void **)&m->schema, &m->num_schema,
-                                 schema_element, err) < 0)
-                return -1;
-            break;
-        case 3:
-            if (pq_thrift_i64(t, ft, &m->num_rows, err) < 0)
-                return -1;
-            have_rows = 1;
-            break;
-        case 4:
-            if (read_struct_list(t, ft, "FileMetaData.row_groups", "row group",
-                                 sizeof *m->row_groups, (void **)&m->row_groups,
-                                 &m->num_row_groups, row_group_element, err) < 0)
-                return -1;
-            break;
-        case 6:
-            if (read_string(t, ft, &m->created_by, err) < 0)
-                return -1;
-            break;
-        default:
-            if (pq_thrift_skip(t, ft, err) < 0)
-                return -1;
-            break;
-        }
-    }
-    pq_thrift_struct_end(t);
+    int have_rows = w.have_rows;
     if (!m->schema || m->num_schema == 0)
         return pq_error_set(err, "has no schema (field 2)");
     if (!m->row_groups)
@@ -621,29 +592,29 @@ void pq_file_meta_free(pq_file_meta *m)
     memset(m, 0, sizeof *m);
 }
 
+/* A PageLocation's fields, and bits of the three (all required) seen. */
+typedef struct page_location_walk {
+    pq_page_location *loc;
+    int seen;
+} page_location_walk;
+
+static int page_location_field(pq_thrift *t, int16_t id, uint8_t ft, void *ctx, pq_error *err)
+{
+    page_location_walk *w = ctx;
+    switch (id) {
+    case 1: w->seen |= 1; return pq_thrift_i64(t, ft, &w->loc->offset, err);
+    case 2: w->seen |= 2; return pq_thrift_i32(t, ft, &w->loc->compressed_size, err);
+    case 3: w->seen |= 4; return pq_thrift_i64(t, ft, &w->loc->first_row_index, err);
+    default: return pq_thrift_skip(t, ft, err);
+    }
+}
+
 static int parse_page_location(pq_thrift *t, pq_page_location *loc, pq_error *err)
 {
-    int seen = 0;
-    if (pq_thrift_struct_begin(t, err) < 0)
+    page_location_walk w = { loc, 0 };
+    if (pq_thrift_walk(t, page_location_field, &w, err) < 0)
         return -1;
-    for (;;) {
-        int16_t id;
-        uint8_t ft;
-        if (pq_thrift_field(t, &id, &ft, err) < 0)
-            return -1;
-        if (ft == PQ_TT_STOP)
-            break;
-        int rc;
-        switch (id) {
-        case 1: rc = pq_thrift_i64(t, ft, &loc->offset, err); seen |= 1; break;
-        case 2: rc = pq_thrift_i32(t, ft, &loc->compressed_size, err); seen |= 2; break;
-        case 3: rc = pq_thrift_i64(t, ft, &loc->first_row_index, err); seen |= 4; break;
-        default: rc = pq_thrift_skip(t, ft, err); break;
-        }
-        if (rc < 0)
-            return -1;
-    }
-    pq_thrift_struct_end(t);
+    int seen = w.seen;
     if (seen != 7)
         return pq_error_set(err, "lacks a required field (offset, compressed_page_size, "
                                  "first_row_index)");
@@ -682,39 +653,39 @@ static int read_i64_list(pq_thrift *t, uint8_t ft, int64_t **out, uint32_t *coun
     return rc;
 }
 
+/* An OffsetIndex's fields: the page locations (in increasing offset and
+ * row order) and their unencoded byte array sizes. */
+typedef struct offset_index_walk {
+    pq_offset_index *oi;
+    uint32_t unencoded;
+} offset_index_walk;
+
+static int offset_index_field(pq_thrift *t, int16_t id, uint8_t ft, void *ctx, pq_error *err)
+{
+    offset_index_walk *w = ctx;
+    pq_offset_index *oi = w->oi;
+    if (id == 2)
+        return read_i64_list(t, ft, &oi->unencoded_bytes, &w->unencoded,
+                             "unencoded_byte_array_data_bytes", err);
+    if (id != 1)
+        return pq_thrift_skip(t, ft, err);
+    if (read_struct_list(t, ft, "page_locations", "page location", sizeof *oi->pages,
+                         (void **)&oi->pages, &oi->count, page_location_element, err) < 0)
+        return -1;
+    for (int32_t i = 1; i < oi->count; i++)
+        if (oi->pages[i].offset <= oi->pages[i - 1].offset ||
+            oi->pages[i].first_row_index < oi->pages[i - 1].first_row_index)
+            return pq_error_set(err, "page location %d is not after page location %d", i,
+                                i - 1);
+    return 0;
+}
+
 static int parse_offset_index(pq_thrift *t, pq_offset_index *oi, pq_error *err)
 {
-    uint32_t unencoded = 0;
-    if (pq_thrift_struct_begin(t, err) < 0)
+    offset_index_walk w = { oi, 0 };
+    if (pq_thrift_walk(t, offset_index_field, &w, err) < 0)
         return -1;
-    for (;;) {
-        int16_t id;
-        uint8_t ft;
-        if (pq_thrift_field(t, &id, &ft, err) < 0)
-            return -1;
-        if (ft == PQ_TT_STOP)
-            break;
-        if (id == 2) {
-            if (read_i64_list(t, ft, &oi->unencoded_bytes, &unencoded,
-                              "unencoded_byte_array_data_bytes", err) < 0)
-                return -1;
-            continue;
-        }
-        if (id != 1) {
-            if (pq_thrift_skip(t, ft, err) < 0)
-                return -1;
-            continue;
-        }
-        if (read_struct_list(t, ft, "page_locations", "page location", sizeof *oi->pages,
-                             (void **)&oi->pages, &oi->count, page_location_element, err) < 0)
-            return -1;
-        for (int32_t i = 1; i < oi->count; i++)
-            if (oi->pages[i].offset <= oi->pages[i - 1].offset ||
-                oi->pages[i].first_row_index < oi->pages[i - 1].first_row_index)
-                return pq_error_set(err, "page location %d is not after page location %d", i,
-                                    i - 1);
-    }
-    pq_thrift_struct_end(t);
+    uint32_t unencoded = w.unencoded;
     if (!oi->pages)
         return pq_error_set(err, "has no page_locations (field 1)");
     if (oi->unencoded_bytes && unencoded != (uint32_t)oi->count)
@@ -745,29 +716,26 @@ void pq_offset_index_free(pq_offset_index *oi)
     oi->count = 0;
 }
 
+/* A ColumnIndex's fields: only null_counts. */
+static int column_index_field(pq_thrift *t, int16_t id, uint8_t ft, void *ctx, pq_error *err)
+{
+    pq_column_index *ci = ctx;
+    if (id != 5)
+        return pq_thrift_skip(t, ft, err);
+    uint32_t n = 0;
+    int rc = read_i64_list(t, ft, &ci->null_counts, &n, "null_counts", err);
+    ci->count = (int32_t)n;
+    return rc;
+}
+
 int pq_column_index_parse(const uint8_t *buf, size_t len, pq_column_index *out, pq_error *err)
 {
     memset(out, 0, sizeof *out);
     pq_thrift t;
     pq_thrift_init(&t, buf, len);
-    if (pq_thrift_struct_begin(&t, err) < 0)
+    if (pq_thrift_walk(&t, column_index_field, out, err) < 0) {
+        pq_column_index_free(out);
         return pq_error_prefix(err, "ColumnIndex: ");
-    for (;;) {
-        int16_t id;
-        uint8_t ft;
-        uint32_t n;
-        int rc = pq_thrift_field(&t, &id, &ft, err);
-        if (rc == 0 && ft == PQ_TT_STOP)
-            break;
-        if (rc == 0)
-            rc = id == 5 ? read_i64_list(&t, ft, &out->null_counts, &n, "null_counts", err)
-                         : pq_thrift_skip(&t, ft, err);
-        if (rc < 0) {
-            pq_column_index_free(out);
-            return pq_error_prefix(err, "ColumnIndex: ");
-        }
-        if (id == 5)
-            out->count = (int32_t)n;
     }
     return 0;
 }

@@ -65,23 +65,54 @@ static int v2_field(pq_thrift *t, int16_t id, uint8_t ft, pq_page_header *h, uns
     }
 }
 
+/* A sub-header: its fields go to fn, the bits of those seen to *seen. */
+typedef struct sub_walk {
+    sub_field_fn fn;
+    pq_page_header *h;
+    unsigned *seen;
+} sub_walk;
+
+static int sub_field(pq_thrift *t, int16_t id, uint8_t ft, void *ctx, pq_error *err)
+{
+    sub_walk *w = ctx;
+    return w->fn(t, id, ft, w->h, w->seen, err);
+}
+
 static int parse_sub(pq_thrift *t, sub_field_fn fn, pq_page_header *h, unsigned *seen,
                      pq_error *err)
 {
-    if (pq_thrift_struct_begin(t, err) < 0)
-        return -1;
-    for (;;) {
-        int16_t id;
-        uint8_t ft;
-        if (pq_thrift_field(t, &id, &ft, err) < 0)
+    sub_walk w = { fn, h, seen };
+    return pq_thrift_walk(t, sub_field, &w, err);
+}
+
+/* The PageHeader's fields, and which of the required ones were seen: bits
+ * of the top level and per sub-header (by page type). */
+typedef struct header_walk {
+    pq_page_header *h;
+    unsigned top, sub_seen[4];
+    int have_sub[4];
+} header_walk;
+
+static int header_field(pq_thrift *t, int16_t id, uint8_t ft, void *ctx, pq_error *err)
+{
+    header_walk *w = ctx;
+    pq_page_header *h = w->h;
+    int32_t crc;
+    switch (id) {
+    case 1: w->top |= 1; return read_int(t, ft, &h->type, err);
+    case 2: w->top |= 2; return pq_thrift_i32(t, ft, &h->uncompressed_size, err);
+    case 3: w->top |= 4; return pq_thrift_i32(t, ft, &h->compressed_size, err);
+    case 4:
+        if (pq_thrift_i32(t, ft, &crc, err) < 0)
             return -1;
-        if (ft == PQ_TT_STOP)
-            break;
-        if (fn(t, id, ft, h, seen, err) < 0)
-            return -1;
+        h->has_crc = 1;
+        h->crc = (uint32_t)crc;
+        return 0;
+    case 5: w->have_sub[0] = 1; return parse_sub(t, v1_field, h, &w->sub_seen[0], err);
+    case 7: w->have_sub[2] = 1; return parse_sub(t, dict_field, h, &w->sub_seen[2], err);
+    case 8: w->have_sub[3] = 1; return parse_sub(t, v2_field, h, &w->sub_seen[3], err);
+    default: return pq_thrift_skip(t, ft, err); /* 6: index page, others: newer */
     }
-    pq_thrift_struct_end(t);
-    return 0;
 }
 
 static const char *page_type_name(int type)
@@ -104,43 +135,14 @@ int pq_page_header_parse(const uint8_t *buf, size_t len, pq_page_header *out, pq
     h.def_encoding = PQ_ENC_RLE;
     h.rep_encoding = PQ_ENC_RLE;
 
-    /* Bits of required fields seen: top level and per sub-header. */
-    unsigned top = 0, sub_seen[4] = { 0, 0, 0, 0 };
-    int have_sub[4] = { 0, 0, 0, 0 };
+    header_walk w = { .h = &h };
     pq_thrift t;
     pq_thrift_init(&t, buf, len);
-    if (pq_thrift_struct_begin(&t, err) < 0)
-        goto fail;
-    for (;;) {
-        int16_t id;
-        uint8_t ft;
-        if (pq_thrift_field(&t, &id, &ft, err) < 0)
-            goto fail;
-        if (ft == PQ_TT_STOP)
-            break;
-        int rc;
-        int32_t crc;
-        switch (id) {
-        case 1: top |= 1; rc = read_int(&t, ft, &h.type, err); break;
-        case 2: top |= 2; rc = pq_thrift_i32(&t, ft, &h.uncompressed_size, err); break;
-        case 3: top |= 4; rc = pq_thrift_i32(&t, ft, &h.compressed_size, err); break;
-        case 4:
-            rc = pq_thrift_i32(&t, ft, &crc, err);
-            h.has_crc = 1;
-            h.crc = (uint32_t)crc;
-            break;
-        case 5: have_sub[0] = 1; rc = parse_sub(&t, v1_field, &h, &sub_seen[0], err); break;
-        case 7: have_sub[2] = 1; rc = parse_sub(&t, dict_field, &h, &sub_seen[2], err); break;
-        case 8: have_sub[3] = 1; rc = parse_sub(&t, v2_field, &h, &sub_seen[3], err); break;
-        default: rc = pq_thrift_skip(&t, ft, err); break; /* 6: index page, others: newer */
-        }
-        if (rc < 0)
-            goto fail;
-    }
-    pq_thrift_struct_end(&t);
+    if (pq_thrift_walk(&t, header_field, &w, err) < 0)
+        return pq_error_prefix(err, "page header: ");
     h.header_len = pq_thrift_offset(&t);
 
-    if (top != 7)
+    if (w.top != 7)
         return pq_error_set(err, "page header: lacks a required field (type, "
                                  "uncompressed_page_size, compressed_page_size)");
     const char *name = page_type_name(h.type);
@@ -149,10 +151,10 @@ int pq_page_header_parse(const uint8_t *buf, size_t len, pq_page_header *out, pq
                             name, h.uncompressed_size, h.compressed_size);
     static const unsigned need[4] = { 0xf, 0, 0x3, 0x3f };
     if (h.type == PQ_PAGE_DATA || h.type == PQ_PAGE_DICTIONARY || h.type == PQ_PAGE_DATA_V2) {
-        if (!have_sub[h.type])
+        if (!w.have_sub[h.type])
             return pq_error_set(err, "%s header: sub-header (field %d) is missing", name,
                                 h.type == PQ_PAGE_DATA ? 5 : h.type == PQ_PAGE_DICTIONARY ? 7 : 8);
-        if ((sub_seen[h.type] & need[h.type]) != need[h.type])
+        if ((w.sub_seen[h.type] & need[h.type]) != need[h.type])
             return pq_error_set(err, "%s header: sub-header lacks a required field", name);
         if (h.num_values < 0)
             return pq_error_set(err, "%s header: num_values is %d", name, h.num_values);
@@ -173,9 +175,6 @@ int pq_page_header_parse(const uint8_t *buf, size_t len, pq_page_header *out, pq
     }
     *out = h;
     return 0;
-
-fail:
-    return pq_error_prefix(err, "page header: ");
 }
 
 int pq_page_check_crc(const pq_page_header *h, const uint8_t *body, size_t body_len,

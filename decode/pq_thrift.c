@@ -293,3 +293,21 @@ int pq_thrift_skip(pq_thrift *t, uint8_t type, pq_error *err)
 {
     return skip_value(t, type, t->depth, err);
 }
+
+int pq_thrift_walk(pq_thrift *t, pq_thrift_field_fn field, void *ctx, pq_error *err)
+{
+    if (pq_thrift_struct_begin(t, err) < 0)
+        return -1;
+    for (;;) {
+        int16_t id;
+        uint8_t type;
+        if (pq_thrift_field(t, &id, &type, err) < 0)
+            return -1;
+        if (type == PQ_TT_STOP)
+            break;
+        if (field(t, id, type, ctx, err) < 0)
+            return -1;
+    }
+    pq_thrift_struct_end(t);
+    return 0;
+}

@@ -69,6 +69,15 @@ int pq_thrift_binary(pq_thrift *t, uint8_t type, const uint8_t **out, uint32_t *
 int pq_thrift_list_begin(pq_thrift *t, uint8_t type, uint8_t *elem_type, uint32_t *count,
                          pq_error *err);
 
+/* Read a whole struct (the top level, or a field or list element whose type
+ * was PQ_TT_STRUCT): enter it, hand each field to `field` up to the end,
+ * leave it. `field` reads the field's value with the functions above (or
+ * pq_thrift_skip()s it) and returns 0, or -1 with err set to stop the walk.
+ * Every struct reader of the decoder is such a callback. */
+typedef int (*pq_thrift_field_fn)(pq_thrift *t, int16_t id, uint8_t type, void *ctx,
+                                  pq_error *err);
+int pq_thrift_walk(pq_thrift *t, pq_thrift_field_fn field, void *ctx, pq_error *err);
+
 /* Skip one value of the given type, including nested structs/lists/maps. */
 int pq_thrift_skip(pq_thrift *t, uint8_t type, pq_error *err);
 
