@@ -358,78 +358,10 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
     fuse_reply_statfs(req, &sv);
 }
 
-/* Every operation that would change something. */
-static void deny_entry(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-    (void)parent;
-    (void)name;
-    fuse_reply_err(req, EROFS);
-}
-
-static void deny_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-                       dev_t rdev)
-{
-    (void)rdev;
-    (void)mode;
-    deny_entry(req, parent, name);
-}
-
-static void deny_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
-{
-    (void)mode;
-    deny_entry(req, parent, name);
-}
-
-static void deny_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
-{
-    (void)link;
-    deny_entry(req, parent, name);
-}
-
-static void deny_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
-                        const char *newname, unsigned int flags)
-{
-    (void)newparent;
-    (void)newname;
-    (void)flags;
-    deny_entry(req, parent, name);
-}
-
-static void deny_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
-{
-    (void)ino;
-    deny_entry(req, newparent, newname);
-}
-
-static void deny_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-                        struct fuse_file_info *fi)
-{
-    (void)mode;
-    (void)fi;
-    deny_entry(req, parent, name);
-}
-
-static void deny_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
-                         struct fuse_file_info *fi)
-{
-    (void)ino;
-    (void)attr;
-    (void)to_set;
-    (void)fi;
-    fuse_reply_err(req, EROFS);
-}
-
-static void deny_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
-                       struct fuse_file_info *fi)
-{
-    (void)ino;
-    (void)buf;
-    (void)size;
-    (void)off;
-    (void)fi;
-    fuse_reply_err(req, EROFS);
-}
-
+/* No handler for anything that would change something (mknod, mkdir,
+ * unlink, rmdir, symlink, rename, link, create, setattr, write): the mount
+ * is read-only in the kernel (run_mount in main.c passes "ro" after the
+ * user's options), which refuses them with EROFS before they reach us. */
 static const struct fuse_lowlevel_ops ops = {
     .init = op_init,
     .lookup = op_lookup,
@@ -439,16 +371,6 @@ static const struct fuse_lowlevel_ops ops = {
     .read = op_read,
     .release = op_release,
     .statfs = op_statfs,
-    .setattr = deny_setattr,
-    .mknod = deny_mknod,
-    .mkdir = deny_mkdir,
-    .unlink = deny_entry,
-    .rmdir = deny_entry,
-    .symlink = deny_symlink,
-    .rename = deny_rename,
-    .link = deny_link,
-    .write = deny_write,
-    .create = deny_create,
 };
 
 int yfs_fuse_run(yfs_mount *m, struct fuse_args *args, const char *mountpoint, int foreground,
