@@ -69,15 +69,15 @@ int yfs_mount_start(yfs_mount *m, pq_error *err);
 void yfs_mount_close(yfs_mount *m);
 
 /* Memory budgets derived from opts.mem. One accountant (m->budget,
- * yfs_budget.h) holds everything held for data to yfs_mount_data_budget:
- * mem less the share no accountant can see (yfs_untracked_budget, three
- * eighths: free heap that malloc keeps for reuse, main.c caps it at half of
- * that; FUSE request buffers, thread stacks; with an eighth, 8 readers at
- * mem=64M peaked 1-5 MiB over the bound, and with a quarter, once reads
- * copied their replies out of the segments, 8 mixed readers peaked at 74-87
- * MiB against a bound of 86, and 73-86 with a third). Within it, idle dictionaries are kept up to an eighth of mem and
- * loaded pages waiting to be served up to a quarter (none with chunk=0);
- * both give way to demand reads (reclaimers). */
+ * yfs_budget.h) holds everything held for data, up to yfs_mount_data_budget:
+ * mem less yfs_untracked_budget, three eighths kept for what no accountant
+ * sees (free heap malloc keeps for reuse, which main.c caps at half of that
+ * share; FUSE request buffers; thread stacks: test_memory's 8 mixed readers
+ * at mem=64M need that much). Within it, idle dictionaries are kept up to an
+ * eighth of mem, loaded pages waiting to be served up to a quarter (none
+ * with chunk=0); all give way to demand reads (reclaimers), and segments
+ * built ahead of readers leave an eighth of the accountant's limit to the
+ * builds under way (yfs_budget.h). */
 uint64_t yfs_untracked_budget(uint64_t mem);
 uint64_t yfs_mount_data_budget(const yfs_mount *m);
 uint64_t yfs_mount_dict_budget(const yfs_mount *m);

@@ -1,4 +1,5 @@
-/* yfs_options.h — the filesystem's own -o options (DESIGN.md, user contract).
+/* yfs_options.h — the filesystem's own -o options (the user contract: the
+ * option table of README.md, man/youmufs.1 and --help).
  *
  * Options arrive as "key=value" or "key" items (from -o lists); items that
  * are not youmufs options are reported as such so the caller can hand them to

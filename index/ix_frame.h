@@ -1,5 +1,5 @@
-/* ix_frame.h — how one record is written into an epoch file (the framings of
- * DESIGN.md; value rules in tests/CONTRACT-TYPES.md). The index measures
+/* ix_frame.h — how one record is written into an epoch file (the framings
+ * README.md states; value rules in tests/CONTRACT-TYPES.md). The index measures
  * every record at mount (so st_size is exact before any read, and values a
  * framing cannot carry are refused then); the read path writes them. Both
  * go through one function, so sizes and bytes cannot disagree.

@@ -376,7 +376,7 @@ def test_writer_variants_hold_the_logical_table(tc):
 
 
 # ---------------------------------------------------------------------------------------------
-# raw with parts, seeks and determinism (the invariants of DESIGN.md on the raw framing)
+# raw with parts, seeks and determinism (the invariants README.md states for the raw framing)
 
 @pytest.mark.parametrize("col", ["input_ids", "f64"])
 def test_cat_raw_parts_union_is_the_epoch(col, tc, cat):
