@@ -248,7 +248,11 @@ def stream_fixtures():
 
 
 def main():
-    src = sys.argv[1] if len(sys.argv) > 1 else "/work/shared/parquet-testing/data"
+    # the parquet-testing corpus: as the integration tests find it (tests/integration/conftest.py)
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    src = sys.argv[1] if len(sys.argv) > 1 else (
+        os.environ.get("YOUMUFS_PARQUET_TESTING") or
+        os.path.join(repo, "..", "shared", "parquet-testing", "data"))
     os.makedirs(OUT, exist_ok=True)
     t = table()
     names = []

@@ -77,8 +77,8 @@ Test(build, text_of_a_numeric_column_is_refused_clearly)
 
 Test(build, empty_directory_and_missing_path)
 {
-    char dir[] = "/tmp/yfs-empty-XXXXXX";
-    cr_assert_not_null(mkdtemp(dir));
+    char dir[TIX_PATH];
+    tix_temp_dir(dir, "empty");
     ix_options o = opts(dir, NULL);
     ix_index *ix;
     pq_error err;
@@ -92,9 +92,9 @@ Test(build, empty_directory_and_missing_path)
 
 Test(build, truncated_file_names_the_file)
 {
-    char dir[] = "/tmp/yfs-trunc-XXXXXX";
-    cr_assert_not_null(mkdtemp(dir));
-    char src[512], dst[512];
+    char dir[TIX_PATH];
+    tix_temp_dir(dir, "trunc");
+    char src[2 * TIX_PATH], dst[2 * TIX_PATH];
     snprintf(src, sizeof src, "%s/part-0.parquet", TIX_SAMPLE);
     snprintf(dst, sizeof dst, "%s/broken.parquet", dir);
     FILE *in = fopen(src, "rb"), *out = fopen(dst, "wb");

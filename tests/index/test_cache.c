@@ -14,13 +14,11 @@
 #include "ix_index.h"
 #include "tix.h"
 
-static char dataset[64], cache[64];
+static char dataset[TIX_PATH], cache[TIX_PATH];
 
 /* A private copy of the sample dataset and an empty cache directory. */
 static void setup(void)
 {
-    strcpy(dataset, "/tmp/yfs-cache-ds-XXXXXX");
-    strcpy(cache, "/tmp/yfs-cache-cache-XXXXXX");
     tix_copy_sample(dataset, cache);
 }
 
@@ -78,7 +76,7 @@ static void assert_same_pages(const ix_index *a, const ix_index *b)
 /* The one cache file in the cache directory. */
 static void cache_file(char *path, size_t cap)
 {
-    char cmd[256];
+    char cmd[2 * TIX_PATH];
     snprintf(cmd, sizeof cmd, "ls %s/*.yfsidx", cache);
     FILE *p = popen(cmd, "r");
     cr_assert_not_null(fgets(path, (int)cap, p), "no cache file written");
@@ -101,7 +99,7 @@ Test(cache, second_build_reuses_every_file)
 Test(cache, damaged_cache_files_are_ignored)
 {
     ix_index *first = build(0);
-    char path[256];
+    char path[2 * TIX_PATH];
     cache_file(path, sizeof path);
     struct stat st;
     cr_assert_eq(stat(path, &st), 0);
@@ -130,7 +128,7 @@ Test(cache, damaged_cache_files_are_ignored)
 Test(cache, a_changed_file_is_scanned_again)
 {
     ix_free(build(0));
-    char path[256];
+    char path[2 * TIX_PATH];
     snprintf(path, sizeof path, "%s/part-1.parquet", dataset);
     struct timeval later[2] = { { 2000000000, 0 }, { 2000000000, 0 } };
     cr_assert_eq(utimes(path, later), 0);
@@ -143,7 +141,7 @@ Test(cache, rowid_entries_follow_row_numbers)
 {
     ix_free(build(1));
     /* a file added at the end leaves every row number in place */
-    char cmd[512];
+    char cmd[3 * TIX_PATH];
     snprintf(cmd, sizeof cmd, "cp %s/part-2.parquet %s/zz.parquet", dataset, dataset);
     cr_assert_eq(system(cmd), 0);
     ix_index *appended = build(1);
@@ -168,7 +166,7 @@ Test(cache, rowid_entries_follow_row_numbers)
  * which youmufs does not read), keeping the file's size and mtime. */
 static void rewrite_footer_keeping_mtime(int n)
 {
-    char path[256];
+    char path[2 * TIX_PATH];
     snprintf(path, sizeof path, "%s/part-%d.parquet", dataset, n);
     struct stat st;
     cr_assert_eq(stat(path, &st), 0);
@@ -243,7 +241,7 @@ static uint32_t get_le32(const uint8_t *p)
  * that lies. after_name: `at` counts from the end of the first entry's name. */
 static void patch_cache(int after_name, size_t at, uint64_t value, int bytes)
 {
-    char path[256];
+    char path[2 * TIX_PATH];
     cache_file(path, sizeof path);
     FILE *f = fopen(path, "r+b");
     cr_assert_not_null(f);

@@ -18,12 +18,10 @@
 #include "tix.h"
 #include "ix_read.h"
 
-static char dataset[64], cache[64];
+static char dataset[TIX_PATH], cache[TIX_PATH];
 
 static void setup(void)
 {
-    strcpy(dataset, "/tmp/yfs-change-ds-XXXXXX");
-    strcpy(cache, "/tmp/yfs-change-cache-XXXXXX");
     tix_copy_sample(dataset, cache);
 }
 
@@ -169,7 +167,7 @@ Test(change, chmod_and_a_hard_link_keep_every_read_exact)
     assert_file_reads(ix, FILE_NO, before);
 
     next_tick();
-    char link_path[256];
+    char link_path[2 * TIX_PATH];
     snprintf(link_path, sizeof link_path, "%s.link", path);
     cr_assert_eq(link(path, link_path), 0);
     assert_file_reads(ix, FILE_NO, before);

@@ -168,7 +168,7 @@ Test(stream, a_tight_cap_refuses_instead_of_overrunning)
 
 Test(stream, stopping_early_then_a_rewrite_is_caught)
 {
-    char dataset[] = "/tmp/yfs-stream-XXXXXX", cache[] = "/tmp/yfs-stream-cache-XXXXXX";
+    char dataset[TIX_PATH], cache[TIX_PATH];
     tix_copy_sample(dataset, cache);
     ix_index *ix = build(dataset, "text");
     ix_dict_source dicts = { tix_load_dictionary, ix };

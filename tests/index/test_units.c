@@ -9,6 +9,7 @@
 
 #include "ix_index.h"
 #include "ix_read.h"
+#include "tix.h"
 
 /* column a: 2 pages of 2,560 required int32 rows, each cut into 5 units */
 #define FIXTURE YFS_SOURCE_DIR "/tests/decode/fixtures/datapage_v1-uncompressed-checksum.parquet"
@@ -94,8 +95,8 @@ Test(units, pages_of_many_records_are_cut_into_units_of_their_records)
 
 Test(units, the_persistent_index_keeps_the_units)
 {
-    char dir[] = "/tmp/yfs-units-XXXXXX";
-    cr_assert_not_null(mkdtemp(dir));
+    char dir[TIX_PATH];
+    tix_temp_dir(dir, "units");
     ix_options o = opts(IX_FORMAT_JSONL, dir);
     ix_index *first, *again;
     pq_error err;
@@ -108,7 +109,5 @@ Test(units, the_persistent_index_keeps_the_units)
     cr_assert_eq(check_units(again), 2);
     ix_free(first);
     ix_free(again);
-    char cmd[64];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_assert_eq(system(cmd), 0);
+    tix_remove(dir, "");
 }

@@ -4,18 +4,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+void tix_temp_dir(char *dir, const char *name)
+{
+    const char *tmp = getenv("TMPDIR");
+    int n = snprintf(dir, TIX_PATH, "%s/yfs-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", name);
+    cr_assert(n > 0 && n < TIX_PATH, "TMPDIR too long");
+    cr_assert_not_null(mkdtemp(dir), "mkdtemp %s", dir);
+}
+
 void tix_copy_sample(char *dataset, char *cache)
 {
-    cr_assert_not_null(mkdtemp(dataset));
-    cr_assert_not_null(mkdtemp(cache));
-    char cmd[512];
+    tix_temp_dir(dataset, "dataset");
+    tix_temp_dir(cache, "cache");
+    char cmd[3 * TIX_PATH];
     snprintf(cmd, sizeof cmd, "cp %s/*.parquet %s/", TIX_SAMPLE, dataset);
     cr_assert_eq(system(cmd), 0);
 }
 
 void tix_remove(const char *dataset, const char *cache)
 {
-    char cmd[512];
+    char cmd[3 * TIX_PATH];
     snprintf(cmd, sizeof cmd, "rm -rf %s %s", dataset, cache);
     cr_assert_eq(system(cmd), 0);
 }

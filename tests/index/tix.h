@@ -8,11 +8,16 @@
 
 #define TIX_SAMPLE YFS_SOURCE_DIR "/examples/sample"
 
-/* Copy the sample's files into a new directory made from the mkdtemp
- * template `dataset` (at most 63 characters) and make an empty directory
- * from the template `cache`; both are rewritten with the names made. */
+/* Size of the path buffers below. */
+#define TIX_PATH 512
+
+/* Make a new empty directory "$TMPDIR/yfs-<name>-XXXXXX" (TMPDIR, else
+ * /tmp) and write its path to dir (TIX_PATH bytes). */
+void tix_temp_dir(char *dir, const char *name);
+/* A new directory (tix_temp_dir) holding a copy of the sample's files in
+ * dataset, and an empty one in cache (both TIX_PATH bytes). */
 void tix_copy_sample(char *dataset, char *cache);
-/* rm -rf both directories. */
+/* rm -rf both directories ("" for none). */
 void tix_remove(const char *dataset, const char *cache);
 
 /* ix_dict_source.get over ix_read_dictionary (ctx: the ix_index); the

@@ -36,6 +36,10 @@ import datasets as yds  # noqa: E402  (tests/integration/datasets.py, not Huggin
 assert os.path.dirname(os.path.abspath(yds.__file__)) == HERE, yds.__file__
 
 REPO = os.path.dirname(os.path.dirname(HERE))
+# The parquet-testing corpus (apache/parquet-testing data/): shared/ beside the repository, as
+# CI has it, or where YOUMUFS_PARQUET_TESTING says. The one place tests look for it.
+PARQUET_TESTING = os.path.abspath(os.environ.get("YOUMUFS_PARQUET_TESTING") or
+                                  os.path.join(REPO, "..", "shared", "parquet-testing", "data"))
 BIN = os.environ.get("YOUMUFS_BIN") or os.path.join(REPO, "build", "youmufs")
 REQUIRE = os.environ.get("YOUMUFS_REQUIRE") == "1"
 

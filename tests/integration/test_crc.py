@@ -4,9 +4,7 @@ import os
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import REPO
-
-DATA = os.path.join(os.path.dirname(REPO), "shared", "parquet-testing", "data")
+from conftest import PARQUET_TESTING as DATA
 
 
 def _file(name):

@@ -12,6 +12,7 @@ import shutil
 import pytest
 
 import datasets as yds
+from conftest import PARQUET_TESTING
 from datasets import (ALL_FEATURES, BASIC, BASIC_NONL, Spec, check_rowid_jsonl,
                       expected_records, multiset_diff, split_records)
 
@@ -163,7 +164,6 @@ def test_single_file_dataset(ds, cat):
 
 
 # Files written by other writers (parquet-mr, Impala, ...), from apache/parquet-testing.
-PARQUET_TESTING = "/work/shared/parquet-testing/data"
 REAL_FILES = [
     ("alltypes_tiny_pages.parquet", "string_col"),
     ("alltypes_tiny_pages_plain.parquet", "date_string_col"),

@@ -31,15 +31,12 @@ import pyarrow.parquet as pq
 import pytest
 
 import typed_data as td
-from conftest import REPO
+from conftest import PARQUET_TESTING
 
-CORPUS_CANDIDATES = [os.environ.get("YOUMUFS_PARQUET_TESTING", ""),
-                     os.path.join(os.path.dirname(REPO), "shared", "parquet-testing", "data"),
-                     os.path.join(REPO, "..", "shared", "parquet-testing", "data")]
-CORPUS = next((os.path.abspath(c) for c in CORPUS_CANDIDATES if c and os.path.isdir(c)), None)
+CORPUS = PARQUET_TESTING if os.path.isdir(PARQUET_TESTING) else None
 CORPUS_MISSING = (None if CORPUS else
-                  "parquet-testing corpus not found (looked for ../shared/parquet-testing/data "
-                  "relative to the repository root; set YOUMUFS_PARQUET_TESTING)")
+                  f"parquet-testing corpus not found at {PARQUET_TESTING} (../shared/"
+                  "parquet-testing/data beside the repository; or set YOUMUFS_PARQUET_TESTING)")
 
 
 if CORPUS_MISSING:
