@@ -338,16 +338,18 @@ static int read_null_count(pq_thrift *t, uint8_t ft, int64_t *null_count, pq_err
 
 enum { CM_TYPE = 1, CM_CODEC = 2, CM_NUM_VALUES = 4, CM_SIZE = 8, CM_DATA_OFFSET = 16 };
 
-/* A ColumnMetaData's fields, and the CM_* bits of the required ones seen. */
-typedef struct column_meta_walk {
-    pq_column_meta *c;
-    int seen;
-} column_meta_walk;
+/* What a struct's field callback (pq_thrift_walk) fills, and bits of the
+ * fields it saw that the struct's reader checks afterwards. */
+typedef struct walk {
+    void *out;
+    uint32_t seen;
+} walk;
 
+/* A ColumnMetaData's fields; seen: the CM_* bits of the required ones. */
 static int column_meta_field(pq_thrift *t, int16_t id, uint8_t ft, void *ctx, pq_error *err)
 {
-    column_meta_walk *w = ctx;
-    pq_column_meta *c = w->c;
+    walk *w = ctx;
+    pq_column_meta *c = w->out;
     switch (id) {
     case 1: w->seen |= CM_TYPE; return read_int(t, ft, &c->type, err);
     case 2: return read_encodings(t, ft, &c->encodings, err);
@@ -364,7 +366,7 @@ static int column_meta_field(pq_thrift *t, int16_t id, uint8_t ft, void *ctx, pq
 
 static int parse_column_meta(pq_thrift *t, pq_column_meta *c, pq_error *err)
 {
-    column_meta_walk w = { c, 0 };
+    walk w = { c, 0 };
     c->null_count = -1;
     if (pq_thrift_walk(t, column_meta_field, &w, err) < 0)
         return -1;
@@ -392,16 +394,12 @@ static int parse_column_meta(pq_thrift *t, pq_column_meta *c, pq_error *err)
     return 0;
 }
 
-/* A ColumnChunk's fields; its meta_data is read into the same struct. */
-typedef struct column_chunk_walk {
-    pq_column_meta *c;
-    int have_meta;
-} column_chunk_walk;
-
+/* A ColumnChunk's fields; its meta_data (seen: 1) is read into the same
+ * struct. */
 static int column_chunk_field(pq_thrift *t, int16_t id, uint8_t ft, void *ctx, pq_error *err)
 {
-    column_chunk_walk *w = ctx;
-    pq_column_meta *c = w->c;
+    walk *w = ctx;
+    pq_column_meta *c = w->out;
     switch (id) {
     case 1: {
         /* Chunk data in another file (summary "_metadata" files): the
@@ -417,9 +415,9 @@ static int column_chunk_field(pq_thrift *t, int16_t id, uint8_t ft, void *ctx, p
         return 0;
     }
     case 3:
-        if (w->have_meta)
+        if (w->seen)
             return duplicate(t, "ColumnChunk.meta_data", err);
-        w->have_meta = 1;
+        w->seen = 1;
         return parse_column_meta(t, c, err);
     case 4: return pq_thrift_i64(t, ft, &c->offset_index_offset, err);
     case 5: return pq_thrift_i32(t, ft, &c->offset_index_length, err);
@@ -432,13 +430,13 @@ static int column_chunk_field(pq_thrift *t, int16_t id, uint8_t ft, void *ctx, p
 
 static int parse_column_chunk(pq_thrift *t, pq_column_meta *c, pq_error *err)
 {
-    column_chunk_walk w = { c, 0 };
+    walk w = { c, 0 };
     c->dictionary_page_offset = -1;
     c->offset_index_offset = -1;
     c->column_index_offset = -1;
     if (pq_thrift_walk(t, column_chunk_field, &w, err) < 0)
         return -1;
-    int have_meta = w.have_meta;
+    int have_meta = w.seen;
     if (!have_meta && !c->encrypted)
         return pq_error_set(err, "ColumnChunk has no meta_data (field 3)");
     if (c->offset_index_offset < 0 || c->offset_index_length <= 0) {
@@ -457,22 +455,17 @@ static int column_chunk_element(pq_thrift *t, void *elem, pq_error *err)
     return parse_column_chunk(t, elem, err);
 }
 
-/* A RowGroup's fields: its column chunks and its row count. */
-typedef struct row_group_walk {
-    pq_row_group *rg;
-    int have_rows;
-} row_group_walk;
-
+/* A RowGroup's fields: its column chunks and its row count (seen: 1). */
 static int row_group_field(pq_thrift *t, int16_t id, uint8_t ft, void *ctx, pq_error *err)
 {
-    row_group_walk *w = ctx;
-    pq_row_group *rg = w->rg;
+    walk *w = ctx;
+    pq_row_group *rg = w->out;
     if (id == 1)
         return read_struct_list(t, ft, "RowGroup.columns", "column chunk", sizeof *rg->columns,
                                 (void **)&rg->columns, &rg->num_columns, column_chunk_element,
                                 err);
     if (id == 3) {
-        w->have_rows = 1;
+        w->seen = 1;
         return pq_thrift_i64(t, ft, &rg->num_rows, err);
     }
     return pq_thrift_skip(t, ft, err);
@@ -480,10 +473,10 @@ static int row_group_field(pq_thrift *t, int16_t id, uint8_t ft, void *ctx, pq_e
 
 static int parse_row_group(pq_thrift *t, pq_row_group *rg, pq_error *err)
 {
-    row_group_walk w = { rg, 0 };
+    walk w = { rg, 0 };
     if (pq_thrift_walk(t, row_group_field, &w, err) < 0)
         return -1;
-    int have_rows = w.have_rows;
+    int have_rows = w.seen;
     if (!rg->columns)
         return pq_error_set(err, "RowGroup has no columns (field 1)");
     if (!have_rows || rg->num_rows < 0)
@@ -496,23 +489,19 @@ static int row_group_element(pq_thrift *t, void *elem, pq_error *err)
     return parse_row_group(t, elem, err);
 }
 
-/* FileMetaData's fields: version, schema, row count, row groups, writer. */
-typedef struct file_meta_walk {
-    pq_file_meta *m;
-    int have_rows;
-} file_meta_walk;
-
+/* FileMetaData's fields: version, schema, row count (seen: 1), row groups,
+ * writer. */
 static int file_meta_field(pq_thrift *t, int16_t id, uint8_t ft, void *ctx, pq_error *err)
 {
-    file_meta_walk *w = ctx;
-    pq_file_meta *m = w->m;
+    walk *w = ctx;
+    pq_file_meta *m = w->out;
     switch (id) {
     case 1: return pq_thrift_i32(t, ft, &m->version, err);
     case 2:
         return read_struct_list(t, ft, "FileMetaData.schema", "schema element",
                                 sizeof *m->schema, (void **)&m->schema, &m->num_schema,
                                 schema_element, err);
-    case 3: w->have_rows = 1; return pq_thrift_i64(t, ft, &m->num_rows, err);
+    case 3: w->seen = 1; return pq_thrift_i64(t, ft, &m->num_rows, err);
     case 4:
         return read_struct_list(t, ft, "FileMetaData.row_groups", "row group",
                                 sizeof *m->row_groups, (void **)&m->row_groups,
@@ -524,10 +513,10 @@ static int file_meta_field(pq_thrift *t, int16_t id, uint8_t ft, void *ctx, pq_e
 
 static int parse_file_meta(pq_thrift *t, pq_file_meta *m, pq_error *err)
 {
-    file_meta_walk w = { m, 0 };
+    walk w = { m, 0 };
     if (pq_thrift_walk(t, file_meta_field, &w, err) < 0)
         return -1;
-    int have_rows = w.have_rows;
+    int have_rows = w.seen;
     if (!m->schema || m->num_schema == 0)
         return pq_error_set(err, "has no schema (field 2)");
     if (!m->row_groups)
@@ -592,26 +581,22 @@ void pq_file_meta_free(pq_file_meta *m)
     memset(m, 0, sizeof *m);
 }
 
-/* A PageLocation's fields, and bits of the three (all required) seen. */
-typedef struct page_location_walk {
-    pq_page_location *loc;
-    int seen;
-} page_location_walk;
-
+/* A PageLocation's fields; seen: bits of the three (all required). */
 static int page_location_field(pq_thrift *t, int16_t id, uint8_t ft, void *ctx, pq_error *err)
 {
-    page_location_walk *w = ctx;
+    walk *w = ctx;
+    pq_page_location *loc = w->out;
     switch (id) {
-    case 1: w->seen |= 1; return pq_thrift_i64(t, ft, &w->loc->offset, err);
-    case 2: w->seen |= 2; return pq_thrift_i32(t, ft, &w->loc->compressed_size, err);
-    case 3: w->seen |= 4; return pq_thrift_i64(t, ft, &w->loc->first_row_index, err);
+    case 1: w->seen |= 1; return pq_thrift_i64(t, ft, &loc->offset, err);
+    case 2: w->seen |= 2; return pq_thrift_i32(t, ft, &loc->compressed_size, err);
+    case 3: w->seen |= 4; return pq_thrift_i64(t, ft, &loc->first_row_index, err);
     default: return pq_thrift_skip(t, ft, err);
     }
 }
 
 static int parse_page_location(pq_thrift *t, pq_page_location *loc, pq_error *err)
 {
-    page_location_walk w = { loc, 0 };
+    walk w = { loc, 0 };
     if (pq_thrift_walk(t, page_location_field, &w, err) < 0)
         return -1;
     int seen = w.seen;
@@ -654,18 +639,13 @@ static int read_i64_list(pq_thrift *t, uint8_t ft, int64_t **out, uint32_t *coun
 }
 
 /* An OffsetIndex's fields: the page locations (in increasing offset and
- * row order) and their unencoded byte array sizes. */
-typedef struct offset_index_walk {
-    pq_offset_index *oi;
-    uint32_t unencoded;
-} offset_index_walk;
-
+ * row order) and their unencoded byte array sizes (seen: how many). */
 static int offset_index_field(pq_thrift *t, int16_t id, uint8_t ft, void *ctx, pq_error *err)
 {
-    offset_index_walk *w = ctx;
-    pq_offset_index *oi = w->oi;
+    walk *w = ctx;
+    pq_offset_index *oi = w->out;
     if (id == 2)
-        return read_i64_list(t, ft, &oi->unencoded_bytes, &w->unencoded,
+        return read_i64_list(t, ft, &oi->unencoded_bytes, &w->seen,
                              "unencoded_byte_array_data_bytes", err);
     if (id != 1)
         return pq_thrift_skip(t, ft, err);
@@ -682,10 +662,10 @@ static int offset_index_field(pq_thrift *t, int16_t id, uint8_t ft, void *ctx, p
 
 static int parse_offset_index(pq_thrift *t, pq_offset_index *oi, pq_error *err)
 {
-    offset_index_walk w = { oi, 0 };
+    walk w = { oi, 0 };
     if (pq_thrift_walk(t, offset_index_field, &w, err) < 0)
         return -1;
-    uint32_t unencoded = w.unencoded;
+    uint32_t unencoded = w.seen;
     if (!oi->pages)
         return pq_error_set(err, "has no page_locations (field 1)");
     if (oi->unencoded_bytes && unencoded != (uint32_t)oi->count)
