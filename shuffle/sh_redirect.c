@@ -125,6 +125,8 @@ static uint32_t take_page(walk *w, uint64_t v, uint64_t o)
     return page;
 }
 
+#define PREFETCH_AHEAD 16
+
 int sh_redirect(const sh_stored_page *pages, uint64_t n, uint64_t chunk_bytes, sh_rng *rng,
                 uint32_t *order, sh_schedule *out)
 {
@@ -143,6 +145,13 @@ int sh_redirect(const sh_stored_page *pages, uint64_t n, uint64_t chunk_bytes, s
         goto fail;
 
     for (uint64_t i = 0; i < n; i++) {
+        /* order is a permutation: chunk_of and slot_of are read at random, and
+         * past a few million pages (arrays beyond the caches) every read
+         * waited for memory. Fetching a few pages ahead hides that. */
+        if (i + PREFETCH_AHEAD < n) {
+            __builtin_prefetch(&w.chunk_of[order[i + PREFETCH_AHEAD]]);
+            __builtin_prefetch(&w.slot_of[order[i + PREFETCH_AHEAD]]);
+        }
         uint32_t requested = order[i], own = w.chunk_of[requested];
         uint64_t v = own % w.num_virtual;
         if (w.held[v] == 0) {

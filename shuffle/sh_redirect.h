@@ -49,7 +49,9 @@
 
 /* Per-page storage facts, in global page order. */
 typedef struct sh_stored_page {
-    uint64_t stored; /* bytes on storage (header + compressed body) */
+    uint32_t stored; /* bytes on storage (header + compressed body; a page's, as the index
+                        keeps it, fits 32 bits); 32 bits keep the entry at 8 bytes, which the
+                        mount keeps per page beside the index */
     uint32_t run;    /* pages of one run are consecutive on storage; runs ascend */
 } sh_stored_page;
 
