@@ -10,8 +10,12 @@
  * 3 compressed_page_size, 4 crc, 5 data_page_header, 6 index_page_header,
  * 7 dictionary_page_header, 8 data_page_header_v2}. */
 
-typedef int (*sub_field_fn)(pq_thrift *t, int16_t id, uint8_t ft, pq_page_header *h,
-                            unsigned *seen, pq_error *err);
+/* What a sub-header's field callback (pq_thrift_walk) fills, and the bits
+ * of the required fields it saw. */
+typedef struct sub_walk {
+    pq_page_header *h;
+    unsigned seen;
+} sub_walk;
 
 static int read_int(pq_thrift *t, uint8_t ft, int *out, pq_error *err)
 {
@@ -24,25 +28,27 @@ static int read_int(pq_thrift *t, uint8_t ft, int *out, pq_error *err)
 
 /* DataPageHeader {1 num_values, 2 encoding, 3 definition_level_encoding,
  * 4 repetition_level_encoding, 5 statistics}. */
-static int v1_field(pq_thrift *t, int16_t id, uint8_t ft, pq_page_header *h, unsigned *seen,
-                    pq_error *err)
+static int v1_field(pq_thrift *t, int16_t id, uint8_t ft, void *ctx, pq_error *err)
 {
+    sub_walk *w = ctx;
+    pq_page_header *h = w->h;
     switch (id) {
-    case 1: *seen |= 1; return pq_thrift_i32(t, ft, &h->num_values, err);
-    case 2: *seen |= 2; return read_int(t, ft, &h->encoding, err);
-    case 3: *seen |= 4; return read_int(t, ft, &h->def_encoding, err);
-    case 4: *seen |= 8; return read_int(t, ft, &h->rep_encoding, err);
+    case 1: w->seen |= 1; return pq_thrift_i32(t, ft, &h->num_values, err);
+    case 2: w->seen |= 2; return read_int(t, ft, &h->encoding, err);
+    case 3: w->seen |= 4; return read_int(t, ft, &h->def_encoding, err);
+    case 4: w->seen |= 8; return read_int(t, ft, &h->rep_encoding, err);
     default: return pq_thrift_skip(t, ft, err);
     }
 }
 
 /* DictionaryPageHeader {1 num_values, 2 encoding, 3 is_sorted}. */
-static int dict_field(pq_thrift *t, int16_t id, uint8_t ft, pq_page_header *h, unsigned *seen,
-                      pq_error *err)
+static int dict_field(pq_thrift *t, int16_t id, uint8_t ft, void *ctx, pq_error *err)
 {
+    sub_walk *w = ctx;
+    pq_page_header *h = w->h;
     switch (id) {
-    case 1: *seen |= 1; return pq_thrift_i32(t, ft, &h->num_values, err);
-    case 2: *seen |= 2; return read_int(t, ft, &h->encoding, err);
+    case 1: w->seen |= 1; return pq_thrift_i32(t, ft, &h->num_values, err);
+    case 2: w->seen |= 2; return read_int(t, ft, &h->encoding, err);
     default: return pq_thrift_skip(t, ft, err);
     }
 }
@@ -50,46 +56,28 @@ static int dict_field(pq_thrift *t, int16_t id, uint8_t ft, pq_page_header *h, u
 /* DataPageHeaderV2 {1 num_values, 2 num_nulls, 3 num_rows, 4 encoding,
  * 5 definition_levels_byte_length, 6 repetition_levels_byte_length,
  * 7 is_compressed (default true), 8 statistics}. */
-static int v2_field(pq_thrift *t, int16_t id, uint8_t ft, pq_page_header *h, unsigned *seen,
-                    pq_error *err)
+static int v2_field(pq_thrift *t, int16_t id, uint8_t ft, void *ctx, pq_error *err)
 {
+    sub_walk *w = ctx;
+    pq_page_header *h = w->h;
     switch (id) {
-    case 1: *seen |= 1; return pq_thrift_i32(t, ft, &h->num_values, err);
-    case 2: *seen |= 2; return pq_thrift_i32(t, ft, &h->num_nulls, err);
-    case 3: *seen |= 4; return pq_thrift_i32(t, ft, &h->num_rows, err);
-    case 4: *seen |= 8; return read_int(t, ft, &h->encoding, err);
-    case 5: *seen |= 16; return pq_thrift_i32(t, ft, &h->def_levels_len, err);
-    case 6: *seen |= 32; return pq_thrift_i32(t, ft, &h->rep_levels_len, err);
+    case 1: w->seen |= 1; return pq_thrift_i32(t, ft, &h->num_values, err);
+    case 2: w->seen |= 2; return pq_thrift_i32(t, ft, &h->num_nulls, err);
+    case 3: w->seen |= 4; return pq_thrift_i32(t, ft, &h->num_rows, err);
+    case 4: w->seen |= 8; return read_int(t, ft, &h->encoding, err);
+    case 5: w->seen |= 16; return pq_thrift_i32(t, ft, &h->def_levels_len, err);
+    case 6: w->seen |= 32; return pq_thrift_i32(t, ft, &h->rep_levels_len, err);
     case 7: return pq_thrift_bool(t, ft, &h->is_compressed, err);
     default: return pq_thrift_skip(t, ft, err);
     }
-}
-
-/* A sub-header: its fields go to fn, the bits of those seen to *seen. */
-typedef struct sub_walk {
-    sub_field_fn fn;
-    pq_page_header *h;
-    unsigned *seen;
-} sub_walk;
-
-static int sub_field(pq_thrift *t, int16_t id, uint8_t ft, void *ctx, pq_error *err)
-{
-    sub_walk *w = ctx;
-    return w->fn(t, id, ft, w->h, w->seen, err);
-}
-
-static int parse_sub(pq_thrift *t, sub_field_fn fn, pq_page_header *h, unsigned *seen,
-                     pq_error *err)
-{
-    sub_walk w = { fn, h, seen };
-    return pq_thrift_walk(t, sub_field, &w, err);
 }
 
 /* The PageHeader's fields, and which of the required ones were seen: bits
  * of the top level and per sub-header (by page type). */
 typedef struct header_walk {
     pq_page_header *h;
-    unsigned top, sub_seen[4];
+    unsigned top;
+    sub_walk sub[4];   /* by page type: 0 data, 2 dictionary, 3 data v2 */
     int have_sub[4];
 } header_walk;
 
@@ -108,9 +96,9 @@ static int header_field(pq_thrift *t, int16_t id, uint8_t ft, void *ctx, pq_erro
         h->has_crc = 1;
         h->crc = (uint32_t)crc;
         return 0;
-    case 5: w->have_sub[0] = 1; return parse_sub(t, v1_field, h, &w->sub_seen[0], err);
-    case 7: w->have_sub[2] = 1; return parse_sub(t, dict_field, h, &w->sub_seen[2], err);
-    case 8: w->have_sub[3] = 1; return parse_sub(t, v2_field, h, &w->sub_seen[3], err);
+    case 5: w->have_sub[0] = 1; return pq_thrift_walk(t, v1_field, &w->sub[0], err);
+    case 7: w->have_sub[2] = 1; return pq_thrift_walk(t, dict_field, &w->sub[2], err);
+    case 8: w->have_sub[3] = 1; return pq_thrift_walk(t, v2_field, &w->sub[3], err);
     default: return pq_thrift_skip(t, ft, err); /* 6: index page, others: newer */
     }
 }
@@ -136,6 +124,8 @@ int pq_page_header_parse(const uint8_t *buf, size_t len, pq_page_header *out, pq
     h.rep_encoding = PQ_ENC_RLE;
 
     header_walk w = { .h = &h };
+    for (int k = 0; k < 4; k++)
+        w.sub[k].h = &h;
     pq_thrift t;
     pq_thrift_init(&t, buf, len);
     if (pq_thrift_walk(&t, header_field, &w, err) < 0)
@@ -154,7 +144,7 @@ int pq_page_header_parse(const uint8_t *buf, size_t len, pq_page_header *out, pq
         if (!w.have_sub[h.type])
             return pq_error_set(err, "%s header: sub-header (field %d) is missing", name,
                                 h.type == PQ_PAGE_DATA ? 5 : h.type == PQ_PAGE_DICTIONARY ? 7 : 8);
-        if ((w.sub_seen[h.type] & need[h.type]) != need[h.type])
+        if ((w.sub[h.type].seen & need[h.type]) != need[h.type])
             return pq_error_set(err, "%s header: sub-header lacks a required field", name);
         if (h.num_values < 0)
             return pq_error_set(err, "%s header: num_values is %d", name, h.num_values);

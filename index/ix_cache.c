@@ -476,18 +476,11 @@ static void put_file(out *o, const ix_index *ix, uint32_t i, const ix_cache_key 
 static void put_index(out *o, const char *key, const ix_index *ix, const ix_cache_key *keys,
                       const ix_cache *keep)
 {
-    uint32_t kept = keep ? keep->num_files : 0, n = ix->num_files;
-    for (uint32_t i = 0, j = 0; j < kept; j++) { /* count the union */
-        const ix_cache_file *e = &keep->files[j];
-        int r = 1;
-        while (i < ix->num_files &&
-               (r = name_cmp(keys[i].name, strlen(keys[i].name), e->name, e->name_len)) < 0)
-            i++;
-        n += r != 0;
-    }
-    put_header(o, key, n);
+    uint32_t kept = keep ? keep->num_files : 0, n = 0;
+    put_header(o, key, 0);
+    size_t count_at = o->len - 4; /* the file count, set once the entries are written */
     uint64_t unit = 0;
-    for (uint32_t i = 0, j = 0; i < ix->num_files || j < kept;) {
+    for (uint32_t i = 0, j = 0; i < ix->num_files || j < kept; n++) {
         const ix_cache_file *e = j < kept ? &keep->files[j] : NULL;
         int r = i == ix->num_files ? 1
                 : !e ? -1
@@ -502,6 +495,9 @@ static void put_index(out *o, const char *key, const ix_index *ix, const ix_cach
             j++;
         }
     }
+    if (!o->failed)
+        for (int b = 0; b < 4; b++)
+            o->p[count_at + (size_t)b] = (uint8_t)(n >> (8 * b));
     put_u32(o, o->failed ? 0 : (uint32_t)crc32(0, o->p, (uInt)o->len));
 }
 
