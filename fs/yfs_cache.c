@@ -1,5 +1,6 @@
 #include "yfs_cache.h"
 
+#include <assert.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -42,7 +43,7 @@ struct yfs_seg {
     int served;              /* handed to a reader at least once (else prefetched, unread) */
     const void *reader;      /* the reader it was last handed to */
     uint64_t touched_ns;     /* last built or handed to a reader (CLOCK_MONOTONIC) */
-    yfs_plan *plan;          /* held while QUEUED or BUILDING */
+    yfs_plan *plan;          /* the queue's plan reference, while QUEUED */
     pq_error err;            /* FAILED only */
     yfs_seg *chain;          /* hash bucket chain (QUEUED, BUILDING, READY) */
     yfs_link lru;            /* in the LRU list: READY with refs == 0 */
@@ -163,6 +164,26 @@ static uint64_t evict(yfs_cache *c, uint64_t need, const victim_filter *f)
         }
     }
     return freed;
+}
+
+/* Take queued e out of the queue (lock held), with the queue's reference,
+ * which passes to the caller, and return the plan reference the queue held
+ * for it. Left in the queue, a segment taken over by a reader kept the
+ * queue's reference until a worker popped it: with every worker waiting for
+ * room, that READY segment was never let go, and nothing else could free it
+ * (a mem=640K test deadlocked so). */
+static yfs_plan *unqueue(yfs_cache *c, yfs_seg *e)
+{
+    size_t k = 0;
+    while (c->queue[(c->queue_head + k) % QUEUE_CAP] != e)
+        k++;
+    assert(k < c->queue_len);
+    for (; k + 1 < c->queue_len; k++)
+        c->queue[(c->queue_head + k) % QUEUE_CAP] = c->queue[(c->queue_head + k + 1) % QUEUE_CAP];
+    c->queue_len--;
+    yfs_plan *plan = e->plan;
+    e->plan = NULL;
+    return plan;
 }
 
 /* Cancel queued prefetches, the most recently queued first, until `need`
@@ -372,8 +393,8 @@ int yfs_cache_get(yfs_cache *c, yfs_plan *plan, uint64_t s, const void *reader, 
                 *out = e;
             return rc;
         }
-        if (e) { /* queued: taken over here, with its reservation */
-            e->refs++; /* the queue keeps its reference; the worker drops it */
+        if (e) { /* queued: taken over here, with its reservation and the queue's reference */
+            yfs_plans_put(c->m->plans, unqueue(c, e));
             e->state = BUILDING;
             yfs_hold_enter(c->budget, &e->hold);
             break;
