@@ -88,7 +88,7 @@ static void produced(pq_inflate *f, size_t n)
 static int64_t step(pq_inflate *f, uint8_t *dst, uint64_t room, size_t space, pq_error *err)
 {
     const char *name = pq_codec_name(f->codec);
-    uint8_t b;
+    uint8_t b = 0; /* set by block_byte; -O3 cannot see it */
     switch (f->u.lz.state) {
     case LZ4_BLOCK:
         if (hadoop_length(f, &f->u.lz.frame, err) < 0)
@@ -154,7 +154,7 @@ static int64_t step(pq_inflate *f, uint8_t *dst, uint64_t room, size_t space, pq
         return n;
     }
     case LZ4_OFF: {
-        uint8_t lo, hi;
+        uint8_t lo = 0, hi = 0; /* set by block_byte; -O3 cannot see it */
         if (block_byte(f, &lo, err) < 0 || block_byte(f, &hi, err) < 0)
             return -1;
         f->u.lz.off = (uint64_t)hi << 8 | lo;

@@ -269,7 +269,7 @@ static int count_present(pq_stream *s, pq_error *err)
         level_start(&s->def, col->max_def, s->entries);
         s->present = 0;
         for (uint32_t i = 0; i < s->entries; i++) {
-            uint16_t d;
+            uint16_t d = 0; /* set by level_next; -O3 cannot see it */
             if (level_next(&s->def, col->max_def, &d, "definition levels", err) < 0)
                 return -1;
             s->present += d == col->max_def;

@@ -299,7 +299,7 @@ int pq_thrift_walk(pq_thrift *t, pq_thrift_field_fn field, void *ctx, pq_error *
     if (pq_thrift_struct_begin(t, err) < 0)
         return -1;
     for (;;) {
-        int16_t id;
+        int16_t id = 0; /* set by pq_thrift_field; -O3 cannot see it */
         uint8_t type;
         if (pq_thrift_field(t, &id, &type, err) < 0)
             return -1;

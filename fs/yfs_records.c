@@ -100,42 +100,10 @@ void yfs_segment_free(uint8_t *data, uint64_t size)
         munmap(data, size ? size : 1);
 }
 
-/* A record whose size bound passes the room left is framed here first, and
- * copied if it fits. Framing it twice instead (ix_frame_measure, then
- * ix_frame_write) doubled the framing of numbers in jsonl, whose bound is
- * several times their size: most records of a unit's last half have a
- * bound beyond the room left. On the stack, so that it needs no budget;
- * records whose bound is larger are measured, then written. */
-#define FRAME_SCRATCH_BYTES (64u << 10)
-
-static uint8_t *record_outgrows(pq_error *err)
+int yfs_frame_record(const ix_framing *f, const ix_record *rec, ix_sink *s, pq_error *err)
 {
-    pq_error_set(err, "records outgrow the bytes indexed at mount (a source file changed?)");
-    return NULL;
-}
-
-uint8_t *yfs_frame_record(const ix_framing *f, const ix_record *rec, uint8_t *out, size_t room,
-                          pq_error *err)
-{
-    /* The index promised the sizes; check them without rescanning values
-     * unless the record might not fit. */
-    size_t bound = ix_frame_size_bound(f, rec), size;
-    if (bound <= room)
-        return ix_frame_write(f, rec, out, err);
-    if (bound <= FRAME_SCRATCH_BYTES) {
-        uint8_t scratch[FRAME_SCRATCH_BYTES];
-        uint8_t *end = ix_frame_write(f, rec, scratch, err);
-        if (!end)
-            return NULL;
-        size = (size_t)(end - scratch);
-        if (size > room)
-            return record_outgrows(err);
-        memcpy(out, scratch, size);
-        return out + size;
-    }
-    if (ix_frame_measure(f, rec, &size, err) < 0)
-        return NULL;
-    if (size > room)
-        return record_outgrows(err);
-    return ix_frame_write(f, rec, out, err);
+    if (ix_frame(f, rec, s, err) < 0)
+        return pq_error_prefix(err, "records differ from those indexed at mount (a source "
+                               "file changed?): ");
+    return 0;
 }

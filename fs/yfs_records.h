@@ -1,5 +1,5 @@
 /* yfs_records.h — the leaf of the read path: a page's bytes -> its records
- * -> their framed bytes, and the resident buffers framed bytes go in. Both
+ * (framed by ix_frame), and the resident buffers framed bytes go in. Both
  * segment builders call it: the units of a page-shuffled segment
  * (yfs_units.h) and the records of a shuffle=row segment (yfs_rows.h); it
  * calls neither. Thread-safe.
@@ -31,10 +31,9 @@ int yfs_page_records(yfs_mount *m, uint64_t page, const uint8_t *raw, uint64_t r
 /* Free values from yfs_page_records and release their charge. */
 void yfs_page_values_drop(yfs_mount *m, pq_page_values *values, yfs_hold *hold);
 
-/* Frame rec at out, with room bytes left there; returns the end of the
- * record, or NULL if it does not fit (the index promised less: a source
- * changed) or cannot be framed. */
-uint8_t *yfs_frame_record(const ix_framing *f, const ix_record *rec, uint8_t *out, size_t room,
-                          pq_error *err);
+/* Frame rec into s at read time (ix_frame): the index measured it at mount,
+ * so a failure means the source no longer holds what was indexed, and the
+ * message says so. */
+int yfs_frame_record(const ix_framing *f, const ix_record *rec, ix_sink *s, pq_error *err);
 
 #endif

@@ -73,10 +73,10 @@ int yfs_rows_measure(yfs_mount *m, pq_error *err)
         if ((rc = load_page(m, page, &hold, &pr, err)) < 0)
             break;
         for (uint32_t k = 0; k < ix->pages[page].records; k++) {
-            size_t size;
-            if ((rc = ix_frame_measure(&ix->framing, &pr.recs[k], &size, err)) < 0)
+            ix_sink count = ix_sink_counter();
+            if ((rc = ix_frame(&ix->framing, &pr.recs[k], &count, err)) < 0)
                 break;
-            m->record_bytes[next++] = (uint32_t)size; /* < a page's 2 GiB */
+            m->record_bytes[next++] = (uint32_t)count.size; /* < a page's 2 GiB */
         }
         yfs_page_values_drop(m, &pr.values, &hold);
     }
@@ -146,14 +146,13 @@ int yfs_rows_build(yfs_mount *m, const sh_plan *plan, uint64_t s, yfs_hold *hold
         if ((rc = load_page(m, page, hold, &pr, err)) < 0)
             break;
         for (; rc == 0 && k < n && want[k].record < end; k++) {
-            uint8_t *at = buf + offset[want[k].slot];
             size_t size = (size_t)(offset[want[k].slot + 1] - offset[want[k].slot]);
-            uint8_t *written = yfs_frame_record(f, &pr.recs[want[k].record - first], at, size, err);
-            if (!written)
-                rc = -1;
-            else if (written != at + size)
-                rc = pq_error_set(err, "a record fills %zu of the %zu bytes measured at mount "
-                                  "(a source file changed?)", (size_t)(written - at), size);
+            ix_sink slot = ix_sink_buffer(buf + offset[want[k].slot], size);
+            rc = yfs_frame_record(f, &pr.recs[want[k].record - first], &slot, err);
+            if (rc == 0 && slot.size != size)
+                rc = pq_error_set(err, "a record fills %llu of the %zu bytes measured at mount "
+                                  "(a source file changed?)", (unsigned long long)slot.size,
+                                  size);
         }
         yfs_page_values_drop(m, &pr.values, hold);
     }

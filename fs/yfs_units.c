@@ -29,32 +29,32 @@ static void unit_from_block(yfs_unit *out, const sh_unit *u, uint8_t *block)
 typedef struct unit_writer {
     const ix_framing *framing;
     uint64_t *ends;
-    uint8_t *bytes, *out, *end;
+    ix_sink bytes; /* the block's bytes, after the ends */
+    uint64_t size;
     uint32_t records;
 } unit_writer;
 
 static unit_writer writer_for(const ix_framing *f, const sh_unit *u, uint8_t *block)
 {
     uint8_t *bytes = block + (uint64_t)u->records * sizeof(uint64_t);
-    return (unit_writer){ f, (uint64_t *)block, bytes, bytes, bytes + u->bytes, 0 };
+    return (unit_writer){ f, (uint64_t *)block, ix_sink_buffer(bytes, u->bytes), u->bytes, 0 };
 }
 
 static int writer_put(unit_writer *w, const ix_record *rec, pq_error *err)
 {
-    w->out = yfs_frame_record(w->framing, rec, w->out, (size_t)(w->end - w->out), err);
-    if (!w->out)
+    if (yfs_frame_record(w->framing, rec, &w->bytes, err) < 0)
         return -1;
-    w->ends[w->records++] = (uint64_t)(w->out - w->bytes);
+    w->ends[w->records++] = w->bytes.size;
     return 0;
 }
 
 /* The unit's records are all framed: they must fill its bytes exactly. */
 static int writer_done(const unit_writer *w, pq_error *err)
 {
-    if (w->out != w->end)
+    if (w->bytes.size != w->size)
         return pq_error_set(err, "records fill %llu of the %llu bytes indexed at mount (a "
-                            "source file changed?)", (unsigned long long)(w->out - w->bytes),
-                            (unsigned long long)(w->end - w->bytes));
+                            "source file changed?)", (unsigned long long)w->bytes.size,
+                            (unsigned long long)w->size);
     return 0;
 }
 

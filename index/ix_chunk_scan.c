@@ -177,15 +177,16 @@ static int append_size(uint32_t **sizes, uint32_t *num, uint32_t *cap, uint32_t 
 static int take_record(const ix_framing *f, const ix_record *r, ix_page *pg, uint32_t **sizes,
                        uint32_t *num, uint32_t *cap, pq_error *err)
 {
-    size_t size;
-    if (ix_frame_measure(f, r, &size, err) < 0)
+    ix_sink count = ix_sink_counter();
+    if (ix_frame(f, r, &count, err) < 0)
         return -1;
-    if (size > UINT32_MAX)
-        return pq_error_set(err, "row %llu frames to %zu bytes, over 4 GiB",
-                            (unsigned long long)r->row, size);
+    if (count.size > UINT32_MAX)
+        return pq_error_set(err, "row %llu frames to %llu bytes, over 4 GiB",
+                            (unsigned long long)r->row, (unsigned long long)count.size);
+    uint32_t size = (uint32_t)count.size;
     pg->records++;
     pg->framed += size;
-    return append_size(sizes, num, cap, (uint32_t)size, err);
+    return append_size(sizes, num, cap, size, err);
 }
 
 /* The page's records: count them and their rows (pg->rows), and sum their

@@ -1,5 +1,6 @@
 #include "ix_frame.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef __SSE2__
@@ -112,60 +113,69 @@ static uint32_t plain_run(const uint8_t *v, uint32_t len, int binary)
     return i;
 }
 
-static size_t json_string_size(const uint8_t *v, uint32_t len, int binary)
+/* Store n bytes at the sink's position, or only count them. A write that
+ * would pass a buffer's end stores nothing and leaves the sink counting.
+ * p may be the sink's position itself (from place()): nothing to copy. */
+static inline void put(ix_sink *s, const void *p, size_t n)
 {
-    size_t extra = 0;
-    for (uint32_t i = 0; i < len; i++) {
-        i += plain_run(v + i, len - i, binary);
-        if (i < len)
-            extra += escape_extra(v[i], binary);
+    if (s->at) {
+        if (n <= (size_t)(s->end - s->at)) {
+            if (p != s->at)
+                memcpy(s->at, p, n);
+            s->at += n;
+        } else {
+            s->at = NULL;
+            s->passed_end = 1;
+        }
     }
-    return (size_t)len + extra + 2; /* quotes */
+    s->size += n;
 }
 
-static uint8_t *json_string_write(const uint8_t *v, uint32_t len, int binary, uint8_t *out)
+/* Where to build the next n bytes before put()ting them: in place when the
+ * buffer has room (put then copies nothing), else in scratch. */
+static inline uint8_t *place(ix_sink *s, size_t n, uint8_t *scratch)
+{
+    return s->at && n <= (size_t)(s->end - s->at) ? s->at : scratch;
+}
+
+static inline void put_byte(ix_sink *s, uint8_t b)
+{
+    put(s, &b, 1);
+}
+
+/* v[0..len) as a JSON string; binary escapes bytes >= 0x80 as \u00XX. */
+static void json_string(ix_sink *s, const uint8_t *v, uint32_t len, int binary)
 {
     static const char hex[] = "0123456789abcdef";
-    *out++ = '"';
+    put_byte(s, '"');
     uint32_t i = 0;
     while (i < len) {
-        /* Copy the run of bytes that need no escape in one go. */
+        /* The run of bytes that need no escape goes in one piece. */
         uint32_t run = i + plain_run(v + i, len - i, binary);
-        memcpy(out, v + i, run - i);
-        out += run - i;
+        put(s, v + i, run - i);
         if (run == len)
             break;
         uint8_t b = v[run];
-        *out++ = '\\';
+        uint8_t esc[6] = { '\\', 0 };
+        size_t n = 2;
         switch (b) {
-        case '"': *out++ = '"'; break;
-        case '\\': *out++ = '\\'; break;
-        case '\n': *out++ = 'n'; break;
-        case '\r': *out++ = 'r'; break;
-        case '\t': *out++ = 't'; break;
-        case '\b': *out++ = 'b'; break;
-        case '\f': *out++ = 'f'; break;
+        case '"': esc[1] = '"'; break;
+        case '\\': esc[1] = '\\'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\r': esc[1] = 'r'; break;
+        case '\t': esc[1] = 't'; break;
+        case '\b': esc[1] = 'b'; break;
+        case '\f': esc[1] = 'f'; break;
         default:
-            *out++ = 'u';
-            *out++ = '0';
-            *out++ = '0';
-            *out++ = (uint8_t)hex[b >> 4];
-            *out++ = (uint8_t)hex[b & 15];
+            memcpy(esc + 1, "u00", 3);
+            esc[4] = (uint8_t)hex[b >> 4];
+            esc[5] = (uint8_t)hex[b & 15];
+            n = 6;
         }
+        put(s, esc, n);
         i = run + 1;
     }
-    *out++ = '"';
-    return out;
-}
-
-static size_t decimal_digits(uint64_t v)
-{
-    size_t n = 1;
-    while (v >= 10) {
-        v /= 10;
-        n++;
-    }
-    return n;
+    put_byte(s, '"');
 }
 
 /* The jsonl key: a list column is known by the field that holds the list
@@ -178,17 +188,22 @@ static int jsonl_prefix(ix_framing *f, const pq_leaf *leaf)
         if (dot)
             name_len = (size_t)(dot - leaf->path);
     }
-    /* The key is a column name: escape it as text, never as binary. */
-    size_t key_size = json_string_size((const uint8_t *)leaf->path, (uint32_t)name_len, 0);
-    f->prefix = malloc(key_size + 3);
+    /* The key is a column name: escape it as text, never as binary. It is
+     * measured, then written, followed by ':' and a NUL. */
+    ix_sink count = ix_sink_counter();
+    put_byte(&count, '{');
+    json_string(&count, (const uint8_t *)leaf->path, (uint32_t)name_len, 0);
+    put_byte(&count, ':');
+    f->prefix = malloc(count.size + 1);
     if (!f->prefix)
         return -1;
-    uint8_t *p = (uint8_t *)f->prefix;
-    *p++ = '{';
-    p = json_string_write((const uint8_t *)leaf->path, (uint32_t)name_len, 0, p);
-    *p++ = ':';
-    *p = '\0';
-    f->prefix_len = (size_t)(p - (uint8_t *)f->prefix);
+    ix_sink key = ix_sink_buffer((uint8_t *)f->prefix, count.size);
+    put_byte(&key, '{');
+    json_string(&key, (const uint8_t *)leaf->path, (uint32_t)name_len, 0);
+    put_byte(&key, ':');
+    assert(!key.passed_end && key.size == count.size);
+    f->prefix[key.size] = '\0';
+    f->prefix_len = key.size;
     return 0;
 }
 
@@ -285,82 +300,65 @@ static int is_list(const ix_framing *f)
     return f->shape.max_rep > 0;
 }
 
-/* JSON of one element (NULL: null) appended at out, or only measured when
- * out is NULL. Returns the length, -1 on a value that cannot be written. */
-static long json_element(const ix_framing *f, const pq_bytes *v, uint8_t *out, pq_error *err)
+/* JSON of one element (NULL: null). */
+static int json_element(const ix_framing *f, const pq_bytes *v, ix_sink *s, pq_error *err)
 {
     if (!v) {
-        if (out)
-            memcpy(out, "null", 4);
-        return 4;
+        put(s, "null", 4);
+        return 0;
     }
     if (ix_value_is_text(&f->type)) {
-        int binary = f->type.kind == IX_KIND_BINARY;
-        if (!out)
-            return (long)json_string_size(v->ptr, v->len, binary);
-        return json_string_write(v->ptr, v->len, binary, out) - out;
+        json_string(s, v->ptr, v->len, f->type.kind == IX_KIND_BINARY);
+        return 0;
     }
     char buf[IX_JSON_SCALAR_MAX];
     int n = ix_json_scalar(&f->type, *v, buf, err);
-    if (n > 0 && out)
-        memcpy(out, buf, (size_t)n);
-    return n;
+    if (n < 0)
+        return -1;
+    put(s, buf, (size_t)n);
+    return 0;
 }
 
-/* jsonl: the record written at out, or only measured (out NULL). */
-static long jsonl_record(const ix_framing *f, const ix_record *r, uint8_t *out, pq_error *err)
+/* The row number in decimal. */
+static void decimal(ix_sink *s, uint64_t v)
 {
-    long n = (long)f->prefix_len;
-    if (out)
-        memcpy(out, f->prefix, f->prefix_len);
-    if (is_list(f)) {
-        if (out)
-            out[n] = '[';
-        n++;
-    }
+    uint8_t digits[ROW_DIGITS_MAX];
+    size_t i = sizeof digits;
+    do {
+        digits[--i] = (uint8_t)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    put(s, digits + i, sizeof digits - i);
+}
+
+static int jsonl_record(const ix_framing *f, const ix_record *r, ix_sink *s, pq_error *err)
+{
+    put(s, f->prefix, f->prefix_len);
+    if (is_list(f))
+        put_byte(s, '[');
     elements it = elements_of(f, r);
     const pq_bytes *elem;
     for (int first = 1; next_element(&it, &elem); first = 0) {
-        if (!first) {
-            if (out)
-                out[n] = ',';
-            n++;
-        }
-        long m = json_element(f, elem, out ? out + n : NULL, err);
-        if (m < 0)
-            return pq_error_prefix(err, "row %llu: ", (unsigned long long)r->row);
-        n += m;
+        if (!first)
+            put_byte(s, ',');
+        if (json_element(f, elem, s, err) < 0)
+            return -1;
     }
-    if (is_list(f)) {
-        if (out)
-            out[n] = ']';
-        n++;
-    }
+    if (is_list(f))
+        put_byte(s, ']');
     if (f->rowid) {
-        size_t digits = decimal_digits(r->row);
-        if (out) {
-            memcpy(out + n, ROWID_KEY, sizeof ROWID_KEY - 1);
-            uint64_t row = r->row;
-            for (size_t i = digits; i > 0; i--) {
-                out[n + (long)(sizeof ROWID_KEY - 1 + i - 1)] = (uint8_t)('0' + row % 10);
-                row /= 10;
-            }
-        }
-        n += (long)(sizeof ROWID_KEY - 1 + digits);
+        put(s, ROWID_KEY, sizeof ROWID_KEY - 1);
+        decimal(s, r->row);
     }
-    if (out) {
-        out[n] = '}';
-        out[n + 1] = '\n';
-    }
-    return n + 2;
+    put(s, "}\n", 2);
+    return 0;
 }
 
-/* raw: the record's present elements as numbers, then sep; written at out
- * or only measured (out NULL; still checks every value fits the dtype). */
-static long raw_record(const ix_framing *f, const ix_record *r, uint8_t *out, pq_error *err)
+/* raw: the record's present elements as numbers, then sep; every value is
+ * checked to fit the dtype. */
+static int raw_record(const ix_framing *f, const ix_record *r, ix_sink *s, pq_error *err)
 {
     size_t size = ix_dtype_size(f->dtype);
-    long n = 0;
     uint8_t scratch[8];
     elements it = elements_of(f, r);
     const pq_bytes *elem;
@@ -368,77 +366,50 @@ static long raw_record(const ix_framing *f, const ix_record *r, uint8_t *out, pq
         if (!elem)
             continue; /* null elements are skipped */
         ix_number num;
+        uint8_t *to = place(s, size, scratch);
         if (ix_number_of(&f->type, *elem, &num, err) < 0 ||
-            ix_number_write(&num, f->dtype, out ? out + n : scratch, err) < 0)
-            return pq_error_prefix(err, "row %llu: ", (unsigned long long)r->row);
-        n += (long)size;
+            ix_number_write(&num, f->dtype, to, err) < 0)
+            return -1;
+        put(s, to, size);
     }
-    if (f->has_sep) {
-        if (out)
-            memcpy(out + n, f->sep, size);
-        n += (long)size;
-    }
-    return n;
-}
-
-static long frame(const ix_framing *f, const ix_record *r, uint8_t *out, pq_error *err)
-{
-    const pq_bytes *v = r->values;
-    switch (f->format) {
-    case IX_FORMAT_TEXT:
-        if (!out && memchr(v->ptr, '\n', v->len))
-            return pq_error_set(err, "row %llu: the value contains a newline, which format=text "
-                                "cannot carry unambiguously; use format=jsonl or format=len32",
-                                (unsigned long long)r->row);
-        if (out) {
-            memcpy(out, v->ptr, v->len);
-            out[v->len] = '\n';
-        }
-        return (long)v->len + 1;
-    case IX_FORMAT_LEN32:
-        if (out) {
-            for (int i = 0; i < 4; i++)
-                out[i] = (uint8_t)(v->len >> (8 * i));
-            memcpy(out + 4, v->ptr, v->len);
-        }
-        return (long)v->len + 4;
-    case IX_FORMAT_RAW:
-        return raw_record(f, r, out, err);
-    case IX_FORMAT_JSONL:
-        break;
-    }
-    return jsonl_record(f, r, out, err);
-}
-
-int ix_frame_measure(const ix_framing *f, const ix_record *r, size_t *size, pq_error *err)
-{
-    long n = frame(f, r, NULL, err);
-    if (n < 0)
-        return -1;
-    *size = (size_t)n;
+    if (f->has_sep)
+        put(s, f->sep, size);
     return 0;
 }
 
-size_t ix_frame_size_bound(const ix_framing *f, const ix_record *r)
+static int text_record(const ix_record *r, ix_sink *s, pq_error *err)
 {
-    if (f->format != IX_FORMAT_JSONL) {
-        if (f->format == IX_FORMAT_RAW) /* every entry a value, and sep */
-            return (r->levels + 1) * ix_dtype_size(f->dtype);
-        return (size_t)r->values->len + 4;
-    }
-    size_t n = f->prefix_len + 4 + (f->rowid ? sizeof ROWID_KEY - 1 + ROW_DIGITS_MAX : 0);
-    if (!ix_value_is_text(&f->type))
-        return n + (size_t)r->levels * (IX_JSON_SCALAR_MAX + 1);
-    /* every byte escaped as \u00XX, quotes and a comma; or "null," */
-    elements it = elements_of(f, r);
-    const pq_bytes *elem;
-    while (next_element(&it, &elem))
-        n += elem ? 6 * (size_t)elem->len + 3 : 5;
-    return n;
+    const pq_bytes *v = r->values;
+    if (memchr(v->ptr, '\n', v->len))
+        return pq_error_set(err, "the value contains a newline, which format=text cannot "
+                            "carry unambiguously; use format=jsonl or format=len32");
+    put(s, v->ptr, v->len);
+    put_byte(s, '\n');
+    return 0;
 }
 
-uint8_t *ix_frame_write(const ix_framing *f, const ix_record *r, uint8_t *out, pq_error *err)
+static void len32_record(const ix_record *r, ix_sink *s)
 {
-    long n = frame(f, r, out, err);
-    return n < 0 ? NULL : out + n;
+    const pq_bytes *v = r->values;
+    uint8_t len[4];
+    for (int i = 0; i < 4; i++)
+        len[i] = (uint8_t)(v->len >> (8 * i));
+    put(s, len, sizeof len);
+    put(s, v->ptr, v->len);
+}
+
+int ix_frame(const ix_framing *f, const ix_record *r, ix_sink *s, pq_error *err)
+{
+    uint64_t start = s->size;
+    int rc = 0;
+    switch (f->format) {
+    case IX_FORMAT_TEXT: rc = text_record(r, s, err); break;
+    case IX_FORMAT_LEN32: len32_record(r, s); break;
+    case IX_FORMAT_RAW: rc = raw_record(f, r, s, err); break;
+    case IX_FORMAT_JSONL: rc = jsonl_record(f, r, s, err); break;
+    }
+    if (rc == 0 && s->passed_end)
+        rc = pq_error_set(err, "its %llu bytes do not fit in the room left for it",
+                          (unsigned long long)(s->size - start));
+    return rc < 0 ? pq_error_prefix(err, "row %llu: ", (unsigned long long)r->row) : 0;
 }

@@ -2,7 +2,7 @@
  * README.md states; value rules in tests/CONTRACT-TYPES.md). The index measures
  * every record at mount (so st_size is exact before any read, and values a
  * framing cannot carry are refused then); the read path writes them. Both
- * go through one function, so sizes and bytes cannot disagree.
+ * are ix_frame, into two kinds of sink, so sizes and bytes cannot disagree.
  *
  *   jsonl  {"<key>":<value>}\n, with ,"_row":<row> before the } under rowid.
  *          Strings as JSON strings (`"` `\` and bytes < 0x20 escaped, the
@@ -66,15 +66,33 @@ int ix_framing_init(ix_framing *f, const ix_frame_options *o, const pq_leaf *lea
                     pq_error *err);
 void ix_framing_free(ix_framing *f);
 
-/* Exact size of the record's framing; fails (naming the row) for values the
- * framing cannot carry: a newline in text, a number outside the dtype. */
-int ix_frame_measure(const ix_framing *f, const ix_record *r, size_t *size, pq_error *err);
-/* A cheap upper bound of the size, for bounds checks that should not rescan
- * the values. */
-size_t ix_frame_size_bound(const ix_framing *f, const ix_record *r);
-/* Write the record at out (room for its size); returns the end, or NULL
- * with a message if a value cannot be written (only for values that would
- * have failed ix_frame_measure). */
-uint8_t *ix_frame_write(const ix_framing *f, const ix_record *r, uint8_t *out, pq_error *err);
+/* Where framed bytes go. Measuring a record is framing it into a counting
+ * sink; writing it is framing it into a bounded buffer, where framing fails
+ * rather than pass the buffer's end. The same code does both, so a size
+ * measured at mount and the bytes written at read time cannot disagree. */
+typedef struct ix_sink {
+    uint8_t *at;     /* next byte to store; NULL: counting only */
+    uint8_t *end;    /* the end of the buffer */
+    uint64_t size;   /* bytes framed into the sink so far */
+    int passed_end;  /* a write did not fit: nothing from it on was stored */
+} ix_sink;
+
+static inline ix_sink ix_sink_counter(void)
+{
+    return (ix_sink){ NULL, NULL, 0, 0 };
+}
+
+/* A sink storing into buf[0..room). */
+static inline ix_sink ix_sink_buffer(uint8_t *buf, size_t room)
+{
+    return (ix_sink){ buf, buf + room, 0, 0 };
+}
+
+/* Frame record r into s (s->size grows by the record's framed size).
+ * Returns 0, or -1 with a message naming the row for a value the framing
+ * cannot carry (a newline in text, a number outside the raw dtype) and for
+ * a record that does not fit in a buffer sink (bytes before its end may
+ * have been stored). */
+int ix_frame(const ix_framing *f, const ix_record *r, ix_sink *s, pq_error *err);
 
 #endif
