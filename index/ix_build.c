@@ -20,13 +20,17 @@ typedef struct build {
     ix_cache *cache;
     ix_cache_key *keys; /* one per file */
     uint64_t *first_rows; /* sharded: each kept file's first row in the whole dataset */
+    ix_gate gate;       /* the page pass: opts->threads decode, io_depth read (ix_gate.h) */
 } build;
 
 static int scan_chunk(void *ctx, size_t i, pq_error *err)
 {
     build *b = ctx;
     ix_scan *scan = &b->scans[b->todo[i]];
-    if (ix_scan_chunk(scan, err) < 0)
+    ix_gate_cpu_enter(scan->gate);
+    int rc = ix_scan_chunk(scan, err);
+    ix_gate_cpu_leave(scan->gate);
+    if (rc < 0)
         return pq_error_prefix(err, "%s: row group %u, column %s: ", scan->src->name,
                                scan->row_group, b->ix->column.path);
     return 0;
@@ -90,6 +94,7 @@ static int plan_parsed(build *b, const ix_source *s, uint32_t c, uint64_t row, p
             .first_row = row,
             .num_rows = (uint64_t)rg->num_rows,
             .stream_page_bytes = b->opts->stream_page_bytes,
+            .gate = &b->gate,
         };
         b->todo[b->num_todo++] = c;
         row += (uint64_t)rg->num_rows;
@@ -394,6 +399,19 @@ static int resolve_column(build *b, pq_error *err)
     return 0;
 }
 
+int ix_io_depth(const ix_options *opts)
+{
+    int depth = opts->io_depth > 0 ? opts->io_depth : IX_IO_DEPTH;
+    return depth > opts->threads ? depth : opts->threads;
+}
+
+/* What the page pass's windows may hold at once (ix_gate.h): one each for
+ * the scans decoding, and as much again for the reads in flight. */
+static uint64_t io_bytes(int threads)
+{
+    return 2 * (uint64_t)threads * IX_SCAN_WINDOW_BYTES;
+}
+
 int ix_build(const ix_options *opts, ix_index **out, pq_error *err)
 {
     build b = { .opts = opts, .ss = { .dir_fd = AT_FDCWD } };
@@ -401,6 +419,8 @@ int ix_build(const ix_options *opts, ix_index **out, pq_error *err)
     if (!ix)
         return pq_error_set(err, "out of memory");
     b.ix = ix;
+    int threads = opts->threads > 0 ? opts->threads : 1;
+    ix_gate_init(&b.gate, threads, io_bytes(threads));
     int rc = -1;
     double t0 = ix_now();
     ix->verify_crc = !opts->skip_crc;
@@ -415,7 +435,9 @@ int ix_build(const ix_options *opts, ix_index **out, pq_error *err)
         pq_error_set(err, "out of memory");
         goto done;
     }
-    if (ix_sources_load(&b.ss, b.cache, &ix->column, ix->framing.rowid, opts->threads, err) < 0)
+    int depth = ix_io_depth(opts);
+    if (ix_sources_load(&b.ss, b.cache, &ix->column, ix->framing.rowid, threads, depth,
+                        &b.gate, err) < 0)
         goto done;
     if (opts->shards > 1 && keep_shard(&b, err) < 0)
         goto done;
@@ -423,7 +445,7 @@ int ix_build(const ix_options *opts, ix_index **out, pq_error *err)
         goto done;
     double t1 = ix_now();
     ix->seconds_footers = t1 - t0;
-    if (ix_parallel_for(b.num_todo, opts->threads, scan_chunk, &b,
+    if (ix_parallel_for_growing(b.num_todo, threads, depth, scan_chunk, &b,
                         opts->progress ? "youmufs: indexing pages" : NULL, err) < 0 ||
         assemble(&b, err) < 0)
         goto done;
@@ -445,6 +467,7 @@ done:
     free(b.first_rows);
     ix_sources_free(&b.ss);
     ix_cache_free(b.cache);
+    ix_gate_destroy(&b.gate);
     if (rc < 0)
         ix_free(ix);
     else

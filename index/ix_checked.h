@@ -16,7 +16,7 @@
 /* Read [offset, offset+length) of `file` between two checks of the file
  * (ix_check_file). *moved: the ctime differed from the index's before or
  * after the read, so the bytes must be compared with the index's CRCs.
- * YOUMUFS_READ_DELAY_US delays the read (ix_read_range). */
+ * The read is ix_pread_exact's (delay, retries: ix_pread.h). */
 int ix_read_checked(const ix_index *ix, uint32_t file, uint64_t offset, void *buf,
                     size_t length, uint64_t *bytes_read, int *moved, pq_error *err);
 

@@ -13,12 +13,13 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "ix_gate.h"
 #include "ix_internal.h"
 #include "ix_row.h"
 #include "pq_page.h"
 #include "pq_stream.h"
 
-#define WINDOW_BYTES (8u << 20)
+#define WINDOW_BYTES IX_SCAN_WINDOW_BYTES
 /* Page headers are short but may carry statistics with long min/max values:
  * try a small read first, then a large one. */
 #define HEADER_PROBE_BYTES (64u << 10)
@@ -45,6 +46,8 @@ typedef struct window {
     uint8_t *buf;
     size_t cap;
     uint64_t *bytes_read;
+    ix_gate *gate;       /* ix_scan.gate: cap is charged to it, the reads leave the CPU */
+    uint64_t charged;    /* == cap under a gate */
 } window;
 
 /* Make [off, off+len) available and return it. The range must lie within the
@@ -56,16 +59,25 @@ static const uint8_t *window_get(window *w, uint64_t off, size_t len, pq_error *
     size_t want = len > WINDOW_BYTES ? len : WINDOW_BYTES;
     if (want > w->end - off)
         want = (size_t)(w->end - off);
-    if (want > w->cap) {
-        uint8_t *grown = realloc(w->buf, want);
-        if (!grown) {
+    /* The read waits on storage without a CPU token (ix_gate.h), and so
+     * does the charge for a larger buffer. */
+    ix_gate_cpu_leave(w->gate);
+    if (want > w->cap) { /* what the window held is not kept: let it go first */
+        free(w->buf);
+        w->buf = NULL;
+        w->cap = w->len = 0;
+        ix_gate_take(w->gate, &w->charged, want);
+        if (!(w->buf = malloc(want))) {
+            ix_gate_cpu_enter(w->gate);
             pq_error_set(err, "%s: out of memory for a %zu-byte read", w->src->name, want);
             return NULL;
         }
-        w->buf = grown;
         w->cap = want;
     }
-    if (ix_pread_exact(w->src->fd, w->src->name, w->buf, want, off, err) < 0)
+    assert(!w->gate || w->charged == w->cap);
+    int rc = ix_pread_exact(w->src->fd, w->src->name, w->buf, want, off, err);
+    ix_gate_cpu_enter(w->gate);
+    if (rc < 0)
         return NULL;
     *w->bytes_read += want;
     w->base = off;
@@ -822,7 +834,8 @@ static int read_page_index(scan_state *st, int64_t offset, int32_t len, index_pa
     uint8_t *buf = malloc((size_t)len);
     if (!buf)
         return pq_error_set(err, "out of memory for the %s", what);
-    int rc = ix_pread_exact(src->fd, src->name, buf, (size_t)len, (uint64_t)offset, err);
+    int rc = ix_gate_pread(st->scan->gate, src->fd, src->name, buf, (size_t)len,
+                           (uint64_t)offset, err);
     if (rc == 0 && parse(buf, (size_t)len, out, err) < 0)
         rc = pq_error_prefix(err, "%s: ", what);
     free(buf);
@@ -997,6 +1010,7 @@ int ix_scan_chunk(ix_scan *scan, pq_error *err)
     st.w.begin = (uint64_t)begin;
     st.w.end = (uint64_t)begin + (uint64_t)m->total_compressed_size;
     st.w.bytes_read = &scan->bytes_read;
+    st.w.gate = scan->gate;
 
     int rc = scan->has_offset_index ? follow_offset_index(&st, err) : walk_headers(&st, err);
     if (rc == 0 && close_row(&st, err) < 0)
@@ -1016,6 +1030,7 @@ int ix_scan_chunk(ix_scan *scan, pq_error *err)
         rc = pq_error_set(err, "the pages hold %llu values, the column metadata says %lld",
                           (unsigned long long)st.rows_seen, (long long)m->num_values);
     free(st.w.buf);
+    ix_gate_give(st.w.gate, &st.w.charged);
     if (st.dict_decoded)
         pq_dictionary_free(&st.dict);
     if (rc < 0) {

@@ -136,11 +136,19 @@ static inline uint32_t ix_unit_first_record(uint32_t records, uint32_t units, ui
 }
 
 
+/* Reads in flight at mount at most, by default: blocking reads, one per
+ * thread, the threads added only while reads wait (ix_parallel_for_growing).
+ * 512 reads a first mount of 10,000 small files with 50 ms per read in about
+ * 2 s, where 256 took 4 (bench/results/mount_latency.md). */
+#define IX_IO_DEPTH 512
+
 typedef struct ix_options {
     const char *dataset;
     const char *column;  /* NULL: the dataset's only string column */
     ix_frame_options frame;
-    int threads;         /* >= 1 */
+    int threads;         /* >= 1: decode workers at mount (CPU) */
+    int io_depth;        /* reads in flight at mount (footers, page indexes, the page
+                          * pass: ix_gate.h), >= threads; 0: IX_IO_DEPTH */
     int progress;        /* report progress on stderr after a second */
     int skip_crc;        /* do not verify page CRCs (they are verified where present) */
     uint64_t stream_page_bytes; /* the page pass streams pages whose whole decode would take
@@ -183,6 +191,9 @@ typedef struct ix_index {
 } ix_index;
 
 int ix_build(const ix_options *opts, ix_index **out, pq_error *err);
+/* The reads ix_build keeps in flight: opts->io_depth, else IX_IO_DEPTH; at
+ * least opts->threads. */
+int ix_io_depth(const ix_options *opts);
 void ix_free(ix_index *ix);
 
 /* Layered binary search: the chunk (and through it the file) holding global

@@ -7,7 +7,9 @@
 #include <sys/stat.h>
 
 #include "ix_cache.h"
+#include "ix_gate.h"
 #include "ix_index.h"
+#include "ix_pread.h" /* ix_pread_exact: every read of a source */
 
 /* ix_files.c: the dataset's Parquet files, sorted by path relative to the
  * root. *paths and every string are owned by the caller (free each, then
@@ -41,8 +43,10 @@ int ix_source_open(ix_source *s, int dir_fd, pq_error *err);
 int ix_footer_is(int fd, const char *name, uint64_t size, uint32_t footer_len,
                  uint32_t footer_crc);
 /* Read and parse the footer and the schema's leaves (sets has_footer,
- * footer_len, footer_crc). Errors are prefixed with the name. */
-int ix_source_read_footer(ix_source *s, pq_error *err);
+ * footer_len, footer_crc). The parse holds a CPU token of `gate`, and a
+ * footer too large for one read of the file's end is charged to its bytes
+ * (ix_gate.h; NULL: no limit). Errors are prefixed with the name. */
+int ix_source_read_footer(ix_source *s, ix_gate *gate, pq_error *err);
 /* Free metadata and leaves; close the fd if still open. */
 void ix_source_release(ix_source *s);
 
@@ -56,12 +60,14 @@ typedef struct ix_sources {
 /* List the dataset's files, open the first and parse its footer (it resolves
  * the column). On failure ix_sources_free still frees what was made. */
 int ix_sources_list(ix_sources *ss, const char *dataset, pq_error *err);
-/* Open every file, in parallel. A file the persistent index recognises
+/* Open every file, on threads growing up to io_depth while they wait on
+ * storage (ix_parallel_for_growing), each footer parsed holding a CPU token
+ * of `gate` (ix_gate.h; NULL: no limit). A file the persistent index recognises
  * (same name, size, mtime and footer; under rowid the same first row) gets
  * its entry in `cached` and no footer parse; every other one has its footer
  * parsed and `column` found in it. */
 int ix_sources_load(ix_sources *ss, const ix_cache *cache, const pq_leaf *column, int rowid,
-                    int threads, pq_error *err);
+                    int threads, int io_depth, ix_gate *gate, pq_error *err);
 /* Rows of a loaded file, from its cache entry or its footer. */
 uint64_t ix_source_rows(const ix_source *s);
 /* Release every file (closing the fds still owned) and the directory. */
@@ -72,7 +78,9 @@ void ix_sources_free(ix_sources *ss);
 int ix_resolve_column(ix_source *first, const char *want, pq_error *err);
 int ix_match_column(ix_source *s, const pq_leaf *column, pq_error *err);
 
-/* ix_chunk_scan.c: the page pass over one column chunk. */
+/* ix_chunk_scan.c: the page pass over one column chunk. It reads the chunk
+ * through a window of this many bytes (fewer for a smaller chunk). */
+#define IX_SCAN_WINDOW_BYTES (8u << 20)
 typedef struct ix_scan {
     /* in */
     const ix_source *src;
@@ -84,6 +92,7 @@ typedef struct ix_scan {
     uint64_t first_row;  /* global row of the chunk's first row (for rowid sizes) */
     uint64_t num_rows;   /* rows of the row group */
     uint64_t stream_page_bytes; /* ix_options.stream_page_bytes */
+    ix_gate *gate;       /* the caller holds one of its CPU tokens (ix_gate.h); NULL: none */
     /* out */
     ix_page *pages;      /* page first_row values are global */
     uint32_t num_pages;
@@ -112,9 +121,5 @@ typedef struct ix_scan {
  * the scan fails, naming the page. On success scan->pages is malloc'ed
  * (caller frees). */
 int ix_scan_chunk(ix_scan *scan, pq_error *err);
-
-/* Read exactly len bytes at offset, or fail with a message naming `name`. */
-int ix_pread_exact(int fd, const char *name, void *buf, size_t len, uint64_t offset,
-                   pq_error *err);
 
 #endif

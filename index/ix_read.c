@@ -2,7 +2,6 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,19 +78,6 @@ int ix_check_file(const ix_index *ix, uint32_t file, pq_error *err)
     return 1;
 }
 
-/* YOUMUFS_READ_DELAY_US: microseconds slept before every read of source
- * data at run time, to simulate slow (remote) storage in benchmarks. */
-static long read_delay_us;
-static pthread_once_t read_delay_once = PTHREAD_ONCE_INIT;
-
-static void read_delay_init(void)
-{
-    const char *v = getenv("YOUMUFS_READ_DELAY_US");
-    char *end;
-    long us = v ? strtol(v, &end, 10) : 0;
-    read_delay_us = v && *v && !*end && us > 0 && us <= 10000000 ? us : 0;
-}
-
 int ix_read_checked(const ix_index *ix, uint32_t file, uint64_t offset, void *buf,
                     size_t length, uint64_t *bytes_read, int *moved, pq_error *err)
 {
@@ -99,12 +85,6 @@ int ix_read_checked(const ix_index *ix, uint32_t file, uint64_t offset, void *bu
     int before = ix_check_file(ix, file, err);
     if (before < 0)
         return -1;
-    pthread_once(&read_delay_once, read_delay_init);
-    if (read_delay_us) {
-        struct timespec delay = { read_delay_us / 1000000, (read_delay_us % 1000000) * 1000 };
-        while (nanosleep(&delay, &delay) != 0 && errno == EINTR)
-            ;
-    }
     if (ix_pread_exact(f->fd, f->name, buf, length, offset, err) < 0)
         return -1;
     *bytes_read += length;

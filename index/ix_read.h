@@ -23,9 +23,10 @@
 /* Read [offset, offset+length) of a source file into buf, checked as above.
  * The range holds the global pages [first_page, first_page + num_pages) of
  * that file (each lies inside it; bytes between them are not checked): the
- * pages whose CRCs are learned or compared. The environment variable
- * YOUMUFS_READ_DELAY_US (microseconds, read once) delays every such read, to
- * simulate slow storage in benchmarks. *bytes_read is increased by length. */
+ * pages whose CRCs are learned or compared. The read goes through
+ * ix_pread_exact (ix_pread.h): YOUMUFS_READ_DELAY_US delays it as it delays
+ * every read of a source (at mount too), and transient errors are retried
+ * a bounded number of times. *bytes_read is increased by length. */
 int ix_read_range(const ix_index *ix, uint32_t file, uint64_t offset, void *buf, size_t length,
                   uint64_t first_page, uint32_t num_pages, uint64_t *bytes_read, pq_error *err);
 

@@ -14,28 +14,6 @@
  * footer of most files fits. */
 #define TAIL_READ_BYTES (16u << 10)
 
-int ix_pread_exact(int fd, const char *name, void *buf, size_t len, uint64_t offset,
-                   pq_error *err)
-{
-    size_t done = 0;
-    while (done < len) {
-        ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(offset + done));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return pq_error_set(err, "%s: read of %zu bytes at offset %llu failed: %s", name,
-                                len, (unsigned long long)offset, strerror(errno));
-        if (n == 0)
-            return pq_error_set(err,
-                                "%s: file ends before byte %llu (wanted %zu bytes at offset "
-                                "%llu); truncated or changed?",
-                                name, (unsigned long long)(offset + len), len,
-                                (unsigned long long)offset);
-        done += (size_t)n;
-    }
-    return 0;
-}
-
 int ix_source_open(ix_source *s, int dir_fd, pq_error *err)
 {
     s->fd = openat(dir_fd, s->name, O_RDONLY | O_CLOEXEC);
@@ -67,7 +45,20 @@ int ix_footer_is(int fd, const char *name, uint64_t size, uint32_t footer_len,
     return same;
 }
 
-int ix_source_read_footer(ix_source *s, pq_error *err)
+/* Parse the footer's meta_len bytes at meta into s. */
+static int parse_footer(ix_source *s, const uint8_t *meta, uint32_t meta_len, pq_error *err)
+{
+    s->footer_len = meta_len;
+    s->footer_crc = (uint32_t)crc32(0, meta, meta_len);
+    if (pq_file_meta_parse(meta, meta_len, &s->meta, err) < 0)
+        return pq_error_prefix(err, "%s: footer: ", s->name);
+    if (pq_file_leaves(&s->meta, &s->leaves, &s->num_leaves, err) < 0)
+        return pq_error_prefix(err, "%s: schema: ", s->name);
+    s->has_footer = 1;
+    return 0;
+}
+
+int ix_source_read_footer(ix_source *s, ix_gate *gate, pq_error *err)
 {
     /* One read of the file's end usually holds the whole footer. */
     uint64_t size = (uint64_t)s->st.st_size;
@@ -87,26 +78,25 @@ int ix_source_read_footer(ix_source *s, pq_error *err)
                             meta_len, MAX_FOOTER_BYTES);
     const uint8_t *meta = tail + got - 8 - meta_len;
     uint8_t *whole = NULL;
+    uint64_t charged = 0;
+    int rc = 0;
     if ((size_t)meta_len + 8 > got) { /* a large footer: read it whole */
+        ix_gate_take(gate, &charged, meta_len);
         if (!(whole = malloc(meta_len)))
-            return pq_error_set(err, "%s: out of memory for a %u-byte footer", s->name,
-                                meta_len);
-        if (ix_pread_exact(s->fd, s->name, whole, meta_len, meta_offset, err) < 0) {
-            free(whole);
-            return -1;
-        }
+            rc = pq_error_set(err, "%s: out of memory for a %u-byte footer", s->name,
+                              meta_len);
+        else
+            rc = ix_pread_exact(s->fd, s->name, whole, meta_len, meta_offset, err);
         meta = whole;
     }
-    s->footer_len = meta_len;
-    s->footer_crc = (uint32_t)crc32(0, meta, meta_len);
-    int rc = pq_file_meta_parse(meta, meta_len, &s->meta, err);
+    if (rc == 0) {
+        ix_gate_cpu_enter(gate);
+        rc = parse_footer(s, meta, meta_len, err);
+        ix_gate_cpu_leave(gate);
+    }
     free(whole);
-    if (rc < 0)
-        return pq_error_prefix(err, "%s: footer: ", s->name);
-    if (pq_file_leaves(&s->meta, &s->leaves, &s->num_leaves, err) < 0)
-        return pq_error_prefix(err, "%s: schema: ", s->name);
-    s->has_footer = 1;
-    return 0;
+    ix_gate_give(gate, &charged);
+    return rc;
 }
 
 void ix_source_release(ix_source *s)

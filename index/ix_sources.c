@@ -59,7 +59,7 @@ int ix_sources_list(ix_sources *ss, const char *dataset, pq_error *err)
     reserve_descriptors(fd, count);
     /* The first file's footer resolves the column and so names the cache. */
     if (ix_source_open(&ss->files[0], ss->dir_fd, err) < 0 ||
-        ix_source_read_footer(&ss->files[0], err) < 0)
+        ix_source_read_footer(&ss->files[0], NULL, err) < 0)
         return -1;
     return 0;
 }
@@ -69,6 +69,7 @@ typedef struct load {
     const ix_cache *cache;
     const pq_leaf *column;
     int recognise; /* first pass: look the files up in the persistent index */
+    ix_gate *gate;
 } load;
 
 /* The file's entry, if the persistent index has one for its name, size,
@@ -102,13 +103,16 @@ static int load_source(void *ctx, size_t i, pq_error *err)
     }
     if (s->cached)
         return 0;
-    if (!s->has_footer && ix_source_read_footer(s, err) < 0)
+    if (!s->has_footer && ix_source_read_footer(s, l->gate, err) < 0)
         return -1;
     for (int32_t g = 0; g < s->meta.num_row_groups; g++)
         if (s->meta.row_groups[g].num_rows < 0)
             return pq_error_set(err, "%s: row group %d has %lld rows", s->name, g,
                                 (long long)s->meta.row_groups[g].num_rows);
-    return ix_match_column(s, l->column, err);
+    ix_gate_cpu_enter(l->gate);
+    int rc = ix_match_column(s, l->column, err);
+    ix_gate_cpu_leave(l->gate);
+    return rc;
 }
 
 uint64_t ix_source_rows(const ix_source *s)
@@ -143,16 +147,16 @@ static size_t drop_shifted(ix_sources *ss)
 }
 
 int ix_sources_load(ix_sources *ss, const ix_cache *cache, const pq_leaf *column, int rowid,
-                    int threads, pq_error *err)
+                    int threads, int io_depth, ix_gate *gate, pq_error *err)
 {
-    load l = { ss, cache, column, 1 };
-    if (ix_parallel_for(ss->count, threads, load_source, &l, "youmufs: reading footers",
+    load l = { ss, cache, column, 1, gate };
+    if (ix_parallel_for_growing(ss->count, threads, io_depth, load_source, &l, "youmufs: reading footers",
                         err) < 0)
         return -1;
     if (!rowid || drop_shifted(ss) == 0)
         return 0;
     l.recognise = 0; /* parse the footers of the files just dropped */
-    return ix_parallel_for(ss->count, threads, load_source, &l, "youmufs: reading footers",
+    return ix_parallel_for_growing(ss->count, threads, io_depth, load_source, &l, "youmufs: reading footers",
                            err);
 }
 
