@@ -117,20 +117,6 @@ static void take(yfs_budget *b, uint64_t bytes, yfs_mem_kind kind, yfs_hold *h)
 /* Call the reclaimers in the order registered (cheapest loss first) with
  * the lock released, each for what is still missing (lock held on entry and
  * return); returns the earliest retry time one of them gave (0: none). */
-static uint64_t reclaim(yfs_budget *b, uint64_t bytes, int demand)
-{
-    uint64_t retry = 0;
-    for (int i = 0; i < b->num_reclaimers && b->used + bytes > b->limit; i++) {
-        uint64_t need = b->used + bytes - b->limit;
-        pthread_mutex_unlock(&b->lock);
-        uint64_t at = b->reclaimers[i].fn(b->reclaimers[i].ctx, need, demand);
-        pthread_mutex_lock(&b->lock);
-        if (at && (!retry || at < retry))
-            retry = at;
-    }
-    return retry;
-}
-
 /* Speculation stops short of the limit by limit / PREFETCH_HEADROOM: the
  * builds running (a page's raw and decoded bytes, chunk buffers, streams)
  * reserve as they go, and with prefetched segments filling the budget to
@@ -140,10 +126,33 @@ static uint64_t reclaim(yfs_budget *b, uint64_t bytes, int demand)
  * 170). */
 #define PREFETCH_HEADROOM 8
 
+/* What a reservation in `mode` may fill the budget up to. */
+static uint64_t limit_of(const yfs_budget *b, yfs_mem_mode mode)
+{
+    return mode == YFS_PREFETCH ? b->limit - b->limit / PREFETCH_HEADROOM : b->limit;
+}
+
 static int fits(const yfs_budget *b, uint64_t bytes, yfs_mem_mode mode)
 {
-    uint64_t limit = mode == YFS_PREFETCH ? b->limit - b->limit / PREFETCH_HEADROOM : b->limit;
-    return b->used + bytes <= limit;
+    return b->used + bytes <= limit_of(b, mode);
+}
+
+/* Ask the reclaimers for room for `bytes` in `mode`, up to that mode's
+ * limit (a prefetch's, short of the whole: asked for room only past the
+ * whole limit, they freed nothing while a prefetch was refused between the
+ * two, and idle segments read to the end kept the headroom full for good). */
+static uint64_t reclaim(yfs_budget *b, uint64_t bytes, yfs_mem_mode mode)
+{
+    uint64_t retry = 0, limit = limit_of(b, mode);
+    for (int i = 0; i < b->num_reclaimers && b->used + bytes > limit; i++) {
+        uint64_t need = b->used + bytes - limit;
+        pthread_mutex_unlock(&b->lock);
+        uint64_t at = b->reclaimers[i].fn(b->reclaimers[i].ctx, need, mode != YFS_PREFETCH);
+        pthread_mutex_lock(&b->lock);
+        if (at && (!retry || at < retry))
+            retry = at;
+    }
+    return retry;
 }
 
 /* Bytes that only waiting can free: what blocked holds hold (a blocked
@@ -263,7 +272,7 @@ int yfs_budget_reserve(yfs_budget *b, uint64_t bytes, yfs_mem_kind kind, yfs_mem
             return -1;
         }
         uint64_t seen = b->changes;
-        uint64_t retry = reclaim(b, bytes, mode != YFS_PREFETCH);
+        uint64_t retry = reclaim(b, bytes, mode);
         if (fits(b, bytes, mode) && !(mode == YFS_PREFETCH && b->demand_waiters > 0))
             break;
         if (mode == YFS_FORCE)

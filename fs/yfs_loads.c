@@ -1,13 +1,31 @@
 #include "yfs_loads.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ix_read.h"
 #include "yfs_mount.h"
 #include "yfs_pages.h"
+#include "yfs_records.h"
 
-enum { NOT_STARTED = 0, LOADING = 1, DONE = 2 };
+/* A load's states: NOT_STARTED -> (QUEUED ->) LOADING -> DONE; QUEUED may
+ * go back to NOT_STARTED (the engine let it go). */
+enum { NOT_STARTED = 0, QUEUED, LOADING, DONE };
+
+/* Read [offset, offset+length) of `file` through ix_read_range, counted as
+ * a storage read in flight and timed (stats.json's latency figures). */
+static int storage_read(yfs_mount *m, uint32_t file, uint64_t offset, void *buf,
+                        size_t length, uint64_t first_page, uint32_t pages, pq_error *err)
+{
+    uint64_t bytes_read = 0, start = yfs_now_ns();
+    yfs_count(&m->stats.storage_reads_in_flight, 1);
+    int rc = ix_read_range(m->ix, file, offset, buf, length, first_page, pages, &bytes_read, err);
+    yfs_uncount(&m->stats.storage_reads_in_flight, 1);
+    yfs_latency_note(&m->read_latency, yfs_now_ns() - start);
+    yfs_count(&m->stats.bytes_read, bytes_read);
+    return rc;
+}
 
 int yfs_loads_init(yfs_loads *l, uint64_t num_loads)
 {
@@ -35,7 +53,6 @@ int yfs_page_read(yfs_mount *m, uint64_t page, yfs_hold *hold, uint8_t **raw, ui
     const ix_index *ix = m->ix;
     const ix_page *p = &ix->pages[page];
     uint32_t file = ix->chunks[ix_locate(ix, page)].file;
-    uint64_t bytes_read = 0;
     yfs_budget_reserve(m->budget, p->length, YFS_MEM_RAW, YFS_DEMAND, hold);
     *len = p->length;
     *raw = malloc(p->length ? p->length : 1);
@@ -44,8 +61,9 @@ int yfs_page_read(yfs_mount *m, uint64_t page, yfs_hold *hold, uint8_t **raw, ui
         return pq_error_set(err, "%s: out of memory for a %u-byte page", ix->files[file].name,
                             p->length);
     }
-    int rc = ix_read_range(ix, file, p->offset, *raw, p->length, page, 1, &bytes_read, err);
-    yfs_count(&m->stats.bytes_read, bytes_read);
+    uint64_t start = yfs_now_ns();
+    int rc = storage_read(m, file, p->offset, *raw, p->length, page, 1, err);
+    yfs_count(&m->stats.storage_wait_nanoseconds, yfs_now_ns() - start);
     if (rc < 0) {
         free(*raw);
         *raw = NULL;
@@ -79,28 +97,49 @@ static int chunk_range(const ix_index *ix, const sh_load *load, uint64_t *start,
     return *end - *start <= 2 * pages_bytes ? 0 : -1;
 }
 
-/* Run load l: read its chunk, hand the page at `want` (an order position)
- * to the caller in *raw (charged to hold) and store the other pages it
- * brings. *raw stays NULL when the chunk could not be read whole or the
- * accountant refused the memory. */
-static void execute(yfs_mount *m, const sh_plan *plan, uint64_t l, uint64_t want,
-                    yfs_hold *hold, uint8_t **raw)
+uint64_t yfs_load_bytes(const yfs_mount *m, const sh_plan *plan, uint64_t l)
+{
+    uint64_t start, end;
+    return chunk_range(m->ix, &plan->schedule.loads[l], &start, &end) < 0 ? 0 : end - start;
+}
+
+/* Run load l: read its chunk, hand the page at `want` (an order position;
+ * UINT64_MAX: none) to the caller in *raw (charged to hold) and park the
+ * other pages it brings. *raw stays NULL when the chunk could not be read
+ * whole or the accountant refused the memory. Returns 1 when the chunk was
+ * read, 0 when it could not be (its pages are read alone, which reports
+ * any error), -1 when the accountant refused its buffer. */
+static int execute(yfs_mount *m, const sh_plan *plan, uint64_t l, uint64_t want,
+                   yfs_hold *hold, uint8_t **raw)
 {
     const ix_index *ix = m->ix;
     const sh_schedule *sched = &plan->schedule;
     const sh_load *load = &sched->loads[l];
-    uint64_t start, end, bytes_read = 0;
+    uint64_t start, end;
     *raw = NULL;
-    if (chunk_range(ix, load, &start, &end) < 0 ||
-        yfs_budget_reserve(m->budget, end - start, YFS_MEM_CHUNKS, YFS_PREFETCH, hold) < 0)
-        return;
-    uint8_t *buf = malloc(end - start ? end - start : 1);
+    if (chunk_range(ix, load, &start, &end) < 0)
+        return 0;
+    /* The pages it serves are reserved with its buffer, all or nothing: a
+     * load that parked only some would leave the others to be read alone,
+     * one storage round trip each. */
+    uint64_t served = 0;
+    for (uint32_t q = load->first_page; q < load->first_page + load->pages; q++)
+        if (sched->source[sched->position[q]] == l)
+            served += ix->pages[q].length;
+    if (yfs_budget_reserve(m->budget, end - start, YFS_MEM_CHUNKS, YFS_PREFETCH, hold) < 0)
+        return -1;
+    if (yfs_budget_reserve(m->budget, served, YFS_MEM_RAW, YFS_PREFETCH, hold) < 0) {
+        yfs_budget_release(m->budget, end - start, YFS_MEM_CHUNKS, hold);
+        return -1;
+    }
+    /* Mapped, not malloc'ed: many loads in flight at once left holes in
+     * the heap that stayed resident after they were freed. */
+    uint8_t *buf = yfs_segment_alloc(end - start);
     pq_error ignored; /* the pages are then read alone, which reports the error */
     uint32_t file = ix->chunks[ix_locate(ix, load->first_page)].file;
-    int rc = buf ? ix_read_range(ix, file, start, buf, end - start, load->first_page, load->pages,
-                                 &bytes_read, &ignored)
+    int rc = buf ? storage_read(m, file, start, buf, end - start, load->first_page, load->pages,
+                                &ignored)
                  : -1;
-    yfs_count(&m->stats.bytes_read, bytes_read);
     if (rc == 0) {
         yfs_count(&m->stats.chunk_loads, 1);
         for (uint32_t q = load->first_page; q < load->first_page + load->pages; q++) {
@@ -108,13 +147,10 @@ static void execute(yfs_mount *m, const sh_plan *plan, uint64_t l, uint64_t want
             if (sched->source[pos] != l)
                 continue; /* read, but served by another load */
             const ix_page *p = &ix->pages[q];
-            if (yfs_budget_reserve(m->budget, p->length, YFS_MEM_RAW, YFS_PREFETCH, hold) < 0)
-                continue;
             uint8_t *copy = malloc(p->length ? p->length : 1);
-            if (!copy) {
-                yfs_budget_release(m->budget, p->length, YFS_MEM_RAW, hold);
+            if (!copy)
                 continue;
-            }
+            served -= p->length; /* its share goes with it */
             memcpy(copy, buf + (p->offset - start), p->length);
             if (pos == want)
                 *raw = copy;
@@ -122,8 +158,57 @@ static void execute(yfs_mount *m, const sh_plan *plan, uint64_t l, uint64_t want
                 yfs_pages_put(m->loaded, plan->epoch, q, copy, p->length, hold);
         }
     }
-    free(buf);
+    yfs_segment_free(buf, end - start);
+    yfs_budget_release(m->budget, served, YFS_MEM_RAW, hold); /* what was not handed out */
     yfs_budget_release(m->budget, end - start, YFS_MEM_CHUNKS, hold);
+    return rc == 0;
+}
+
+/* Load l leaves LOADING for `state` (lock not held). */
+static void finish(yfs_loads *l, uint64_t load, uint8_t state)
+{
+    pthread_mutex_lock(&l->lock);
+    assert(l->state[load] == LOADING);
+    l->state[load] = state;
+    pthread_cond_broadcast(&l->finished);
+    pthread_mutex_unlock(&l->lock);
+}
+
+int yfs_loads_queue(yfs_loads *l, uint64_t load)
+{
+    pthread_mutex_lock(&l->lock);
+    int marked = l->state[load] == NOT_STARTED;
+    if (marked)
+        l->state[load] = QUEUED;
+    pthread_mutex_unlock(&l->lock);
+    return marked;
+}
+
+void yfs_loads_unqueue(yfs_loads *l, uint64_t load)
+{
+    pthread_mutex_lock(&l->lock);
+    if (l->state[load] == QUEUED)
+        l->state[load] = NOT_STARTED;
+    pthread_mutex_unlock(&l->lock);
+}
+
+int yfs_loads_run(yfs_mount *m, const sh_plan *plan, yfs_loads *l, uint64_t load,
+                  yfs_hold *hold)
+{
+    pthread_mutex_lock(&l->lock);
+    int queued = l->state[load] == QUEUED;
+    if (queued)
+        l->state[load] = LOADING;
+    pthread_mutex_unlock(&l->lock);
+    if (!queued)
+        return 0;
+    uint8_t *none;
+    int rc = execute(m, plan, load, UINT64_MAX, hold, &none);
+    assert(!none);
+    if (rc > 0)
+        yfs_count(&m->stats.loads_ahead, 1);
+    finish(l, load, rc < 0 ? NOT_STARTED : DONE);
+    return rc < 0 ? -1 : 1;
 }
 
 int yfs_page_fetch(yfs_mount *m, const sh_plan *sp, yfs_loads *l, uint64_t pos,
@@ -134,19 +219,21 @@ int yfs_page_fetch(yfs_mount *m, const sh_plan *sp, yfs_loads *l, uint64_t pos,
         return yfs_page_read(m, page, hold, raw, len, err);
 
     uint32_t load = sp->schedule.source[pos];
+    uint64_t start = yfs_now_ns();
     pthread_mutex_lock(&l->lock);
     while (l->state[load] == LOADING)
         pthread_cond_wait(&l->finished, &l->lock);
-    if (l->state[load] == NOT_STARTED) {
-        l->state[load] = LOADING;
+    if (l->state[load] == NOT_STARTED || l->state[load] == QUEUED) {
+        l->state[load] = LOADING; /* a queued load is the engine's no more */
         pthread_mutex_unlock(&l->lock);
-        execute(m, sp, load, pos, hold, raw);
+        /* Refused for memory, it may run later for the pages it serves
+         * after this one (read alone now): else each would be read alone. */
+        int ran = execute(m, sp, load, pos, hold, raw);
         *len = m->ix->pages[page].length;
-        pthread_mutex_lock(&l->lock);
-        l->state[load] = DONE;
-        pthread_cond_broadcast(&l->finished);
-        pthread_mutex_unlock(&l->lock);
+        finish(l, load, ran < 0 ? NOT_STARTED : DONE);
+        yfs_count(&m->stats.storage_wait_nanoseconds, yfs_now_ns() - start);
     } else {
+        yfs_count(&m->stats.storage_wait_nanoseconds, yfs_now_ns() - start);
         pthread_mutex_unlock(&l->lock);
         *raw = yfs_pages_take(m->loaded, sp->epoch, page, hold, len);
     }

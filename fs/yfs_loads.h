@@ -15,7 +15,11 @@
  * chunk load's buffer and the copies of its pages are speculative: when the
  * accountant refuses them the load, or the copy, is skipped and the page
  * is read alone when needed. So a load never waits for room, and builds
- * waiting for a load wait for a thread that does not wait. Thread-safe.
+ * waiting for a load wait for a thread that does not wait.
+ * The I/O engine (yfs_io.h) runs loads ahead of the builds: it queues a
+ * load (yfs_loads_queue), and runs it later (yfs_loads_run) unless a build
+ * needed it first and ran it itself. Time builds spend waiting for a load
+ * or running one is counted as storage_wait_nanoseconds. Thread-safe.
  */
 #ifndef YFS_LOADS_H
 #define YFS_LOADS_H
@@ -33,7 +37,7 @@ typedef struct yfs_mount yfs_mount;
 typedef struct yfs_loads {
     pthread_mutex_t lock;
     pthread_cond_t finished; /* a load left the LOADING state */
-    uint8_t *state;          /* per load: not started, loading, done */
+    uint8_t *state;          /* per load: not started, queued, loading, done */
 } yfs_loads;
 
 int yfs_loads_init(yfs_loads *l, uint64_t num_loads);
@@ -49,5 +53,20 @@ int yfs_page_fetch(yfs_mount *m, const sh_plan *plan, yfs_loads *loads, uint64_t
 /* The same for global page `page`, read on its own. */
 int yfs_page_read(yfs_mount *m, uint64_t page, yfs_hold *hold, uint8_t **raw, uint32_t *len,
                   pq_error *err);
+
+/* The bytes load l of the plan reads in one I/O, or 0 when it is not read
+ * whole (its pages are read alone). */
+uint64_t yfs_load_bytes(const yfs_mount *m, const sh_plan *plan, uint64_t l);
+/* Mark load l queued for the engine if it has not started: 1 if it was
+ * marked, 0 if it had already been queued, run or started. */
+int yfs_loads_queue(yfs_loads *loads, uint64_t l);
+/* A queued load leaves the queue without running (it may run later). */
+void yfs_loads_unqueue(yfs_loads *loads, uint64_t l);
+/* Run queued load l ahead of its builds, its pages parked (reserved as a
+ * prefetch through hold, entered by the caller). Returns 1 when it ran, 0
+ * when it was no longer queued (a build took it), -1 when memory refused it
+ * (it is no longer queued and a build will run it). */
+int yfs_loads_run(yfs_mount *m, const sh_plan *plan, yfs_loads *loads, uint64_t l,
+                  yfs_hold *hold);
 
 #endif

@@ -9,6 +9,7 @@
 #include "ix_parallel.h"
 #include "yfs_budget.h"
 #include "yfs_cache.h"
+#include "yfs_io.h"
 #include "yfs_streams.h"
 #include "yfs_wants.h"
 #include "yfs_dicts.h"
@@ -148,6 +149,7 @@ int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, y
     yfs_mount *m = calloc(1, sizeof *m);
     if (!m)
         return pq_error_set(err, "out of memory");
+    yfs_latency_init(&m->read_latency);
     m->opts = *opts;
     m->opts.column = opts->column ? strdup(opts->column) : NULL;
     m->opts.cache_dir = opts->cache_dir ? strdup(opts->cache_dir) : NULL;
@@ -192,7 +194,9 @@ int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, y
                                             &m->stats)
                           : NULL;
     m->wants = yfs_wants_new();
-    if (!m->dicts || !m->streams || !m->wants || !m->cache || !m->loaded || !m->framed)
+    m->io = yfs_io_new(m, opts->io_depth);
+    if (!m->dicts || !m->streams || !m->wants || !m->cache || !m->loaded || !m->framed ||
+        !m->io)
         goto oom;
     if (m->params.mode == SH_SHUFFLE_ROW && yfs_rows_measure(m, err) < 0)
         goto fail;
@@ -217,6 +221,8 @@ fail:
 
 int yfs_mount_start(yfs_mount *m, pq_error *err)
 {
+    if (yfs_io_start(m->io, err) < 0)
+        return -1;
     return yfs_cache_start(m->cache, m->opts.threads, err);
 }
 
@@ -225,6 +231,7 @@ void yfs_mount_close(yfs_mount *m)
     if (!m)
         return;
     yfs_cache_free(m->cache); /* first: its workers use plans and dictionaries */
+    yfs_io_free(m->io);       /* then: its threads use plans and the stores */
     yfs_streams_free(m->streams); /* before the dictionaries its streams hold */
     yfs_wants_free(m->wants);
     yfs_dicts_free(m->dicts);
@@ -240,6 +247,7 @@ void yfs_mount_close(yfs_mount *m)
     free(m->record_bytes);
     free(m->page_first_record);
     ix_free(m->ix);
+    yfs_latency_destroy(&m->read_latency);
     yfs_options_free(&m->opts);
     free(m);
 }

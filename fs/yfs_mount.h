@@ -13,6 +13,7 @@
 
 #include "ix_index.h"
 #include "sh_plan.h"
+#include "yfs_latency.h"
 #include "yfs_options.h"
 #include "yfs_stats.h"
 
@@ -23,6 +24,7 @@ typedef struct yfs_pages yfs_pages;
 typedef struct yfs_budget yfs_budget;
 typedef struct yfs_streams yfs_streams;
 typedef struct yfs_wants yfs_wants;
+typedef struct yfs_io yfs_io;
 
 /* The plan's shuffle units (sh_plan.h sh_cut), from the index's cut pages
  * (ix_index.h): cut.first_unit is NULL when no page is cut, and then every
@@ -46,12 +48,14 @@ typedef struct yfs_mount {
     yfs_plans *plans;
     yfs_dicts *dicts;
     yfs_cache *cache;
+    yfs_io *io;            /* the plan-driven I/O engine (yfs_io.h) */
     yfs_pages *loaded;     /* pages read by chunk loads, waiting to be served */
     yfs_unit_map units;
     yfs_pages *framed;     /* framed units of cut pages, waiting to be served (yfs_units.h) */
     yfs_streams *streams;  /* streams of large pages paused between units (yfs_streams.h) */
     yfs_wants *wants;      /* units running builds wait for, and their blocks (yfs_wants.h) */
     yfs_stats stats;
+    yfs_latency read_latency; /* of storage reads at run time */
     double index_seconds;  /* wall time of the whole mount-time build */
     int log_to_syslog;     /* set once daemonized, before any read */
     struct timespec mounted_at; /* the epoch files' mtime */

@@ -6,9 +6,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "yfs_io.h"
+
 const char *const yfs_option_names[] = {
     "column", "format", "seed", "epochs", "shuffle", "mem", "buffer", "chunk", "threads",
-    "readahead", "rowid", "dtype", "sep", "crc", "cache", NULL,
+    "readahead", "io_depth", "rowid", "dtype", "sep", "crc", "cache", NULL,
 };
 
 void yfs_options_init(yfs_options *o)
@@ -106,7 +108,7 @@ int yfs_options_apply(yfs_options *o, const char *item, pq_error *err)
     }
     int ours = KEY("column") || KEY("format") || KEY("seed") || KEY("epochs") ||
                KEY("shuffle") || KEY("mem") || KEY("buffer") || KEY("threads") ||
-               KEY("chunk") || KEY("readahead") ||
+               KEY("chunk") || KEY("readahead") || KEY("io_depth") ||
                KEY("dtype") || KEY("sep") || KEY("crc") || KEY("cache");
     if (!ours)
         return 1;
@@ -162,6 +164,11 @@ int yfs_options_apply(yfs_options *o, const char *item, pq_error *err)
             return pq_error_set(err, "readahead=%s: expected a number of segments from 0 to 64",
                                 v);
         o->readahead = (int)n;
+    } else if (KEY("io_depth")) {
+        if (parse_u64(v, &n) < 0 || n > YFS_IO_DEPTH_MAX)
+            return pq_error_set(err, "io_depth=%s: expected a number of reads in flight from "
+                                "1 to %d, or 0 to let it grow by itself", v, YFS_IO_DEPTH_MAX);
+        o->io_depth = (int)n;
     } else if (KEY("seed")) {
         if (parse_u64(v, &o->seed) < 0)
             return pq_error_set(err, "seed=%s: expected a non-negative integer", v);

@@ -28,6 +28,7 @@ typedef struct yfs_options {
     uint64_t chunk;    /* Redox physical chunk bytes; 0: pages read one by one */
     int threads;       /* I/O and decode workers */
     int readahead;     /* segments built ahead of each reader; 0: none */
+    int io_depth;      /* chunk loads in flight ahead of the readers; 0: adaptive (yfs_io.h) */
     int skip_crc;      /* crc=skip: do not verify page checksums */
     char *cache_dir;   /* persistent index directory; NULL: cache=none */
 } yfs_options;

@@ -148,3 +148,11 @@ uint8_t *yfs_pages_take(yfs_pages *s, uint64_t epoch, uint32_t page, yfs_hold *h
     pthread_mutex_unlock(&s->lock);
     return raw;
 }
+
+uint64_t yfs_pages_room(yfs_pages *s)
+{
+    pthread_mutex_lock(&s->lock);
+    uint64_t room = s->cap - s->bytes;
+    pthread_mutex_unlock(&s->lock);
+    return room;
+}

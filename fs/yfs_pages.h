@@ -37,4 +37,8 @@ void yfs_pages_put(yfs_pages *s, uint64_t epoch, uint32_t page, uint8_t *raw, ui
 uint8_t *yfs_pages_take(yfs_pages *s, uint64_t epoch, uint32_t page, yfs_hold *hold,
                         uint32_t *len);
 
+/* Bytes the store can take before it drops a page for room (the I/O engine
+ * issues loads only into this room). */
+uint64_t yfs_pages_room(yfs_pages *s);
+
 #endif

@@ -8,6 +8,7 @@
 #include <syslog.h>
 
 #include "yfs_budget.h"
+#include "yfs_io.h"
 
 /* Length of the valid UTF-8 sequence at p (RFC 3629: no overlong forms, no
  * surrogates, nothing above U+10FFFF), or 0. */
@@ -79,11 +80,12 @@ char *yfs_index_json(yfs_mount *m)
         }
     }
     json_t *options = json_pack(
-        "{s:s, s:I, s:I, s:s, s:I, s:I, s:I, s:b, s:i, s:i}", "format",
+        "{s:s, s:I, s:I, s:s, s:I, s:I, s:I, s:b, s:i, s:i, s:i}", "format",
         ix_format_name(o->frame.format), "seed", (json_int_t)o->seed, "epochs",
         (json_int_t)o->epochs, "shuffle", yfs_shuffle_name(o->shuffle), "mem",
         (json_int_t)o->mem, "buffer", (json_int_t)o->buffer, "chunk", (json_int_t)o->chunk,
-        "rowid", o->frame.rowid, "threads", o->threads, "readahead", o->readahead);
+        "rowid", o->frame.rowid, "threads", o->threads, "readahead", o->readahead,
+        "io_depth", o->io_depth);
     json_t *cache = json_pack("{s:s?, s:I, s:s}", "directory", o->cache_dir, "files_reused",
                               (json_int_t)ix->files_cached, "note", ix->cache_note);
     return render(json_pack(
@@ -122,6 +124,25 @@ static json_t *memory_json(yfs_mount *m)
                      (json_int_t)b.demand_waiting, "prefetch_refused",
                      (json_int_t)b.prefetch_refused, "over_budget", (json_int_t)b.over_budget,
                      "max_over_bytes", (json_int_t)b.max_over_bytes);
+}
+
+/* The I/O engine (yfs_io.h): its depth, queue and reads in flight, the
+ * latency of storage reads, and how long builds waited for storage. */
+static json_t *io_json(yfs_mount *m)
+{
+    yfs_io_report r;
+    yfs_io_report_get(m->io, &r);
+    uint64_t p50, p99;
+    yfs_latency_get(&m->read_latency, &p50, &p99);
+    yfs_stats *s = &m->stats;
+    return json_pack("{s:i, s:b, s:I, s:I, s:I, s:f, s:f, s:f}", "depth", r.depth,
+                     "depth_fixed", r.fixed, "queued_loads", (json_int_t)r.queued,
+                     "reads_in_flight", (json_int_t)yfs_counter(&s->storage_reads_in_flight),
+                     "loads_ahead", (json_int_t)yfs_counter(&s->loads_ahead),
+                     "read_latency_p50_ms", (double)p50 / 1e6, "read_latency_p99_ms",
+                     (double)p99 / 1e6,
+                     "storage_wait_seconds",
+                     (double)yfs_counter(&s->storage_wait_nanoseconds) / 1e9);
 }
 
 char *yfs_stats_json(yfs_mount *m)
@@ -173,7 +194,8 @@ char *yfs_stats_json(yfs_mount *m)
                                   json_real((double)yfs_counter(&s->build_nanoseconds) / 1e9)) < 0 ||
               json_object_set_new(o, "decode_seconds",
                                   json_real((double)yfs_counter(&s->decode_nanoseconds) / 1e9)) < 0 ||
-              json_object_set_new(o, "memory", memory_json(m)) < 0)) {
+              json_object_set_new(o, "memory", memory_json(m)) < 0 ||
+              json_object_set_new(o, "io", io_json(m)) < 0)) {
         json_decref(o);
         return NULL;
     }

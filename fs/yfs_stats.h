@@ -16,6 +16,9 @@ typedef struct yfs_stats {
     _Atomic uint64_t streams_resumed;   /* paused page streams continued for their next unit */
     _Atomic uint64_t streams_closed;    /* paused page streams closed unused (room, memory) */
     _Atomic uint64_t chunk_loads;       /* physical chunks read in one I/O */
+    _Atomic uint64_t loads_ahead;       /* ... of them by the I/O engine, ahead of the builds */
+    _Atomic uint64_t storage_wait_nanoseconds; /* builds waiting for storage: for a load in
+                                                  flight, running one, reading a page alone */
     _Atomic uint64_t pages_from_chunks; /* pages served from a chunk load */
     _Atomic uint64_t pages_read_alone;  /* pages read on their own */
     _Atomic uint64_t loaded_pages_dropped; /* loaded pages dropped for memory */
@@ -36,6 +39,7 @@ typedef struct yfs_stats {
     /* Gauges (up and down): */
     _Atomic uint64_t reads_in_flight;   /* read requests being served */
     _Atomic uint64_t reads_waiting;     /* ... waiting for a segment another thread builds */
+    _Atomic uint64_t storage_reads_in_flight; /* reads of source files under way */
 } yfs_stats;
 
 static inline void yfs_count(_Atomic uint64_t *counter, uint64_t n)

@@ -185,6 +185,13 @@ uint64_t yfs_unit_block_size(const yfs_mount *m, uint32_t unit)
     return block_size(&u);
 }
 
+int yfs_unit_whole_page(const yfs_mount *m, uint32_t unit, uint32_t *page)
+{
+    const sh_cut *cut = m->units.cut.first_unit ? &m->units.cut : NULL;
+    *page = cut ? sh_unit_at(m->page_summary, cut, m->ix->num_pages, unit).page : unit;
+    return !cut || cut->first_unit[*page + 1] - cut->first_unit[*page] == 1;
+}
+
 
 
 /* Decode the unit's page whole and frame the unit into its block (and the

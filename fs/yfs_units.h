@@ -69,6 +69,9 @@ int yfs_unit_get(yfs_mount *m, yfs_plan *plan, uint32_t unit, yfs_hold *hold, yf
                  pq_error *err);
 /* The bytes unit `unit`'s framed records take with their ends. */
 uint64_t yfs_unit_block_size(const yfs_mount *m, uint32_t unit);
+/* 1 and its page in *page when unit is a whole page; 0 when it is one of
+ * several units of a cut page. */
+int yfs_unit_whole_page(const yfs_mount *m, uint32_t unit, uint32_t *page);
 /* Free the unit's block (its charge is the caller's to release). */
 void yfs_unit_drop(yfs_unit *u);
 

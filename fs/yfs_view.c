@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "yfs_budget.h"
+#include "yfs_io.h"
 #include "yfs_plans.h"
 
 /* How far a reader's prefetch runs ahead: at most readahead= segments, and
@@ -14,6 +15,7 @@ struct yfs_view {
     yfs_mount *m;
     yfs_plan *plan;
     sh_part part;
+    uint64_t io_next; /* the part's first segment whose loads are not queued (yfs_io.h) */
 };
 
 int yfs_view_open(yfs_mount *m, uint64_t epoch, uint64_t part, uint64_t parts, yfs_view **out,
@@ -47,6 +49,7 @@ void yfs_view_close(yfs_view *v)
 {
     if (!v)
         return;
+    yfs_io_forget(v->m->io, v);
     sh_part_free(&v->part);
     yfs_plans_put(v->m->plans, v->plan);
     free(v);
@@ -101,6 +104,7 @@ int yfs_view_read(yfs_view *v, uint64_t offset, size_t size, uint8_t *out, size_
         done += len;
         k++;
     }
+    yfs_io_ahead(v->m->io, v->plan, &v->part, k - 1, v, &v->io_next);
     prefetch_after(v, k - 1);
     *got = done;
     return 0;

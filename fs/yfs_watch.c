@@ -12,6 +12,8 @@ typedef struct sample {
     double at; /* CLOCK_MONOTONIC seconds */
     uint64_t served, read, page_bytes, built, errors;
     uint64_t in_flight, waiting, mem_waiting, mem_used, mem_limit;
+    uint64_t storage_in_flight; /* the I/O engine's reads under way */
+    double latency_ms;          /* median of the recent storage reads */
 } sample;
 
 static double now_seconds(void)
@@ -42,7 +44,7 @@ static int take_sample(const char *mountpoint, sample *s)
                 mountpoint);
         return -1;
     }
-    json_t *mem = json_object_get(o, "memory");
+    json_t *mem = json_object_get(o, "memory"), *io = json_object_get(o, "io");
     *s = (sample){ .at = now_seconds(),
                    .served = field(o, "bytes_served"),
                    .read = field(o, "bytes_read"),
@@ -53,7 +55,9 @@ static int take_sample(const char *mountpoint, sample *s)
                    .waiting = field(o, "reads_waiting"),
                    .mem_waiting = field(mem, "demand_waiting"),
                    .mem_used = field(mem, "used"),
-                   .mem_limit = field(mem, "limit") };
+                   .mem_limit = field(mem, "limit"),
+                   .storage_in_flight = field(io, "reads_in_flight"),
+                   .latency_ms = json_number_value(json_object_get(io, "read_latency_p50_ms")) };
     json_decref(o);
     return 0;
 }
@@ -89,25 +93,29 @@ static void print_line(const yfs_watch_opts *o, const sample *a, const sample *b
                "\"served_mb_s\":%.1f,\"read_mb_s\":%.1f,\"read_amplification\":%.3f,"
                "\"memory_used\":%llu,\"memory_limit\":%llu,\"reads_in_flight\":%llu,"
                "\"reads_waiting\":%llu,\"memory_waiting\":%llu,\"segments_built\":%llu,"
-               "\"read_errors\":%llu}\n",
+               "\"read_errors\":%llu,\"storage_reads_in_flight\":%llu,"
+               "\"read_latency_p50_ms\":%.2f}\n",
                dt, (unsigned long long)served, (unsigned long long)read, served / dt / 1e6,
                read / dt / 1e6, amplification, (unsigned long long)b->mem_used,
                (unsigned long long)b->mem_limit, (unsigned long long)b->in_flight,
                (unsigned long long)b->waiting, (unsigned long long)b->mem_waiting,
                (unsigned long long)delta(b->built, a->built),
-               (unsigned long long)delta(b->errors, a->errors));
+               (unsigned long long)delta(b->errors, a->errors),
+               (unsigned long long)b->storage_in_flight, b->latency_ms);
     } else {
         if (line % HEADER_EVERY == 0)
-            printf("%11s %9s %6s %13s %6s %8s %8s %6s %6s\n", "served MB/s", "read MB/s",
-                   "ampl", "mem MiB", "reads", "waiting", "mem-wait", "built", "errors");
+            printf("%11s %9s %6s %13s %6s %8s %8s %6s %6s %5s %7s\n", "served MB/s",
+                   "read MB/s", "ampl", "mem MiB", "reads", "waiting", "mem-wait", "built",
+                   "errors", "io", "io ms");
         char mem[32];
         snprintf(mem, sizeof mem, "%.0f/%.0f", (double)b->mem_used / MIB,
                  (double)b->mem_limit / MIB);
-        printf("%11.1f %9.1f %6.2f %13s %6llu %8llu %8llu %6llu %6llu\n",
+        printf("%11.1f %9.1f %6.2f %13s %6llu %8llu %8llu %6llu %6llu %5llu %7.1f\n",
                served / dt / 1e6, read / dt / 1e6, amplification, mem,
                (unsigned long long)b->in_flight, (unsigned long long)b->waiting,
                (unsigned long long)b->mem_waiting, (unsigned long long)delta(b->built, a->built),
-               (unsigned long long)delta(b->errors, a->errors));
+               (unsigned long long)delta(b->errors, a->errors),
+               (unsigned long long)b->storage_in_flight, b->latency_ms);
     }
     fflush(stdout);
 }

@@ -405,11 +405,14 @@ int ix_io_depth(const ix_options *opts)
     return depth > opts->threads ? depth : opts->threads;
 }
 
-/* What the page pass's windows may hold at once (ix_gate.h): one each for
- * the scans decoding, and as much again for the reads in flight. */
+/* What the page pass's windows may hold at once (ix_gate.h): a full window
+ * per decoding thread, as before reads went deep, shared by the scans
+ * decoding and the reads in flight (small chunks take small windows, so
+ * many of those are in flight at once). Twice that put a mount of 8 readers'
+ * dataset at mem=64M 34 MiB over its bound (test_memory). */
 static uint64_t io_bytes(int threads)
 {
-    return 2 * (uint64_t)threads * IX_SCAN_WINDOW_BYTES;
+    return (uint64_t)threads * IX_SCAN_WINDOW_BYTES;
 }
 
 int ix_build(const ix_options *opts, ix_index **out, pq_error *err)

@@ -11,7 +11,7 @@ from conftest import BIN, REPO, require_binary
 def _code_options():
     src = open(os.path.join(REPO, "fs", "yfs_options.c")).read()
     block = re.search(r"yfs_option_names\[\] = \{(.*?)\};", src, re.S).group(1)
-    return set(re.findall(r'"([a-z]+)"', block))
+    return set(re.findall(r'"([a-z_]+)"', block))
 
 
 def test_help_man_and_readme_agree_with_the_code():
@@ -19,11 +19,11 @@ def test_help_man_and_readme_agree_with_the_code():
     code = _code_options()
     assert {"column", "format", "seed", "epochs", "shuffle", "mem", "buffer", "rowid"} <= code
     help_text = subprocess.run([BIN, "--help"], capture_output=True, text=True).stdout
-    help_opts = set(re.findall(r"^    ([a-z]+)(?:=|\s)", help_text.split("Mount options")[0], re.M))
+    help_opts = set(re.findall(r"^    ([a-z_]+)(?:=|\s)", help_text.split("Mount options")[0], re.M))
     man = open(os.path.join(REPO, "man", "youmufs.1")).read()
-    man_opts = set(re.findall(r"^\.TP\n\.BI? ([a-z]+)(?:=|$)", man.split(".SH OPTIONS")[1].split(".SH")[0], re.M))
+    man_opts = set(re.findall(r"^\.TP\n\.BI? ([a-z_]+)(?:=|$)", man.split(".SH OPTIONS")[1].split(".SH")[0], re.M))
     readme = open(os.path.join(REPO, "README.md")).read()
-    readme_opts = set(re.findall(r"^\| `([a-z]+)(?:=[A-Z]+)?` \|", readme, re.M))
+    readme_opts = set(re.findall(r"^\| `([a-z_]+)(?:=[A-Z]+)?` \|", readme, re.M))
     assert help_opts == code, f"--help: missing {code - help_opts}, extra {help_opts - code}"
     assert man_opts == code, f"man page: missing {code - man_opts}, extra {man_opts - code}"
     assert readme_opts == code, f"README: missing {code - readme_opts}, extra {readme_opts - code}"
@@ -37,6 +37,7 @@ LIMITS = {
     "mem": ("1M", None, "256M"),
     "chunk": ("0", "1G", "1M"),
     "readahead": ("0", "64", "8"),
+    "io_depth": ("0", "128", "0"),
     "epochs": ("0", "1000000", "1"),
     "buffer": ("1", "4294967295", "10000"),
     "threads": ("1", "256", "max(4, cores)"),
@@ -64,7 +65,7 @@ def _entries():
     readme = open(os.path.join(REPO, "README.md")).read()
     out = {}
     for opt in LIMITS:
-        h = re.search(rf"^    {opt}=.*?(?=^    [a-z]+[=\s])", help_opts, re.M | re.S)
+        h = re.search(rf"^    {opt}=.*?(?=^    [a-z_]+[=\s])", help_opts, re.M | re.S)
         m = re.search(rf"^\.BI {opt}= .*?(?=^\.TP)", man_opts, re.M | re.S)
         r = re.search(rf"^\| `{opt}=[A-Z]+` \|.*$", readme, re.M)
         out[opt] = {"--help": h and h.group(0), "man page": m and m.group(0),
@@ -80,7 +81,7 @@ def _states(text, value):
 def test_option_limits_and_defaults_are_the_codes_and_every_doc_states_them():
     require_binary()
     defaults = json.loads(_cat_index("seed=0").stdout)["options"]
-    code_defaults = {"mem": 256 << 20, "chunk": 1 << 20, "readahead": 8, "epochs": 1,
+    code_defaults = {"mem": 256 << 20, "chunk": 1 << 20, "readahead": 8, "io_depth": 0, "epochs": 1,
                      "buffer": 10000, "threads": max(4, os.cpu_count() or 1)}
     for opt, value in code_defaults.items():
         assert defaults[opt] == value, f"{opt}: index.json says {defaults[opt]}, docs {value}"

@@ -71,11 +71,13 @@ def test_table_has_a_header_and_a_line_per_interval(ds, mount):
         assert len(rows) == 4
         for row in rows[1:]:
             cols = row.split()
-            assert len(cols) == 9, row
+            assert len(cols) == 11, row
             served, read_mb, ampl = map(float, cols[:3])
             used, limit = map(int, cols[3].split("/"))
             assert served == 0 and read_mb == 0, "nothing read during the lines"
             assert 0 <= used <= limit and limit > 0
+            assert int(cols[9]) == 0, "no storage read in flight while nothing is read"
+            assert float(cols[10]) >= 0
 
 
 def test_refuses_what_is_not_a_mount_and_bad_arguments(tmp_path):

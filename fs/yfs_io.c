@@ -1,0 +1,307 @@
+#include "yfs_io.h"
+
+#include <assert.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "yfs_loads.h"
+#include "yfs_mount.h"
+#include "yfs_pages.h"
+#include "yfs_plans.h"
+#include "yfs_thread.h"
+#include "yfs_units.h"
+
+/* How often the adaptive depth is reconsidered. */
+#define ADAPT_NS (100u * 1000 * 1000)
+/* A thread that found no room waits this long before looking again (room
+ * comes back when builds take parked pages, which do not signal us). */
+#define ROOM_POLL_NS (2u * 1000 * 1000)
+
+typedef struct queued {
+    yfs_plan *plan;     /* a reference, held while queued */
+    uint32_t load;
+    const void *reader;
+} queued;
+
+struct yfs_io {
+    yfs_mount *m;
+    int fixed;               /* io_depth= given */
+    pthread_mutex_t lock;    /* guards everything below */
+    pthread_cond_t wake;     /* work queued, a load finished, stop */
+    int stop;
+    int depth;               /* loads allowed in flight */
+    int max_depth;           /* what depth may grow to */
+    int running;             /* loads in flight */
+    int polling;             /* a thread waits for room in the store (the others sleep) */
+    uint64_t flight_bytes;   /* their bytes: the store's room is for them too */
+    queued *queue;           /* a ring of cap entries, head..head+len */
+    size_t head, len, cap;
+    pthread_t *threads;      /* YFS_IO_DEPTH_MAX slots, started ones first */
+    int started;
+    /* adaptive depth: the interval since the last decision */
+    uint64_t interval_start, wait_ns_at_start;
+    int room_stopped;        /* memory stopped a load in this interval */
+    int backlog;             /* more loads were queued than allowed in flight */
+};
+
+yfs_io *yfs_io_new(yfs_mount *m, int depth)
+{
+    assert(depth >= 0 && depth <= YFS_IO_DEPTH_MAX);
+    yfs_io *io = calloc(1, sizeof *io);
+    if (!io || !(io->threads = calloc(YFS_IO_DEPTH_MAX, sizeof *io->threads))) {
+        free(io);
+        return NULL;
+    }
+    io->m = m;
+    io->fixed = depth > 0;
+    /* Grown, it stays within as many chunks as the store of loaded pages
+     * holds: more could not be parked anyway, and each is a thread. */
+    uint64_t chunks = m->params.chunk_bytes ? yfs_mount_loaded_budget(m) / m->params.chunk_bytes : 0;
+    io->max_depth = depth > 0                     ? depth
+                    : chunks < YFS_IO_DEPTH_START ? YFS_IO_DEPTH_START
+                    : chunks > YFS_IO_DEPTH_MAX   ? YFS_IO_DEPTH_MAX
+                                                  : (int)chunks;
+    io->depth = depth > 0 ? depth : YFS_IO_DEPTH_START;
+    pthread_mutex_init(&io->lock, NULL);
+    pthread_cond_init(&io->wake, NULL);
+    return io;
+}
+
+static void *io_thread(void *arg);
+
+/* Start threads up to the depth (lock held). A thread that cannot be
+ * started leaves the depth where the started ones are. */
+static int start_threads(yfs_io *io)
+{
+    while (io->started < io->depth) {
+        if (yfs_thread_create(&io->threads[io->started], io_thread, io) != 0) {
+            if (io->started > 0)
+                io->depth = io->started;
+            return -1;
+        }
+        io->started++;
+    }
+    return 0;
+}
+
+int yfs_io_start(yfs_io *io, pq_error *err)
+{
+    pthread_mutex_lock(&io->lock);
+    io->interval_start = yfs_now_ns();
+    int rc = start_threads(io) < 0 && io->started == 0 ? -1 : 0;
+    pthread_mutex_unlock(&io->lock);
+    return rc < 0 ? pq_error_set(err, "cannot start the I/O threads") : 0;
+}
+
+/* Take the queue's first entry (lock held, queue not empty). */
+static queued pop(yfs_io *io)
+{
+    queued q = io->queue[io->head];
+    io->head = (io->head + 1) % io->cap;
+    io->len--;
+    return q;
+}
+
+static int push(yfs_io *io, queued q)
+{
+    if (io->len == io->cap) {
+        size_t cap = io->cap ? 2 * io->cap : 256;
+        queued *grown = malloc(cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        for (size_t i = 0; i < io->len; i++)
+            grown[i] = io->queue[(io->head + i) % io->cap];
+        free(io->queue);
+        io->queue = grown;
+        io->head = 0;
+        io->cap = cap;
+    }
+    io->queue[(io->head + io->len) % io->cap] = q;
+    io->len++;
+    return 0;
+}
+
+/* Let a popped entry go: its load leaves the queued state unless it ran,
+ * and its plan reference is dropped (lock not held: plans take their own). */
+static void let_go(yfs_io *io, queued q, int unqueue)
+{
+    if (unqueue)
+        yfs_loads_unqueue(&q.plan->loads, q.load);
+    yfs_plans_put(io->m->plans, q.plan);
+}
+
+/* Double the depth when builds waited for storage during the interval
+ * while loads were queued beyond the depth and memory did not stop any
+ * (lock held). */
+static void adapt(yfs_io *io)
+{
+    uint64_t now = yfs_now_ns();
+    if (io->fixed || now - io->interval_start < ADAPT_NS)
+        return;
+    uint64_t waited = yfs_counter(&io->m->stats.storage_wait_nanoseconds);
+    io->backlog |= io->len > 0;
+    if (waited > io->wait_ns_at_start && io->backlog && !io->room_stopped &&
+        io->depth < io->max_depth) {
+        io->depth = io->depth * 2 < io->max_depth ? io->depth * 2 : io->max_depth;
+        start_threads(io);
+    }
+    io->interval_start = now;
+    io->wait_ns_at_start = waited;
+    io->room_stopped = io->backlog = 0;
+}
+
+static void wait_a_little(yfs_io *io)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += ROOM_POLL_NS;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(&io->wake, &io->lock, &until);
+}
+
+static void *io_thread(void *arg)
+{
+    yfs_io *io = arg;
+    yfs_mount *m = io->m;
+    yfs_hold hold = { 0 };
+    yfs_hold_enter(m->budget, &hold);
+    pthread_mutex_lock(&io->lock);
+    while (!io->stop) {
+        if (io->len == 0 || io->running >= io->depth || io->polling) {
+            io->backlog |= io->len > 0;
+            pthread_cond_wait(&io->wake, &io->lock);
+            continue;
+        }
+        queued q = pop(io);
+        uint64_t bytes = yfs_load_bytes(m, &q.plan->plan, q.load);
+        /* Room in the store for it besides what is in flight (the store's
+         * mutex is taken under ours, never the reverse). */
+        if (bytes + io->flight_bytes > yfs_pages_room(m->loaded)) {
+            io->queue[io->head = (io->head + io->cap - 1) % io->cap] = q; /* back in front */
+            io->len++;
+            io->room_stopped = 1;
+            io->polling = 1;
+            wait_a_little(io);
+            io->polling = 0;
+            continue;
+        }
+        io->running++;
+        io->flight_bytes += bytes;
+        if (io->len > 0 && io->running < io->depth)
+            pthread_cond_signal(&io->wake); /* the next one may go too */
+        pthread_mutex_unlock(&io->lock);
+        int ran = yfs_loads_run(m, &q.plan->plan, &q.plan->loads, q.load, &hold);
+        let_go(io, q, 0); /* ran, taken by a build or refused: not queued any more */
+        pthread_mutex_lock(&io->lock);
+        io->running--;
+        io->flight_bytes -= bytes;
+        io->room_stopped |= ran < 0;
+        adapt(io);
+        pthread_cond_broadcast(&io->wake);
+    }
+    pthread_mutex_unlock(&io->lock);
+    yfs_hold_leave(m->budget, &hold);
+    return NULL;
+}
+
+void yfs_io_free(yfs_io *io)
+{
+    if (!io)
+        return;
+    pthread_mutex_lock(&io->lock);
+    io->stop = 1;
+    pthread_cond_broadcast(&io->wake);
+    pthread_mutex_unlock(&io->lock);
+    for (int i = 0; i < io->started; i++)
+        pthread_join(io->threads[i], NULL);
+    while (io->len > 0)
+        let_go(io, pop(io), 1);
+    free(io->queue);
+    free(io->threads);
+    pthread_cond_destroy(&io->wake);
+    pthread_mutex_destroy(&io->lock);
+    free(io);
+}
+
+/* Queue the loads of segment s's pages that have not started (lock held).
+ * Pages cut into several units are streamed by their builds, and loads not
+ * read whole or larger than a quarter of the store are left to the builds
+ * too: neither is loaded ahead. */
+static void queue_segment(yfs_io *io, yfs_plan *plan, uint64_t s, const void *reader)
+{
+    yfs_mount *m = io->m;
+    uint64_t largest = yfs_mount_loaded_budget(m) / 4;
+    const sh_segment *seg = &plan->plan.segments[s];
+    const sh_schedule *sched = &plan->plan.schedule;
+    for (uint32_t i = 0; i < seg->units; i++) {
+        uint32_t page;
+        if (!yfs_unit_whole_page(m, plan->plan.unit_order[seg->first + i], &page))
+            continue;
+        uint32_t load = sched->source[sched->position[page]];
+        uint64_t bytes = yfs_load_bytes(m, &plan->plan, load);
+        if (bytes == 0 || bytes > largest || !yfs_loads_queue(&plan->loads, load))
+            continue;
+        yfs_plans_ref(m->plans, plan);
+        if (push(io, (queued){ plan, load, reader }) < 0) {
+            yfs_loads_unqueue(&plan->loads, load);
+            yfs_plans_put(m->plans, plan);
+            return;
+        }
+    }
+}
+
+void yfs_io_ahead(yfs_io *io, yfs_plan *plan, const sh_part *part, uint64_t k,
+                  const void *reader, uint64_t *next)
+{
+    if (plan->plan.schedule.num_loads == 0 || k + 1 >= part->count)
+        return;
+    /* The window: the segments the builds prefetch (their workers would
+     * otherwise run the loads themselves as they start), then beyond them
+     * as many framed bytes as the store of loaded pages holds. */
+    uint64_t window = yfs_mount_loaded_budget(io->m);
+    uint64_t j = *next > k + 1 ? *next : k + 1;
+    uint64_t far = k + 1 + (uint64_t)io->m->opts.readahead;
+    if (far >= part->count)
+        far = part->count - 1;
+    pthread_mutex_lock(&io->lock);
+    size_t before = io->len;
+    for (; j < part->count && (j <= far || part->offsets[j] - part->offsets[far] < window); j++)
+        queue_segment(io, plan, sh_part_segment(part, j), reader);
+    if (io->len > before)
+        pthread_cond_broadcast(&io->wake);
+    pthread_mutex_unlock(&io->lock);
+    *next = j;
+}
+
+void yfs_io_forget(yfs_io *io, const void *reader)
+{
+    queued *gone = NULL;
+    size_t n = 0;
+    pthread_mutex_lock(&io->lock);
+    /* Keep the others in order; collect the reader's to let go unlocked. */
+    size_t kept = 0, len = io->len;
+    gone = malloc((len ? len : 1) * sizeof *gone);
+    for (size_t i = 0; i < len; i++) {
+        queued q = io->queue[(io->head + i) % io->cap];
+        if (q.reader == reader && gone)
+            gone[n++] = q;
+        else
+            io->queue[(io->head + kept++) % io->cap] = q;
+    }
+    io->len = kept;
+    pthread_mutex_unlock(&io->lock);
+    for (size_t i = 0; i < n; i++)
+        let_go(io, gone[i], 1);
+    free(gone);
+}
+
+void yfs_io_report_get(yfs_io *io, yfs_io_report *out)
+{
+    pthread_mutex_lock(&io->lock);
+    *out = (yfs_io_report){ .depth = io->depth, .fixed = io->fixed, .queued = io->len };
+    pthread_mutex_unlock(&io->lock);
+}

@@ -1,0 +1,74 @@
+/* yfs_io.h — the plan-driven I/O engine: the chunk loads the plan already
+ * knows, kept in flight ahead of the readers, so that storage latency is
+ * paid while earlier bytes are being served.
+ *
+ * After each read a reader (an open epoch or part file) tells the engine
+ * where it is (yfs_io_ahead). The engine walks the reader's next segments
+ * in the order the reader will read them, and queues every chunk load of
+ * the plan's schedule (sh_redirect.h) their pages need that has not run,
+ * until the loads queued for that reader reach its window of bytes. I/O
+ * threads pop the queue in order and run the loads (yfs_loads_run): each
+ * load parks its pages in the mount's store of loaded pages (yfs_pages.h),
+ * where the segment builds find them. The queue is first come, first
+ * served: every reader queues only its own window, in need order, so the
+ * queue interleaves the readers by when they will need each load. A build
+ * that needs a load the engine has not started yet runs it itself at once
+ * (it never waits behind the queue); one that needs a load in flight waits
+ * for it (the time is counted: storage_wait_nanoseconds).
+ *
+ * Memory: a load is issued only when what it brings has room: its bytes fit
+ * in the store's room left after the loads already in flight, and the
+ * accountant grants them as a prefetch (yfs_budget.h). Otherwise the engine
+ * waits until builds take parked pages. Pages of cut pages (larger than a
+ * unit, yfs_units.h) are streamed by their builds and never loaded ahead.
+ *
+ * Depth: at most `depth` loads in flight. With io_depth=0 (the default) the
+ * depth starts at YFS_IO_DEPTH_START and doubles whenever builds waited for
+ * storage during an interval in which the engine had more loads queued
+ * than in flight and memory did not stop it, up to as many chunks as the
+ * store holds (at least YFS_IO_DEPTH_START, at most YFS_IO_DEPTH_MAX); a
+ * fixed io_depth=N keeps N. Threads are started as the depth grows.
+ *
+ * Thread-safe: one mutex guards the queue and the depth.
+ */
+#ifndef YFS_IO_H
+#define YFS_IO_H
+
+#include <stdint.h>
+
+#include "pq_error.h"
+#include "sh_plan.h"
+
+#define YFS_IO_DEPTH_START 8
+#define YFS_IO_DEPTH_MAX 128
+
+typedef struct yfs_mount yfs_mount;
+typedef struct yfs_plan yfs_plan;
+typedef struct yfs_io yfs_io;
+
+/* An engine for m with a fixed depth (1..YFS_IO_DEPTH_MAX), or adaptive
+ * (0). NULL when out of memory. Threads start with yfs_io_start. */
+yfs_io *yfs_io_new(yfs_mount *m, int depth);
+int yfs_io_start(yfs_io *io, pq_error *err);
+/* Stop the threads (loads in flight finish) and free the queue. */
+void yfs_io_free(yfs_io *io);
+
+/* Reader `reader` of `plan`'s part `part` has read up to the part's k-th
+ * segment; *next is where its queueing stopped last time (0 at open), and
+ * is advanced. Loads of segments k+1 onwards are queued, up to the reader's
+ * window. Cheap when nothing new is due. */
+void yfs_io_ahead(yfs_io *io, yfs_plan *plan, const sh_part *part, uint64_t k,
+                  const void *reader, uint64_t *next);
+/* The reader is gone: its queued loads that have not started leave the
+ * queue. */
+void yfs_io_forget(yfs_io *io, const void *reader);
+
+typedef struct yfs_io_report {
+    int depth;                 /* loads allowed in flight now */
+    int fixed;                 /* io_depth= fixed it */
+    uint64_t queued;           /* loads waiting in the queue */
+} yfs_io_report;
+
+void yfs_io_report_get(yfs_io *io, yfs_io_report *out);
+
+#endif
