@@ -19,15 +19,16 @@ class MountError(SystemExit):
 
 
 @contextlib.contextmanager
-def timed_mount(binary, dataset, options, env=None, timeout=None):
+def timed_mount(binary, dataset, options, env=None, timeout=None, mountpoint=None):
     """Yields (mountpoint, seconds from start until mounted, daemon process).
 
     env: extra environment variables for the daemon (e.g. YOUMUFS_READ_DELAY_US).
     timeout: seconds to wait for the mount before giving up (None: wait as long as the
-    daemon lives). The daemon's stderr goes to a temporary file, not a pipe, so a chatty
-    daemon never blocks on a full pipe during a long benchmark. Only the mount point made
-    here is ever unmounted."""
-    mnt = tempfile.mkdtemp(prefix="yfs-bench-")
+    daemon lives). mountpoint: an empty directory to mount on (kept afterwards), else a
+    temporary one is made and removed. The daemon's stderr goes to a temporary file, not a
+    pipe, so a chatty daemon never blocks on a full pipe during a long benchmark. Only this
+    mount point is ever unmounted."""
+    mnt = mountpoint or tempfile.mkdtemp(prefix="yfs-bench-")
     log = tempfile.TemporaryFile()
     full_env = dict(os.environ, **env) if env else None
     t0 = time.monotonic()
@@ -55,4 +56,5 @@ def timed_mount(binary, dataset, options, env=None, timeout=None):
             proc.kill()
             proc.wait()
         log.close()
-        os.rmdir(mnt)
+        if not mountpoint:
+            os.rmdir(mnt)

@@ -255,27 +255,16 @@ def worker_main(kind, spec):
     files, column, cold, limit_s = spec["files"], spec["column"], spec["cold"], spec["limit_s"]
     out = {"config": kind}
     if kind == "pyarrow-random":
-        import pyarrow.parquet as pq
-        pfs = [pq.ParquetFile(f) for f in files]  # footers: setup, outside the timing
-        starts, where = [], []
-        at = 0
-        for fi, pf in enumerate(pfs):
-            for g in range(pf.metadata.num_row_groups):
-                starts.append(at)
-                where.append((fi, g))
-                at += pf.metadata.row_group(g).num_rows
-        starts = np.array(starts)
-        order = np.random.default_rng(0).permutation(at)
+        from row_access import RowGroupIndex
+        index = RowGroupIndex(files, column)  # footers: setup, outside the timing
+        at, order = index.rows, index.shuffled()
         if cold:
             drop_caches()
         io0 = proc_io()
         t0 = time.monotonic()
         rows = nbytes = 0
         for idx in order.tolist():
-            k = int(np.searchsorted(starts, idx, side="right")) - 1
-            fi, g = where[k]
-            table = pfs[fi].read_row_group(g, columns=[column])
-            v = table.column(0)[idx - int(starts[k])]
+            v = index.row(idx)
             nbytes += v.as_buffer().size if v.is_valid else 0
             rows += 1
             if time.monotonic() - t0 > limit_s or rows >= spec.get("max_rows", 1 << 62):
@@ -622,13 +611,8 @@ def ratio(a, b, key="rec_s"):
 def machine_info():
     nproc = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
     free = subprocess.run(["free", "-g"], capture_output=True, text=True).stdout.rstrip()
-    cpu = "?"
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return nproc, free, cpu, platform.release()
+    from machine import cpu_model
+    return nproc, free, cpu_model(), platform.release()
 
 
 def loadavg():

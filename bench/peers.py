@@ -65,6 +65,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+from benchmount import timed_mount  # noqa: E402
 
 READ_SIZE = 1 << 20
 MB = 1e6
@@ -100,28 +101,16 @@ def value_units(v):
 
 def w_youmufs(spec):
     """Mount, read epoch-0 to EOF in 1 MiB reads, unmount."""
-    import numpy as np
-    env = dict(os.environ)
-    if spec["read_delay_us"]:
-        env["YOUMUFS_READ_DELAY_US"] = str(spec["read_delay_us"])
+    env = {"YOUMUFS_READ_DELAY_US": str(spec["read_delay_us"])} if spec["read_delay_us"] else None
     mnt = spec["mountpoint"]
     os.makedirs(mnt, exist_ok=True)
     opts = f"cache={spec['cache_dir']},mem={spec['mem']},{spec['options']}"
-    errlog = open(os.path.join(spec["workdir"], "youmufs.stderr"), "w+b")
     raw = "format=raw" in spec["options"]
-    t0 = time.monotonic()
-    proc = subprocess.Popen([spec["bin"], "-f", "-o", opts, spec["dataset"], mnt],
-                            stdout=subprocess.DEVNULL, stderr=errlog, env=env)
     out = {"options": opts, "delay_us": spec["read_delay_us"]}
-    try:
-        while not os.path.ismount(mnt):
-            if proc.poll() is not None:
-                errlog.seek(0)
-                raise RuntimeError("mount failed: " + errlog.read().decode(errors="replace")[-500:])
-            if time.monotonic() - t0 > spec["timeout"]:
-                raise RuntimeError("not mounted in time")
-            time.sleep(0.001)
-        out["setup_s"] = time.monotonic() - t0
+    t0 = time.monotonic()
+    with timed_mount(spec["bin"], spec["dataset"], opts, env=env, timeout=spec["timeout"],
+                     mountpoint=mnt) as (_, setup_s, _proc):
+        out["setup_s"] = setup_s
         path = os.path.join(mnt, f"epoch-0.{spec['ext']}")
         out["epoch_bytes"] = os.stat(path).st_size
         t1 = time.monotonic()
@@ -135,14 +124,6 @@ def w_youmufs(spec):
             index = json.load(f)
         out["index_note"] = {k: index[k] for k in ("pages", "files", "cached_files",
                                                   "index_seconds") if k in index}
-    finally:
-        if os.path.ismount(mnt):
-            subprocess.run(["fusermount3", "-u", mnt])
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
     return out
 
 
@@ -287,26 +268,10 @@ def w_hf_stream(spec):
 
 
 def w_pyarrow_random(spec):
-    import numpy as np
-    import pyarrow.parquet as pq
-    col = spec["column"]
+    from row_access import RowGroupIndex
     t0 = time.monotonic()
-    pfs = [pq.ParquetFile(f) for f in spec["files"]]          # footers, once
-    starts, where = [], []
-    at = 0
-    for fi, pf in enumerate(pfs):
-        for g in range(pf.metadata.num_row_groups):
-            starts.append(at)
-            where.append((fi, g))
-            at += pf.metadata.row_group(g).num_rows
-    starts = np.array(starts)
-    order = np.random.default_rng(0).permutation(at)
-
-    def getitem(idx):
-        k = int(np.searchsorted(starts, idx, side="right")) - 1
-        fi, g = where[k]
-        return pfs[fi].read_row_group(g, columns=[col]).column(0).take([idx - int(starts[k])])[0]
-
+    index = RowGroupIndex(spec["files"], spec["column"])          # footers, once
+    at, order, getitem = index.rows, index.shuffled(), index.row
     out = {"setup_s": time.monotonic() - t0, "total_rows": at}
     limit = spec["pyarrow_seconds"]
     records = units = 0
@@ -691,12 +656,8 @@ def versions():
 
 
 def machine():
-    cpu = "?"
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    from machine import cpu_model
+    cpu = cpu_model()
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     return (f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB RAM, Linux {platform.release()}, "
             f"Python {platform.python_version()}")
@@ -796,7 +757,7 @@ def summary_lines(shapes):
            "RSS ÷ peer's (<1: youmufs smaller) |",
            "|---|---|---:|---:|---:|---:|---:|"]
     for s in shapes:
-        res, ref = s["results"], s["ref"]
+        res = s["results"]
         b = res.get("youmufs")
         if not b or "error" in b:
             continue
