@@ -228,9 +228,9 @@ void yfs_io_free(yfs_io *io)
 }
 
 /* Queue the loads of segment s's pages that have not started (lock held).
- * Pages cut into several units are streamed by their builds, and loads not
- * read whole or larger than a quarter of the store are left to the builds
- * too: neither is loaded ahead. */
+ * Pages likely streamed in windows (large for mem), and loads not read
+ * whole or larger than a quarter of the store, are left to the builds: none
+ * is loaded ahead. */
 static void queue_segment(yfs_io *io, yfs_plan *plan, uint64_t s, const void *reader)
 {
     yfs_mount *m = io->m;
@@ -239,7 +239,7 @@ static void queue_segment(yfs_io *io, yfs_plan *plan, uint64_t s, const void *re
     const sh_schedule *sched = &plan->plan.schedule;
     for (uint32_t i = 0; i < seg->units; i++) {
         uint32_t page;
-        if (!yfs_unit_whole_page(m, plan->plan.unit_order[seg->first + i], &page))
+        if (!yfs_unit_likely_whole(m, plan->plan.unit_order[seg->first + i], &page))
             continue;
         uint32_t load = sched->source[sched->position[page]];
         uint64_t bytes = yfs_load_bytes(m, &plan->plan, load);
@@ -262,11 +262,11 @@ void yfs_io_ahead(yfs_io *io, yfs_plan *plan, const sh_part *part, uint64_t k,
     /* The window: the segments the builds prefetch (their workers would
      * otherwise run the loads themselves as they start), then beyond them
      * as many framed bytes as the store of loaded pages holds. */
-    uint64_t window = yfs_mount_loaded_budget(io->m);
     uint64_t j = *next > k + 1 ? *next : k + 1;
     uint64_t far = k + 1 + (uint64_t)io->m->opts.readahead;
     if (far >= part->count)
         far = part->count - 1;
+    uint64_t window = yfs_mount_loaded_budget(io->m);
     pthread_mutex_lock(&io->lock);
     size_t before = io->len;
     for (; j < part->count && (j <= far || part->offsets[j] - part->offsets[far] < window); j++)

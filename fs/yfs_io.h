@@ -6,7 +6,9 @@
  * where it is (yfs_io_ahead). The engine walks the reader's next segments
  * in the order the reader will read them, and queues every chunk load of
  * the plan's schedule (sh_redirect.h) their pages need that has not run,
- * until the loads queued for that reader reach its window of bytes. I/O
+ * past the segments the builds prefetch, up to a window of as many framed
+ * bytes as the store of loaded pages holds (readers share the store: the
+ * engine issues a load only when it has room, see below). I/O
  * threads pop the queue in order and run the loads (yfs_loads_run): each
  * load parks its pages in the mount's store of loaded pages (yfs_pages.h),
  * where the segment builds find them. The queue is first come, first
@@ -19,8 +21,8 @@
  * Memory: a load is issued only when what it brings has room: its bytes fit
  * in the store's room left after the loads already in flight, and the
  * accountant grants them as a prefetch (yfs_budget.h). Otherwise the engine
- * waits until builds take parked pages. Pages of cut pages (larger than a
- * unit, yfs_units.h) are streamed by their builds and never loaded ahead.
+ * waits until builds take parked pages. Pages so large for mem that their
+ * builds likely stream them in windows (yfs_units.h) are not loaded ahead.
  *
  * Depth: at most `depth` loads in flight. With io_depth=0 (the default) the
  * depth starts at YFS_IO_DEPTH_START and doubles whenever builds waited for

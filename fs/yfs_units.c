@@ -185,13 +185,6 @@ uint64_t yfs_unit_block_size(const yfs_mount *m, uint32_t unit)
     return block_size(&u);
 }
 
-int yfs_unit_whole_page(const yfs_mount *m, uint32_t unit, uint32_t *page)
-{
-    const sh_cut *cut = m->units.cut.first_unit ? &m->units.cut : NULL;
-    *page = cut ? sh_unit_at(m->page_summary, cut, m->ix->num_pages, unit).page : unit;
-    return !cut || cut->first_unit[*page + 1] - cut->first_unit[*page] == 1;
-}
-
 
 
 /* Decode the unit's page whole and frame the unit into its block (and the
@@ -241,6 +234,18 @@ static int worth_weighing(const yfs_mount *m, const ix_page *p)
 {
     uint64_t share = whole_decode_share(m);
     return p->length > share / 16 || p->framed > share / 16;
+}
+
+int yfs_unit_likely_whole(const yfs_mount *m, uint32_t unit, uint32_t *page)
+{
+    const sh_cut *cut = m->units.cut.first_unit ? &m->units.cut : NULL;
+    *page = cut ? sh_unit_at(m->page_summary, cut, m->ix->num_pages, unit).page : unit;
+    /* Well inside the share, by what the index knows without its headers
+     * (pages weighed at the share's sixteenth would exclude pyarrow's 1 MiB
+     * pages at mem=64M, though they are decoded whole). */
+    const ix_page *p = &m->ix->pages[*page];
+    uint64_t share = whole_decode_share(m);
+    return p->length <= share / 4 && p->framed <= share / 2;
 }
 
 /* The whole decode of the entry whose first page has header h: its raw

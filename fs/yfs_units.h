@@ -69,9 +69,11 @@ int yfs_unit_get(yfs_mount *m, yfs_plan *plan, uint32_t unit, yfs_hold *hold, yf
                  pq_error *err);
 /* The bytes unit `unit`'s framed records take with their ends. */
 uint64_t yfs_unit_block_size(const yfs_mount *m, uint32_t unit);
-/* 1 and its page in *page when unit is a whole page; 0 when it is one of
- * several units of a cut page. */
-int yfs_unit_whole_page(const yfs_mount *m, uint32_t unit, uint32_t *page);
+/* The unit's page in *page, and 1 when that page is likely decoded whole
+ * (its raw bytes fetched through the plan's loads), 0 when it is likely
+ * streamed in windows (a page large for mem). A guess for reading ahead: a
+ * wrong one costs a read, never a byte served. */
+int yfs_unit_likely_whole(const yfs_mount *m, uint32_t unit, uint32_t *page);
 /* Free the unit's block (its charge is the caller's to release). */
 void yfs_unit_drop(yfs_unit *u);
 
