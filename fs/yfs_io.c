@@ -57,7 +57,8 @@ yfs_io *yfs_io_new(yfs_mount *m, int depth)
     io->fixed = depth > 0;
     /* Grown, it stays within as many chunks as the store of loaded pages
      * holds: more could not be parked anyway, and each is a thread. */
-    uint64_t chunks = m->params.chunk_bytes ? yfs_mount_loaded_budget(m) / m->params.chunk_bytes : 0;
+    uint64_t chunks =
+        m->params.chunk_bytes ? yfs_mount_loaded_budget(m) / m->params.chunk_bytes : 0;
     io->max_depth = depth > 0                     ? depth
                     : chunks < YFS_IO_DEPTH_START ? YFS_IO_DEPTH_START
                     : chunks > YFS_IO_DEPTH_MAX   ? YFS_IO_DEPTH_MAX
@@ -201,7 +202,7 @@ static void *io_thread(void *arg)
         io->flight_bytes -= bytes;
         io->room_stopped |= ran < 0;
         adapt(io);
-        pthread_cond_broadcast(&io->wake);
+        pthread_cond_signal(&io->wake); /* a slot is free: one thread takes it */
     }
     pthread_mutex_unlock(&io->lock);
     yfs_hold_leave(m->budget, &hold);
