@@ -256,26 +256,32 @@ static void queue_segment(yfs_io *io, yfs_plan *plan, uint64_t s, const void *re
 }
 
 void yfs_io_ahead(yfs_io *io, yfs_plan *plan, const sh_part *part, uint64_t k,
-                  const void *reader, uint64_t *next)
+                  const void *reader, uint64_t *next, int in_order)
 {
     if (plan->plan.schedule.num_loads == 0 || k + 1 >= part->count)
         return;
+    if (!in_order) { /* a jump: the window starts again where it reads next in order */
+        pthread_mutex_lock(&io->lock);
+        *next = 0;
+        pthread_mutex_unlock(&io->lock);
+        return;
+    }
     /* The window: the segments the builds prefetch (their workers would
      * otherwise run the loads themselves as they start), then beyond them
      * as many framed bytes as the store of loaded pages holds. */
-    uint64_t j = *next > k + 1 ? *next : k + 1;
     uint64_t far = k + 1 + (uint64_t)io->m->opts.readahead;
     if (far >= part->count)
         far = part->count - 1;
     uint64_t window = yfs_mount_loaded_budget(io->m);
     pthread_mutex_lock(&io->lock);
+    uint64_t j = *next > k + 1 ? *next : k + 1;
     size_t before = io->len;
     for (; j < part->count && (j <= far || part->offsets[j] - part->offsets[far] < window); j++)
         queue_segment(io, plan, sh_part_segment(part, j), reader);
     if (io->len > before)
         pthread_cond_broadcast(&io->wake);
-    pthread_mutex_unlock(&io->lock);
     *next = j;
+    pthread_mutex_unlock(&io->lock);
 }
 
 void yfs_io_forget(yfs_io *io, const void *reader)

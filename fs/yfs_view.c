@@ -1,5 +1,6 @@
 #include "yfs_view.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "yfs_budget.h"
@@ -11,11 +12,20 @@
  * share the budget instead of one taking it all. */
 #define PREFETCH_BUDGET_SHARE 4
 
+/* A read this close to where the last one ended goes on reading the file
+ * in order (the kernel's readahead may deliver a sequential reader's reads
+ * a little out of order): the I/O engine reads ahead of it. A reader whose
+ * reads jump (random access) gets no read-ahead: its window would be loads
+ * nobody reads. */
+#define SEQUENTIAL_SLACK (8u << 20)
+
 struct yfs_view {
     yfs_mount *m;
     yfs_plan *plan;
     sh_part part;
-    uint64_t io_next; /* the part's first segment whose loads are not queued (yfs_io.h) */
+    uint64_t io_next; /* the part's first segment whose loads are not queued (yfs_io.h,
+                         which guards it: reads of one file may run at once) */
+    _Atomic uint64_t read_end; /* where the last read ended */
 };
 
 int yfs_view_open(yfs_mount *m, uint64_t epoch, uint64_t part, uint64_t parts, yfs_view **out,
@@ -104,7 +114,9 @@ int yfs_view_read(yfs_view *v, uint64_t offset, size_t size, uint8_t *out, size_
         done += len;
         k++;
     }
-    yfs_io_ahead(v->m->io, v->plan, &v->part, k - 1, v, &v->io_next);
+    uint64_t before = atomic_exchange_explicit(&v->read_end, offset + done, memory_order_relaxed);
+    uint64_t gap = offset > before ? offset - before : before - offset;
+    yfs_io_ahead(v->m->io, v->plan, &v->part, k - 1, v, &v->io_next, gap <= SEQUENTIAL_SLACK);
     prefetch_after(v, k - 1);
     *got = done;
     return 0;
