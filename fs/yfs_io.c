@@ -3,7 +3,6 @@
 #include <assert.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "yfs_loads.h"
 #include "yfs_mount.h"

@@ -14,16 +14,21 @@
 enum { NOT_STARTED = 0, QUEUED, LOADING, DONE };
 
 /* Read [offset, offset+length) of `file` through ix_read_range, counted as
- * a storage read in flight and timed (stats.json's latency figures). */
+ * a storage read in flight and timed (stats.json's latency figures); *ns
+ * (may be NULL) is set to the time it took. */
 static int storage_read(yfs_mount *m, uint32_t file, uint64_t offset, void *buf,
-                        size_t length, uint64_t first_page, uint32_t pages, pq_error *err)
+                        size_t length, uint64_t first_page, uint32_t pages, uint64_t *ns,
+                        pq_error *err)
 {
     uint64_t bytes_read = 0, start = yfs_now_ns();
     yfs_count(&m->stats.storage_reads_in_flight, 1);
     int rc = ix_read_range(m->ix, file, offset, buf, length, first_page, pages, &bytes_read, err);
     yfs_uncount(&m->stats.storage_reads_in_flight, 1);
-    yfs_latency_note(&m->read_latency, yfs_now_ns() - start);
+    uint64_t took = yfs_now_ns() - start;
+    yfs_latency_note(&m->read_latency, took);
     yfs_count(&m->stats.bytes_read, bytes_read);
+    if (ns)
+        *ns = took;
     return rc;
 }
 
@@ -61,9 +66,9 @@ int yfs_page_read(yfs_mount *m, uint64_t page, yfs_hold *hold, uint8_t **raw, ui
         return pq_error_set(err, "%s: out of memory for a %u-byte page", ix->files[file].name,
                             p->length);
     }
-    uint64_t start = yfs_now_ns();
-    int rc = storage_read(m, file, p->offset, *raw, p->length, page, 1, err);
-    yfs_count(&m->stats.storage_wait_nanoseconds, yfs_now_ns() - start);
+    uint64_t waited;
+    int rc = storage_read(m, file, p->offset, *raw, p->length, page, 1, &waited, err);
+    yfs_count(&m->stats.storage_wait_nanoseconds, waited);
     if (rc < 0) {
         free(*raw);
         *raw = NULL;
@@ -138,7 +143,7 @@ static int execute(yfs_mount *m, const sh_plan *plan, uint64_t l, uint64_t want,
     pq_error ignored; /* the pages are then read alone, which reports the error */
     uint32_t file = ix->chunks[ix_locate(ix, load->first_page)].file;
     int rc = buf ? storage_read(m, file, start, buf, end - start, load->first_page, load->pages,
-                                &ignored)
+                                NULL, &ignored)
                  : -1;
     if (rc == 0) {
         yfs_count(&m->stats.chunk_loads, 1);
@@ -219,24 +224,28 @@ int yfs_page_fetch(yfs_mount *m, const sh_plan *sp, yfs_loads *l, uint64_t pos,
         return yfs_page_read(m, page, hold, raw, len, err);
 
     uint32_t load = sp->schedule.source[pos];
-    uint64_t start = yfs_now_ns();
+    uint64_t waiting_since = 0; /* set once this build waits for storage */
     pthread_mutex_lock(&l->lock);
+    if (l->state[load] == LOADING)
+        waiting_since = yfs_now_ns();
     while (l->state[load] == LOADING)
         pthread_cond_wait(&l->finished, &l->lock);
     if (l->state[load] == NOT_STARTED || l->state[load] == QUEUED) {
         l->state[load] = LOADING; /* a queued load is the engine's no more */
         pthread_mutex_unlock(&l->lock);
+        if (!waiting_since)
+            waiting_since = yfs_now_ns();
         /* Refused for memory, it may run later for the pages it serves
          * after this one (read alone now): else each would be read alone. */
         int ran = execute(m, sp, load, pos, hold, raw);
         *len = m->ix->pages[page].length;
         finish(l, load, ran < 0 ? NOT_STARTED : DONE);
-        yfs_count(&m->stats.storage_wait_nanoseconds, yfs_now_ns() - start);
     } else {
-        yfs_count(&m->stats.storage_wait_nanoseconds, yfs_now_ns() - start);
         pthread_mutex_unlock(&l->lock);
         *raw = yfs_pages_take(m->loaded, sp->epoch, page, hold, len);
     }
+    if (waiting_since)
+        yfs_count(&m->stats.storage_wait_nanoseconds, yfs_now_ns() - waiting_since);
     if (!*raw)
         return yfs_page_read(m, page, hold, raw, len, err);
     yfs_count(&m->stats.pages_from_chunks, 1);
