@@ -8,9 +8,11 @@ For each of the configurations below, a fresh cache directory, warm page cache (
 files read just before), wall time from start to the last process's exit:
   one      one `youmufs index` (threads= default: every core)
   shards   N `youmufs index --shard i/N` at once, each with the default threads
-  one/t1   one process with threads=1, and shards/t1: N processes with threads=1 each: what N
-           nodes of one core each gain over one such node (here they share this machine's
-           cores, so N must not exceed them)
+  one/t1   one process with threads=1 pinned to one core, and shards/t1: N processes with
+           threads=1, each pinned to a core of its own: what N nodes of one core each gain over
+           one such node. Pinned, because threads=1 bounds the decoding threads only: a
+           process's reads still run on threads of their own, and unpinned they would borrow
+           the core a node of one core does not have (N must not exceed this machine's cores)
 After each, a `youmufs cat .youmufs/index.json` with the same cache must reuse every file and
 scan no byte (bytes_scanned 0). Each configuration runs --repeat times, alternating; the median
 counts.
@@ -38,14 +40,20 @@ def warm(dataset):
                         pass
 
 
-def run(binary, dataset, options, shards, cache):
+def pin_to(core):
+    """A preexec_fn that runs the child on one core only."""
+    return lambda: os.sched_setaffinity(0, {core})
+
+
+def run(binary, dataset, options, shards, cache, pinned):
     opts = f"{options},cache={cache}"
     t0 = time.monotonic()
     cmds = ([[binary, "index", "-o", opts, dataset]] if shards == 1 else
             [[binary, "index", "-o", opts, "--shard", f"{i}/{shards}", dataset]
              for i in range(shards)])
-    procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for c in cmds]
+    procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              preexec_fn=pin_to(i) if pinned else None)
+             for i, c in enumerate(cmds)]
     for p in procs:
         out, err = p.communicate()
         if p.returncode != 0:
@@ -67,6 +75,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--out")
     args = ap.parse_args()
+    if args.shards > os.cpu_count():
+        sys.exit(f"--shards {args.shards} exceeds the {os.cpu_count()} cores to pin them to")
     configs = [("one", 1, ""), ("shards", args.shards, ""),
                ("one/t1", 1, ",threads=1"), ("shards/t1", args.shards, ",threads=1")]
     times = {name: [] for name, _, _ in configs}
@@ -75,7 +85,8 @@ def main():
     for _ in range(args.repeat):
         for name, shards, extra in configs:
             with tempfile.TemporaryDirectory(prefix="yfs-ixbench-") as cache:
-                seconds, ix = run(args.bin, args.dataset, args.options + extra, shards, cache)
+                seconds, ix = run(args.bin, args.dataset, args.options + extra, shards, cache,
+                                  pinned=name.endswith("/t1"))
             times[name].append(seconds)
             reused = ix["persistent_index"]["files_reused"]
             checks.append((name, reused == ix["files"] and ix["bytes_scanned"] == 0))
