@@ -197,22 +197,17 @@ int pq_thrift_list_begin(pq_thrift *t, uint8_t type, uint8_t *elem_type, uint32_
 
 static int skip_value(pq_thrift *t, uint8_t type, int nesting, pq_error *err);
 
+/* pq_thrift_walk's callback for a struct being skipped: ctx is the struct's
+ * nesting depth. */
+static int skip_field(pq_thrift *t, int16_t id, uint8_t type, void *ctx, pq_error *err)
+{
+    (void)id;
+    return skip_value(t, type, *(const int *)ctx + 1, err);
+}
+
 static int skip_struct(pq_thrift *t, int nesting, pq_error *err)
 {
-    if (pq_thrift_struct_begin(t, err) < 0)
-        return -1;
-    for (;;) {
-        int16_t id;
-        uint8_t ft;
-        if (pq_thrift_field(t, &id, &ft, err) < 0)
-            return -1;
-        if (ft == PQ_TT_STOP)
-            break;
-        if (skip_value(t, ft, nesting + 1, err) < 0)
-            return -1;
-    }
-    pq_thrift_struct_end(t);
-    return 0;
+    return pq_thrift_walk(t, skip_field, &nesting, err);
 }
 
 static int skip_value(pq_thrift *t, uint8_t type, int nesting, pq_error *err)
