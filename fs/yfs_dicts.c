@@ -120,7 +120,8 @@ static uint64_t decoded_bound(const ix_index *ix, uint32_t chunk)
     const ix_chunk *ch = &ix->chunks[chunk];
     uint8_t head[HEADER_PEEK];
     size_t want = ch->dict_length < HEADER_PEEK ? ch->dict_length : HEADER_PEEK;
-    ssize_t got = pread(ix->files[ch->file].fd, head, want, (off_t)ch->dict_offset);
+    ssize_t got = ix_store_peek(ix->store, ix->files[ch->file].fd, head, want,
+                                (uint64_t)ch->dict_offset);
     pq_page_header h;
     pq_error ignored;
     if (got <= 0 || pq_page_header_parse(head, (size_t)got, &h, &ignored) < 0 ||

@@ -140,6 +140,7 @@ ix_options yfs_index_options(const yfs_options *opts, const char *dataset, int p
         .skip_crc = opts->skip_crc,
         .stream_page_bytes = stream_page_bytes,
         .cache_dir = opts->cache_dir,
+        .store = { opts->endpoint, opts->region, opts->no_sign },
     };
 }
 
@@ -153,6 +154,8 @@ int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, y
     m->opts = *opts;
     m->opts.column = opts->column ? strdup(opts->column) : NULL;
     m->opts.cache_dir = opts->cache_dir ? strdup(opts->cache_dir) : NULL;
+    m->opts.endpoint = opts->endpoint ? strdup(opts->endpoint) : NULL;
+    m->opts.region = opts->region ? strdup(opts->region) : NULL;
 
     double start = ix_now();
     ix_options io = yfs_index_options(opts, dataset, progress);

@@ -10,7 +10,8 @@
 
 const char *const yfs_option_names[] = {
     "column", "format", "seed", "epochs", "shuffle", "mem", "buffer", "chunk", "threads",
-    "readahead", "io_depth", "rowid", "dtype", "sep", "crc", "cache", NULL,
+    "readahead", "io_depth", "rowid", "dtype", "sep", "crc", "cache", "endpoint", "region",
+    "no_sign", NULL,
 };
 
 void yfs_options_init(yfs_options *o)
@@ -41,8 +42,11 @@ void yfs_options_free(yfs_options *o)
 {
     free(o->column);
     free(o->cache_dir);
+    free(o->endpoint);
+    free(o->region);
     o->column = NULL;
     o->cache_dir = NULL;
+    o->endpoint = o->region = NULL;
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -106,10 +110,17 @@ int yfs_options_apply(yfs_options *o, const char *item, pq_error *err)
         o->frame.rowid = 1;
         return 0;
     }
+    if (KEY("no_sign")) {
+        if (v)
+            return pq_error_set(err, "option no_sign takes no value");
+        o->no_sign = 1;
+        return 0;
+    }
     int ours = KEY("column") || KEY("format") || KEY("seed") || KEY("epochs") ||
                KEY("shuffle") || KEY("mem") || KEY("buffer") || KEY("threads") ||
                KEY("chunk") || KEY("readahead") || KEY("io_depth") ||
-               KEY("dtype") || KEY("sep") || KEY("crc") || KEY("cache");
+               KEY("dtype") || KEY("sep") || KEY("crc") || KEY("cache") ||
+               KEY("endpoint") || KEY("region");
     if (!ours)
         return 1;
     if (!v || !*v)
@@ -127,6 +138,12 @@ int yfs_options_apply(yfs_options *o, const char *item, pq_error *err)
         free(o->cache_dir);
         o->cache_dir = strcmp(v, "none") == 0 ? NULL : strdup(v);
         if (strcmp(v, "none") != 0 && !o->cache_dir)
+            return pq_error_set(err, "out of memory");
+    } else if (KEY("endpoint") || KEY("region")) {
+        /* checked when an s3:// dataset is opened (index/ix_s3.h) */
+        char **slot = KEY("endpoint") ? &o->endpoint : &o->region;
+        free(*slot);
+        if (!(*slot = strdup(v)))
             return pq_error_set(err, "out of memory");
     } else if (KEY("crc")) {
         if (strcmp(v, "check") != 0 && strcmp(v, "skip") != 0)

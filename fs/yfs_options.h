@@ -31,6 +31,9 @@ typedef struct yfs_options {
     int io_depth;      /* chunk loads in flight ahead of the readers; 0: adaptive (yfs_io.h) */
     int skip_crc;      /* crc=skip: do not verify page checksums */
     char *cache_dir;   /* persistent index directory; NULL: cache=none */
+    char *endpoint;    /* s3:// datasets: the server's URL; NULL: AWS_ENDPOINT_URL (index/ix_s3.h) */
+    char *region;      /* s3:// datasets: the signing region; NULL: from the environment */
+    int no_sign;       /* s3:// datasets: a public bucket, no credentials */
 } yfs_options;
 
 /* The option names, for --help and for tests that compare it with the docs. */

@@ -417,7 +417,7 @@ static uint64_t io_bytes(int threads)
 
 int ix_build(const ix_options *opts, ix_index **out, pq_error *err)
 {
-    build b = { .opts = opts, .ss = { .dir_fd = AT_FDCWD } };
+    build b = { .opts = opts };
     ix_index *ix = calloc(1, sizeof *ix);
     if (!ix)
         return pq_error_set(err, "out of memory");
@@ -431,7 +431,8 @@ int ix_build(const ix_options *opts, ix_index **out, pq_error *err)
         pq_error_set(err, "out of memory");
         goto done;
     }
-    if (ix_sources_list(&b.ss, opts->dataset, err) < 0 || resolve_column(&b, err) < 0)
+    if (ix_sources_list(&b.ss, opts->dataset, &opts->store, err) < 0 ||
+        resolve_column(&b, err) < 0)
         goto done;
     open_cache(&b);
     if (!b.cache) {
@@ -457,6 +458,8 @@ int ix_build(const ix_options *opts, ix_index **out, pq_error *err)
         ix->files[i].fd = b.ss.files[i].fd;
         b.ss.files[i].fd = -1;
     }
+    ix->store = b.ss.store;
+    b.ss.store = NULL;
     save_cache(&b);
     rc = 0;
 done:
@@ -484,9 +487,10 @@ void ix_free(ix_index *ix)
         return;
     for (uint32_t i = 0; i < ix->num_files; i++) {
         if (ix->files[i].fd >= 0)
-            close(ix->files[i].fd);
+            ix_store_close(ix->store, ix->files[i].fd);
         free(ix->files[i].path);
     }
+    ix_store_free(ix->store);
     free(ix->files);
     free(ix->chunks);
     free(ix->pages);

@@ -75,7 +75,7 @@ static const uint8_t *window_get(window *w, uint64_t off, size_t len, pq_error *
         w->cap = want;
     }
     assert(!w->gate || w->charged == w->cap);
-    int rc = ix_pread_exact(w->src->fd, w->src->name, w->buf, want, off, err);
+    int rc = ix_store_read(w->src->store, w->src->fd, w->src->name, w->buf, want, off, err);
     ix_gate_cpu_enter(w->gate);
     if (rc < 0)
         return NULL;
@@ -510,7 +510,7 @@ static int read_body(void *ctx, uint8_t *buf, size_t want, size_t *got, pq_error
         n = n < held ? n : held;
         memcpy(buf, w->buf + (r->pos - w->base), n);
     } else if (n > 0) {
-        if (ix_pread_exact(w->src->fd, w->src->name, buf, n, r->pos, err) < 0)
+        if (ix_store_read(w->src->store, w->src->fd, w->src->name, buf, n, r->pos, err) < 0)
             return -1;
         *w->bytes_read += n;
     }
@@ -834,7 +834,7 @@ static int read_page_index(scan_state *st, int64_t offset, int32_t len, index_pa
     uint8_t *buf = malloc((size_t)len);
     if (!buf)
         return pq_error_set(err, "out of memory for the %s", what);
-    int rc = ix_gate_pread(st->scan->gate, src->fd, src->name, buf, (size_t)len,
+    int rc = ix_gate_pread(st->scan->gate, src->store, src->fd, src->name, buf, (size_t)len,
                            (uint64_t)offset, err);
     if (rc == 0 && parse(buf, (size_t)len, out, err) < 0)
         rc = pq_error_prefix(err, "%s: ", what);

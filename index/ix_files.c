@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "ix_internal.h"
+#include "ix_store_posix.h"
 
 /* Directories nested deeper than this are refused. A symlink loop never gets
  * this deep (every directory is listed once, below), only a real tree or a
@@ -217,8 +217,6 @@ int ix_list_files(const char *dataset, char ***paths, size_t *count, pq_error *e
     else
         rc = pq_error_set(err, "%s: neither a directory nor a regular file", dataset);
 
-    if (rc == 0 && l.count == 0)
-        rc = pq_error_set(err, "%s: no *.parquet files found", dataset);
     if (rc < 0) {
         for (size_t i = 0; i < l.count; i++)
             free(l.paths[i]);

@@ -2,7 +2,7 @@
 
 #include <assert.h>
 
-#include "ix_pread.h"
+#include "ix_store.h"
 
 void ix_gate_init(ix_gate *g, int cpus, uint64_t bytes)
 {
@@ -77,11 +77,11 @@ void ix_gate_give(ix_gate *g, uint64_t *held)
     *held = 0;
 }
 
-int ix_gate_pread(ix_gate *g, int fd, const char *name, void *buf, size_t len, uint64_t offset,
-                  pq_error *err)
+int ix_gate_pread(ix_gate *g, ix_store *store, int handle, const char *name, void *buf,
+                  size_t len, uint64_t offset, pq_error *err)
 {
     ix_gate_cpu_leave(g);
-    int rc = ix_pread_exact(fd, name, buf, len, offset, err);
+    int rc = ix_store_read(store, handle, name, buf, len, offset, err);
     ix_gate_cpu_enter(g);
     return rc;
 }

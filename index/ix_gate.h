@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ix_store.h"
 #include "pq_error.h"
 
 typedef struct ix_gate {
@@ -53,9 +54,9 @@ void ix_gate_take(ix_gate *g, uint64_t *held, uint64_t want);
 /* Give back the caller's *held bytes; sets *held = 0. */
 void ix_gate_give(ix_gate *g, uint64_t *held);
 
-/* ix_pread_exact by a caller that holds a CPU token: let it go for the read,
+/* ix_store_read by a caller that holds a CPU token: let it go for the read,
  * take one again after. */
-int ix_gate_pread(ix_gate *g, int fd, const char *name, void *buf, size_t len, uint64_t offset,
-                  pq_error *err);
+int ix_gate_pread(ix_gate *g, ix_store *store, int handle, const char *name, void *buf,
+                  size_t len, uint64_t offset, pq_error *err);
 
 #endif

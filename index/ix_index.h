@@ -53,6 +53,7 @@
 
 #include "ix_claims.h"
 #include "ix_frame.h"
+#include "ix_store.h"
 #include "pq_column.h"
 #include "pq_error.h"
 #include "pq_meta.h"
@@ -60,9 +61,9 @@
 typedef struct ix_file {
     char *path;         /* as opened */
     char *name;         /* relative to the dataset root, for messages */
-    int fd;
+    int fd;             /* its handle in ix_index.store (a descriptor for POSIX) */
     uint64_t size;
-    struct timespec mtime;
+    struct timespec mtime; /* the change token (ix_store.h): the mtime, or an ETag's fingerprint */
     uint64_t dev, ino;  /* of the open descriptor, at mount */
     /* A ctime (ns) at which the file held the bytes the index describes: its
      * ctime at mount, or for a file from the persistent index the ctime its
@@ -154,6 +155,7 @@ typedef struct ix_options {
     uint64_t stream_page_bytes; /* the page pass streams pages whose whole decode would take
                                  * more (ix_scan_chunk); 0: 16 MiB */
     const char *cache_dir; /* persistent index directory (ix_cache.h), NULL for none */
+    ix_store_options store; /* an object store's endpoint, region, signing (ix_store.h) */
     /* shards > 1: index only the files of shard `shard` (file k, in path
      * order, is in shard k mod shards) and merge them into the persistent
      * index (`youmufs index --shard`); the index built is of those files
@@ -163,6 +165,7 @@ typedef struct ix_options {
 
 typedef struct ix_index {
     char *dataset;
+    ix_store *store;     /* where the files live (ix_store.h); owned */
     pq_leaf column;      /* the resolved leaf (path, type, levels) */
     ix_framing framing;
     int verify_crc;      /* check page CRCs when reading */

@@ -9,19 +9,15 @@
 #include "ix_cache.h"
 #include "ix_gate.h"
 #include "ix_index.h"
-#include "ix_pread.h" /* ix_pread_exact: every read of a source */
-
-/* ix_files.c: the dataset's Parquet files, sorted by path relative to the
- * root. *paths and every string are owned by the caller (free each, then
- * the array). A dataset that is a regular file yields just that file. */
-int ix_list_files(const char *dataset, char ***paths, size_t *count, pq_error *err);
+#include "ix_store.h" /* ix_store_read: every read of a source */
 
 /* ix_source.c: one file being indexed: open, and either recognised by the
  * persistent index or its footer parsed. */
 typedef struct ix_source {
     char *path;
     const char *name;   /* points into path: relative to the dataset root */
-    int fd;             /* -1 when not open */
+    ix_store *store;    /* where it lives (the sources' store) */
+    int fd;             /* its handle in the store (a descriptor for POSIX); -1 when not open */
     struct stat st;
     const ix_cache_file *cached; /* the file's entry in the persistent index, or NULL */
     int has_footer;     /* meta and leaves are parsed */
@@ -33,33 +29,35 @@ typedef struct ix_source {
     uint32_t footer_crc;/* ... and their CRC-32: part of the file's cache key */
 } ix_source;
 
-/* Open the file (its name relative to dir_fd, or a path with AT_FDCWD) and
- * fstat it. Errors are prefixed with the name. */
-int ix_source_open(ix_source *s, int dir_fd, pq_error *err);
-/* 1 if the file open as fd, of size bytes, still ends with a footer of
- * footer_len bytes whose CRC-32 is footer_crc (one read of footer_len + 8
- * bytes), else 0. Used at mount (the persistent index) and when a source's
- * ctime moves (ix_check_file). */
-int ix_footer_is(int fd, const char *name, uint64_t size, uint32_t footer_len,
-                 uint32_t footer_crc);
+/* Open the object in its store and take its identity (ix_store.h). Errors
+ * are prefixed with the name. */
+int ix_source_open(ix_source *s, pq_error *err);
+/* 1 if the object open as handle in store, of size bytes, still ends with
+ * a footer of footer_len bytes whose CRC-32 is footer_crc (one read of
+ * footer_len + 8 bytes), else 0. Used at mount (the persistent index) and
+ * when a source's ctime moves (ix_check_file). */
+int ix_footer_is(ix_store *store, int handle, const char *name, uint64_t size,
+                 uint32_t footer_len, uint32_t footer_crc);
 /* Read and parse the footer and the schema's leaves (sets has_footer,
  * footer_len, footer_crc). The parse holds a CPU token of `gate`, and a
  * footer too large for one read of the file's end is charged to its bytes
  * (ix_gate.h; NULL: no limit). Errors are prefixed with the name. */
 int ix_source_read_footer(ix_source *s, ix_gate *gate, pq_error *err);
-/* Free metadata and leaves; close the fd if still open. */
+/* Free metadata and leaves; close the handle if still open. */
 void ix_source_release(ix_source *s);
 
 /* ix_sources.c: the dataset's files. */
 typedef struct ix_sources {
-    int dir_fd;         /* the dataset directory (names are relative to it), or AT_FDCWD */
+    ix_store *store;    /* owned; handed to the index by ix_build */
     ix_source *files;   /* in path order */
     size_t count;
 } ix_sources;
 
-/* List the dataset's files, open the first and parse its footer (it resolves
- * the column). On failure ix_sources_free still frees what was made. */
-int ix_sources_list(ix_sources *ss, const char *dataset, pq_error *err);
+/* Open the dataset's store, list its objects, open the first and parse its
+ * footer (it resolves the column). On failure ix_sources_free still frees
+ * what was made. */
+int ix_sources_list(ix_sources *ss, const char *dataset, const ix_store_options *so,
+                    pq_error *err);
 /* Open every file, on threads growing up to io_depth while they wait on
  * storage (ix_parallel_for_growing), each footer parsed holding a CPU token
  * of `gate` (ix_gate.h; NULL: no limit). A file the persistent index recognises
@@ -70,7 +68,8 @@ int ix_sources_load(ix_sources *ss, const ix_cache *cache, const pq_leaf *column
                     int threads, int io_depth, ix_gate *gate, pq_error *err);
 /* Rows of a loaded file, from its cache entry or its footer. */
 uint64_t ix_source_rows(const ix_source *s);
-/* Release every file (closing the fds still owned) and the directory. */
+/* Release every file (closing the handles still owned) and the store, if
+ * still owned. */
 void ix_sources_free(ix_sources *ss);
 
 /* ix_column.c: choose the leaf of the first file (want == NULL: the only

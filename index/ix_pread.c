@@ -3,14 +3,13 @@
 #include <assert.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
-const ix_retry_policy ix_retry_default = { IX_RETRY_TRIES, IX_RETRY_FIRST_US, IX_RETRY_MAX_US };
+const ix_retry_policy ix_retry_default = { IX_RETRY_TRIES, IX_RETRY_FIRST_US, IX_RETRY_MAX_US, 0 };
 
 static long read_delay_us;
 static pthread_once_t read_delay_once = PTHREAD_ONCE_INIT;
@@ -29,11 +28,30 @@ long ix_read_delay_us(void)
     return read_delay_us;
 }
 
-static void sleep_us(long us)
+void ix_sleep_us(long us)
 {
     struct timespec t = { us / 1000000, (us % 1000000) * 1000 };
     while (nanosleep(&t, &t) != 0 && errno == EINTR)
         ;
+}
+
+long ix_retry_wait_us(const ix_retry_policy *policy, int failed)
+{
+    assert(failed >= 1);
+    long wait = policy->first_us;
+    for (int i = 1; i < failed && wait < policy->max_us; i++)
+        wait = wait > policy->max_us / 2 ? policy->max_us : wait * 2;
+    if (!policy->jitter || wait < 2)
+        return wait;
+    /* A draw per wait: the clock's nanoseconds mixed with the stack
+     * address (per thread) through splitmix64's finaliser. */
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    uint64_t x = (uint64_t)now.tv_nsec ^ ((uint64_t)(uintptr_t)&now << 16) ^ (uint64_t)failed;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    return wait / 2 + (long)(x % (uint64_t)(wait - wait / 2 + 1));
 }
 
 static int transient(int e)
@@ -48,8 +66,7 @@ int ix_read_retry(const ix_read_ops *ops, const char *name, void *buf, size_t le
     assert(policy->tries >= 1 && policy->first_us >= 0 && policy->max_us >= policy->first_us);
     size_t done = 0;
     int failed = 0;          /* attempts that failed transiently */
-    long wait = policy->first_us;
-    char what[128] = "";     /* the last transient failure, for the message */
+    char what[512] = "";     /* the last transient failure, for the message */
     while (done < len) {
         uint64_t at = offset + done;
         ssize_t n = ops->pread(ops->ctx, (char *)buf + done, len - done, at);
@@ -59,11 +76,14 @@ int ix_read_retry(const ix_read_ops *ops, const char *name, void *buf, size_t le
             continue;
         }
         int e = errno;
+        const char *said = n < 0 && ops->why ? ops->why(ops->ctx) : NULL;
+        if (!said || !*said)
+            said = strerror(e);
         if (n < 0 && !transient(e)) {
             if (tries_used)
                 *tries_used = failed;
             return pq_error_set(err, "%s: read of %zu bytes at offset %llu failed: %s", name,
-                                len, (unsigned long long)offset, strerror(e));
+                                len, (unsigned long long)offset, said);
         }
         if (n == 0) {
             /* The end, for this read: the real one (truncated), or a short
@@ -85,12 +105,11 @@ int ix_read_retry(const ix_read_ops *ops, const char *name, void *buf, size_t le
                 snprintf(what, sizeof what, "short read: no byte at offset %llu of a "
                          "%lld-byte file", (unsigned long long)at, (long long)size);
         } else {
-            snprintf(what, sizeof what, "%s", strerror(e));
+            snprintf(what, sizeof what, "%s", said);
         }
         if (++failed >= policy->tries)
             break;
-        sleep_us(wait);
-        wait = wait > policy->max_us / 2 ? policy->max_us : wait * 2;
+        ix_sleep_us(ix_retry_wait_us(policy, failed));
     }
     if (tries_used)
         *tries_used = failed;
@@ -98,32 +117,4 @@ int ix_read_retry(const ix_read_ops *ops, const char *name, void *buf, size_t le
         return 0;
     return pq_error_set(err, "%s: read of %zu bytes at offset %llu failed after %d tries: %s",
                         name, len, (unsigned long long)offset, failed, what);
-}
-
-typedef struct fd_ctx {
-    int fd;
-} fd_ctx;
-
-static ssize_t fd_pread(void *ctx, void *buf, size_t len, uint64_t offset)
-{
-    return pread(((fd_ctx *)ctx)->fd, buf, len, (off_t)offset);
-}
-
-static int64_t fd_size(void *ctx)
-{
-    struct stat st;
-    if (fstat(((fd_ctx *)ctx)->fd, &st) != 0)
-        return -1;
-    return (int64_t)st.st_size;
-}
-
-int ix_pread_exact(int fd, const char *name, void *buf, size_t len, uint64_t offset,
-                   pq_error *err)
-{
-    long delay = ix_read_delay_us();
-    if (delay)
-        sleep_us(delay);
-    fd_ctx c = { fd };
-    ix_read_ops ops = { fd_pread, fd_size, &c };
-    return ix_read_retry(&ops, name, buf, len, offset, &ix_retry_default, NULL, err);
 }

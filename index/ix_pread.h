@@ -1,7 +1,7 @@
-/* ix_pread.h — every read of a source file's bytes, at mount and at run time
- * (footers, page indexes, page headers, the page pass, the read path).
- *
- * One place for what storage may do to a read:
+/* ix_pread.h — what storage may do to a read, for every read of a source's
+ * bytes, at mount and at run time (footers, page indexes, page headers, the
+ * page pass, the read path), whatever the store (ix_store.h: ix_store_read
+ * is the one read, and it goes through here):
  * - Slow storage, simulated: the environment variable YOUMUFS_READ_DELAY_US
  *   (microseconds, 1 to 10,000,000; read once per process) is slept once
  *   per ix_pread_exact call, before its first attempt, so benchmarks see
@@ -36,23 +36,36 @@
 /* Where ix_read_retry reads: pread() returns like pread(2) (bytes read, 0 at
  * the end, -1 with errno set); size() returns the file's current size in
  * bytes, or -1 (with errno set) if it cannot tell: a read that ends early
- * then counts as a transient short read. */
+ * then counts as a transient short read. why (may be NULL) describes the
+ * last failed pread for the message, where strerror(errno) says too little
+ * (what a server answered); NULL or "" falls back to strerror. */
 typedef struct ix_read_ops {
     ssize_t (*pread)(void *ctx, void *buf, size_t len, uint64_t offset);
     int64_t (*size)(void *ctx);
     void *ctx;
+    const char *(*why)(void *ctx);
 } ix_read_ops;
 
 /* How many attempts a read gets in all (>= 1), and the waits between them:
- * first_us, doubling, at most max_us. */
+ * first_us, doubling, at most max_us; with jitter, each wait is drawn
+ * uniformly from [wait/2, wait] so that many readers failing together do
+ * not come back together. */
 typedef struct ix_retry_policy {
     int tries;
     long first_us;
     long max_us;
+    int jitter;
 } ix_retry_policy;
 
-/* The policy ix_pread_exact uses: IX_RETRY_TRIES, _FIRST_US, _MAX_US. */
+/* The policy of local files: IX_RETRY_TRIES, _FIRST_US, _MAX_US, no jitter. */
 extern const ix_retry_policy ix_retry_default;
+
+/* The wait before attempt `failed` + 1, after `failed` (>= 1) attempts that
+ * failed transiently, under policy. Thread-safe. */
+long ix_retry_wait_us(const ix_retry_policy *policy, int failed);
+
+/* Sleep us microseconds (resumed after signals). */
+void ix_sleep_us(long us);
 
 /* Read exactly len bytes at offset through ops, retrying transient errors as
  * above under `policy`. On failure the message names `name`, the length,
@@ -62,13 +75,8 @@ int ix_read_retry(const ix_read_ops *ops, const char *name, void *buf, size_t le
                   uint64_t offset, const ix_retry_policy *policy, int *tries_used,
                   pq_error *err);
 
-/* Read exactly len bytes at offset of the file open as fd (named `name` in
- * messages): sleep YOUMUFS_READ_DELAY_US once, then ix_read_retry under
- * ix_retry_default. */
-int ix_pread_exact(int fd, const char *name, void *buf, size_t len, uint64_t offset,
-                   pq_error *err);
-
-/* The delay YOUMUFS_READ_DELAY_US asks for, in microseconds (0: none). */
+/* The delay YOUMUFS_READ_DELAY_US asks for, in microseconds (0: none):
+ * ix_store_read sleeps it once per read, before the first attempt. */
 long ix_read_delay_us(void);
 
 #endif

@@ -38,9 +38,10 @@ static _Atomic int64_t *learned_i64(const _Atomic int64_t *slot)
     return (_Atomic int64_t *)slot;
 }
 
-static int fstat_same_file(const ix_file *f, struct stat *st, pq_error *err)
+static int fstat_same_file(const ix_index *ix, const ix_file *f, struct stat *st,
+                           pq_error *err)
 {
-    if (fstat(f->fd, st) != 0)
+    if (ix_store_stat(ix->store, f->fd, st) != 0)
         return pq_error_set(err, "%s: cannot stat the open file: %s", f->name, strerror(errno));
     if ((uint64_t)st->st_size != f->size || st->st_mtim.tv_sec != f->mtime.tv_sec ||
         st->st_mtim.tv_nsec != f->mtime.tv_nsec || (uint64_t)st->st_dev != f->dev ||
@@ -56,7 +57,7 @@ int ix_check_file(const ix_index *ix, uint32_t file, pq_error *err)
 {
     const ix_file *f = &ix->files[file];
     struct stat st;
-    if (fstat_same_file(f, &st, err) < 0)
+    if (fstat_same_file(ix, f, &st, err) < 0)
         return -1;
     int64_t ctime = ix_ctime_ns(&st.st_ctim);
     if (ctime == f->ctime_ns)
@@ -66,11 +67,11 @@ int ix_check_file(const ix_index *ix, uint32_t file, pq_error *err)
         return 1;
     /* The ctime moved (chmod, chown, a link, or a write): one footer read
      * tells a rewrite from a metadata change, once per new ctime. */
-    if (!ix_footer_is(f->fd, f->name, f->size, f->footer_len, f->footer_crc))
+    if (!ix_footer_is(ix->store, f->fd, f->name, f->size, f->footer_len, f->footer_crc))
         return pq_error_set(err, "%s: changed since mount (its footer is not the one indexed); "
                             "its pages are not served", f->name);
     struct stat after;
-    if (fstat_same_file(f, &after, err) < 0)
+    if (fstat_same_file(ix, f, &after, err) < 0)
         return -1;
     /* Only a footer read wholly at this ctime vouches for it. */
     if (ix_ctime_ns(&after.st_ctim) == ctime)
@@ -85,7 +86,7 @@ int ix_read_checked(const ix_index *ix, uint32_t file, uint64_t offset, void *bu
     int before = ix_check_file(ix, file, err);
     if (before < 0)
         return -1;
-    if (ix_pread_exact(f->fd, f->name, buf, length, offset, err) < 0)
+    if (ix_store_read(ix->store, f->fd, f->name, buf, length, offset, err) < 0)
         return -1;
     *bytes_read += length;
     int after = ix_check_file(ix, file, err);

@@ -1,8 +1,5 @@
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include "ix_internal.h"
@@ -14,18 +11,13 @@
  * footer of most files fits. */
 #define TAIL_READ_BYTES (16u << 10)
 
-int ix_source_open(ix_source *s, int dir_fd, pq_error *err)
+int ix_source_open(ix_source *s, pq_error *err)
 {
-    s->fd = openat(dir_fd, s->name, O_RDONLY | O_CLOEXEC);
-    if (s->fd < 0)
-        return pq_error_set(err, "%s: cannot open: %s", s->name, strerror(errno));
-    if (fstat(s->fd, &s->st) != 0)
-        return pq_error_set(err, "%s: cannot stat: %s", s->name, strerror(errno));
-    return 0;
+    return ix_store_open_object(s->store, s->name, &s->fd, &s->st, err);
 }
 
-int ix_footer_is(int fd, const char *name, uint64_t size, uint32_t footer_len,
-                 uint32_t footer_crc)
+int ix_footer_is(ix_store *store, int handle, const char *name, uint64_t size,
+                 uint32_t footer_len, uint32_t footer_crc)
 {
     size_t want = (size_t)footer_len + 8; /* the footer, its length, "PAR1" */
     if (footer_len > MAX_FOOTER_BYTES || want > size)
@@ -37,7 +29,7 @@ int ix_footer_is(int fd, const char *name, uint64_t size, uint32_t footer_len,
     uint8_t small[TAIL_READ_BYTES];
     uint8_t *buf = want <= sizeof small ? small : malloc(want);
     pq_error ignored;
-    int same = buf && ix_pread_exact(fd, name, buf, want, size - want, &ignored) == 0 &&
+    int same = buf && ix_store_read(store, handle, name, buf, want, size - want, &ignored) == 0 &&
                memcmp(buf + footer_len, end, sizeof end) == 0 &&
                (uint32_t)crc32(0, buf, footer_len) == footer_crc;
     if (buf != small)
@@ -67,7 +59,7 @@ int ix_source_read_footer(ix_source *s, ix_gate *gate, pq_error *err)
                             "12 needed)", s->name, (unsigned long long)size);
     uint8_t tail[TAIL_READ_BYTES];
     size_t got = size < sizeof tail ? (size_t)size : sizeof tail;
-    if (ix_pread_exact(s->fd, s->name, tail, got, size - got, err) < 0)
+    if (ix_store_read(s->store, s->fd, s->name, tail, got, size - got, err) < 0)
         return -1;
     uint64_t meta_offset;
     uint32_t meta_len;
@@ -86,7 +78,7 @@ int ix_source_read_footer(ix_source *s, ix_gate *gate, pq_error *err)
             rc = pq_error_set(err, "%s: out of memory for a %u-byte footer", s->name,
                               meta_len);
         else
-            rc = ix_pread_exact(s->fd, s->name, whole, meta_len, meta_offset, err);
+            rc = ix_store_read(s->store, s->fd, s->name, whole, meta_len, meta_offset, err);
         meta = whole;
     }
     if (rc == 0) {
@@ -107,7 +99,7 @@ void ix_source_release(ix_source *s)
     s->leaves = NULL;
     s->num_leaves = 0;
     if (s->fd >= 0) {
-        close(s->fd);
+        ix_store_close(s->store, s->fd);
         s->fd = -1;
     }
 }

@@ -1,38 +1,19 @@
 /* The dataset's files at mount: listed, opened, and each one either
  * recognised by the persistent index or its footer parsed. */
-#include <fcntl.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "ix_internal.h"
 #include "ix_parallel.h"
 
-/* Below this many files the descriptor table is not grown ahead. */
-#define RESERVE_MIN_FILES 256
-
-/* Opening n files one after another grows the process's descriptor table by
- * doublings, and each growth in a multi-threaded process waits for an RCU
- * grace period: 10,000 files kept open took 50-60 ms longer than with the
- * table grown ahead. Asking once for a descriptor above them all grows it in
- * one step (with no wait while the process is single-threaded). Best effort:
- * a descriptor limit that refuses it is met, as before, by the opens. */
-static void reserve_descriptors(int fd, size_t n)
-{
-    if (fd < 0 || n < RESERVE_MIN_FILES || n > (size_t)(INT_MAX - fd))
-        return;
-    int high = fcntl(fd, F_DUPFD_CLOEXEC, fd + (int)n);
-    if (high >= 0)
-        close(high);
-}
-
-int ix_sources_list(ix_sources *ss, const char *dataset, pq_error *err)
+int ix_sources_list(ix_sources *ss, const char *dataset, const ix_store_options *so,
+                    pq_error *err)
 {
     char **paths;
     size_t count;
-    *ss = (ix_sources){ .dir_fd = AT_FDCWD };
-    if (ix_list_files(dataset, &paths, &count, err) < 0)
+    *ss = (ix_sources){ 0 };
+    if (ix_store_open(dataset, so, &ss->store, err) < 0 ||
+        ix_store_list(ss->store, dataset, &paths, &count, err) < 0)
         return -1;
     ss->files = calloc(count, sizeof *ss->files);
     if (!ss->files) {
@@ -41,24 +22,17 @@ int ix_sources_list(ix_sources *ss, const char *dataset, pq_error *err)
         free(paths);
         return pq_error_set(err, "out of memory for %zu files", count);
     }
-    /* Files are opened by their name relative to the dataset directory: one
-     * path component to resolve instead of the whole path. */
-    int fd = open(dataset, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    ss->dir_fd = fd >= 0 ? fd : AT_FDCWD;
-    size_t root_len = strlen(dataset);
     for (size_t i = 0; i < count; i++) {
         ix_source *s = &ss->files[i];
         s->path = paths[i];
+        s->store = ss->store;
         s->fd = -1;
-        s->name = s->path;
-        if (fd >= 0)
-            s->name = s->path + root_len + (s->path[root_len] == '/');
+        s->name = ix_store_name(ss->store, s->path);
     }
     free(paths);
     ss->count = count;
-    reserve_descriptors(fd, count);
     /* The first file's footer resolves the column and so names the cache. */
-    if (ix_source_open(&ss->files[0], ss->dir_fd, err) < 0 ||
+    if (ix_source_open(&ss->files[0], err) < 0 ||
         ix_source_read_footer(&ss->files[0], NULL, err) < 0)
         return -1;
     return 0;
@@ -73,8 +47,10 @@ typedef struct load {
 } load;
 
 /* The file's entry, if the persistent index has one for its name, size,
- * mtime and footer. A file whose footer is parsed already (the first one)
- * compares its CRC; any other is checked with one read of its footer. */
+ * change token and footer. A file whose footer is parsed already (the first
+ * one) compares its CRC; any other is checked with one read of its footer,
+ * unless its token names its content (an ETag: ix_store.h), which the
+ * listing gave already. */
 static const ix_cache_file *recognise(const load *l, const ix_source *s)
 {
     ix_cache_key key = { .name = s->name,
@@ -86,7 +62,9 @@ static const ix_cache_file *recognise(const load *l, const ix_source *s)
         return NULL;
     if (s->has_footer)
         return e->footer_len == s->footer_len && e->footer_crc == s->footer_crc ? e : NULL;
-    return ix_footer_is(s->fd, s->name, (uint64_t)s->st.st_size, e->footer_len, e->footer_crc)
+    if (s->store->strong_token)
+        return e;
+    return ix_footer_is(s->store, s->fd, s->name, (uint64_t)s->st.st_size, e->footer_len, e->footer_crc)
                ? e
                : NULL;
 }
@@ -95,7 +73,7 @@ static int load_source(void *ctx, size_t i, pq_error *err)
 {
     load *l = ctx;
     ix_source *s = &l->ss->files[i];
-    if (s->fd < 0 && ix_source_open(s, l->ss->dir_fd, err) < 0)
+    if (s->fd < 0 && ix_source_open(s, err) < 0)
         return -1;
     if (l->recognise && (s->cached = recognise(l, s))) {
         s->footer_len = s->cached->footer_len;
@@ -167,7 +145,6 @@ void ix_sources_free(ix_sources *ss)
         free(ss->files[i].path);
     }
     free(ss->files);
-    if (ss->dir_fd >= 0)
-        close(ss->dir_fd);
-    *ss = (ix_sources){ .dir_fd = AT_FDCWD };
+    ix_store_free(ss->store);
+    *ss = (ix_sources){ 0 };
 }

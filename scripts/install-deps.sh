@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what youmufs needs on Debian 12. With no argument, what building and mounting need:
-# the compiler, CMake, FUSE and the codec and JSON libraries. With --tests, also what the test
+# the compiler, CMake, FUSE, the codec and JSON libraries and libcurl (s3:// datasets). With --tests, also what the test
 # command needs: Criterion, pyarrow/pytest (the oracle), the other Parquet writers, and the
 # examples' frameworks. Idempotent: skips what is already present.
 set -euo pipefail
@@ -12,7 +12,7 @@ case "${1:-}" in
 esac
 
 packages=(build-essential cmake pkg-config fuse3 libfuse3-dev libzstd-dev libsnappy-dev
-          liblz4-dev libjansson-dev zlib1g-dev libbrotli-dev)
+          liblz4-dev libjansson-dev zlib1g-dev libbrotli-dev libcurl4-openssl-dev)
 ((tests)) && packages+=(libcriterion-dev python3-pip)
 missing=()
 for p in "${packages[@]}"; do

@@ -8,7 +8,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include "ix_pread.h"
+#include "ix_store.h"
 
 #define FILE_BYTES 100
 
@@ -50,12 +53,12 @@ static int64_t script_size(void *ctx)
     return ((script *)ctx)->size;
 }
 
-static const ix_retry_policy quick = { 5, 1, 4 };
+static const ix_retry_policy quick = { 5, 1, 4, 0 };
 
 static int read_script(script *s, size_t len, uint64_t offset, uint8_t *buf, int *tries,
                        pq_error *err)
 {
-    ix_read_ops ops = { script_pread, script_size, s };
+    ix_read_ops ops = { script_pread, script_size, s, NULL };
     return ix_read_retry(&ops, "a.parquet", buf, len, offset, &quick, tries, err);
 }
 
@@ -156,9 +159,9 @@ Test(pread, an_unknown_size_counts_as_a_short_read)
 Test(pread, backoff_doubles_up_to_its_cap)
 {
     /* 4 waits of 1, 2, 4, 4 ms under { 5, 1000, 4000 }: at least 11 ms. */
-    const ix_retry_policy slow = { 5, 1000, 4000 };
+    const ix_retry_policy slow = { 5, 1000, 4000, 0 };
     script s = { .fail = 1000, .error = ESTALE, .size = FILE_BYTES };
-    ix_read_ops ops = { script_pread, script_size, &s };
+    ix_read_ops ops = { script_pread, script_size, &s, NULL };
     uint8_t buf[4];
     pq_error err;
     struct timespec a, b;
@@ -170,7 +173,7 @@ Test(pread, backoff_doubles_up_to_its_cap)
     cr_assert_eq(s.calls, 5);
 }
 
-Test(pread, a_real_file_reads_exactly_and_names_a_truncation)
+Test(pread, a_real_file_reads_exactly_through_its_store_and_names_a_truncation)
 {
     char path[] = "/tmp/yfs-pread-XXXXXX";
     int fd = mkstemp(path);
@@ -179,12 +182,23 @@ Test(pread, a_real_file_reads_exactly_and_names_a_truncation)
     for (int k = 0; k < FILE_BYTES; k++)
         data[k] = (uint8_t)k;
     cr_assert_eq(write(fd, data, sizeof data), (ssize_t)sizeof data);
-    uint8_t buf[50];
-    pq_error err = { "" };
-    cr_assert_eq(ix_pread_exact(fd, "f.parquet", buf, sizeof buf, 25, &err), 0, "%s", err.msg);
-    assert_bytes(buf, sizeof buf, 25);
-    cr_assert_eq(ix_pread_exact(fd, "f.parquet", buf, sizeof buf, 60, &err), -1);
-    cr_assert(strstr(err.msg, "f.parquet: file ends before byte 110"), "%s", err.msg);
     close(fd);
+    ix_store *store;
+    pq_error err = { "" };
+    cr_assert_eq(ix_store_open(path, NULL, &store, &err), 0, "%s", err.msg);
+    cr_assert_eq(ix_store_is_remote(path), 0);
+    struct stat st;
+    int handle;
+    cr_assert_eq(ix_store_open_object(store, ix_store_name(store, path), &handle, &st, &err), 0,
+                 "%s", err.msg);
+    cr_assert_eq(st.st_size, FILE_BYTES);
+    uint8_t buf[50];
+    cr_assert_eq(ix_store_read(store, handle, "f.parquet", buf, sizeof buf, 25, &err), 0, "%s",
+                 err.msg);
+    assert_bytes(buf, sizeof buf, 25);
+    cr_assert_eq(ix_store_read(store, handle, "f.parquet", buf, sizeof buf, 60, &err), -1);
+    cr_assert(strstr(err.msg, "f.parquet: file ends before byte 110"), "%s", err.msg);
+    ix_store_close(store, handle);
+    ix_store_free(store);
     unlink(path);
 }
