@@ -129,8 +129,9 @@ def option_args(options) -> list:
     return ["-o", ",".join(options)]
 
 
-def _env():
+def _env(extra=None):
     env = dict(os.environ)
+    env.update(extra or {})
     # Keep any persistent index cache of youmufs inside the session's tmp dir.
     env["XDG_CACHE_HOME"] = _SESSION_CACHE
     env.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
@@ -159,14 +160,14 @@ def _describe_rc(rc):
     return f"exit status {rc}"
 
 
-def run_cat(dataset, name, options=None, check=True, timeout=CAT_TIMEOUT, extra=()):
+def run_cat(dataset, name, options=None, check=True, timeout=CAT_TIMEOUT, extra=(), env=None):
     """`youmufs cat [-o OPTIONS] DATASET NAME`. Fails the test on a signal, a sanitizer report,
-    a timeout, or (with check=True) a non-zero exit."""
+    a timeout, or (with check=True) a non-zero exit. env: variables to add (an S3 server's)."""
     require_binary()
     args = [BIN, "cat", *option_args(options), *extra, str(dataset), name]
     try:
         p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           stdin=subprocess.DEVNULL, timeout=timeout, env=_env())
+                           stdin=subprocess.DEVNULL, timeout=timeout, env=_env(env))
     except subprocess.TimeoutExpired:
         pytest.fail(f"`{' '.join(args)}` did not finish within {timeout} s (hang)")
     err = p.stderr.decode("utf-8", "replace")
@@ -231,7 +232,7 @@ class Mount:
 
 
 @contextlib.contextmanager
-def mounted(dataset, options=None, extra_args=(), timeout=MOUNT_TIMEOUT):
+def mounted(dataset, options=None, extra_args=(), timeout=MOUNT_TIMEOUT, env=None):
     """Mount `dataset` with `youmufs -f` under a fresh temporary directory and yield a Mount.
 
     Teardown always unmounts (fusermount3 -u, then -uz), waits for the daemon to exit (kills it
@@ -247,7 +248,7 @@ def mounted(dataset, options=None, extra_args=(), timeout=MOUNT_TIMEOUT):
     args = [BIN, "-f", *option_args(options), *extra_args, str(dataset), mnt]
     errf = open(stderr_path, "wb")
     proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=errf, stderr=errf,
-                            env=_env(), start_new_session=True)
+                            env=_env(env), start_new_session=True)
     errf.close()
     m = Mount(mnt, proc, stderr_path, args)
     fired = []
@@ -318,7 +319,7 @@ def mounted(dataset, options=None, extra_args=(), timeout=MOUNT_TIMEOUT):
             raise body_error
 
 
-def expect_mount_failure(dataset, options=None, timeout=MOUNT_TIMEOUT):
+def expect_mount_failure(dataset, options=None, timeout=MOUNT_TIMEOUT, env=None):
     """Run `youmufs [-o ...] DATASET MOUNTPOINT` (daemon mode, no -f) where it must fail before
     mounting. Returns the CompletedProcess; fails the test on a hang, a signal, a sanitizer
     report, or a mount that succeeded (which is unmounted again)."""
@@ -330,7 +331,7 @@ def expect_mount_failure(dataset, options=None, timeout=MOUNT_TIMEOUT):
     try:
         try:
             p = subprocess.run(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, timeout=timeout, env=_env())
+                               stderr=subprocess.PIPE, timeout=timeout, env=_env(env))
         except subprocess.TimeoutExpired:
             pytest.fail(f"`{' '.join(args)}` did not exit within {timeout} s (hang)")
         err = p.stderr.decode("utf-8", "replace")
