@@ -284,9 +284,12 @@ int ix_s3_list_parse(const char *xml, size_t len, ix_s3_listing *out, pq_error *
         if (!open || open >= end || !memmem(open, (size_t)(end - open), "</ListBucketResult>", 19))
             return pq_error_set(err, "the listing is not a ListBucketResult document");
     }
-    for (const char *p = xml; element(p, end, "Contents", &body, &blen, &after); p = after)
+    const char *p = xml;
+    for (; element(p, end, "Contents", &body, &blen, &after); p = after)
         if (one_object(body, blen, out, err) < 0)
             return pq_error_prefix(err, "malformed listing: ");
+    if (memmem(p, (size_t)(end - p), "<Contents>", 10))
+        return pq_error_set(err, "malformed listing: a Contents entry without its end");
     out->truncated = 0;
     free(out->next_token);
     out->next_token = NULL;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what youmufs needs on Debian 12. With no argument, what building and mounting need:
 # the compiler, CMake, FUSE, the codec and JSON libraries and libcurl (s3:// datasets). With --tests, also what the test
-# command needs: Criterion, pyarrow/pytest (the oracle), the other Parquet writers, and the
-# examples' frameworks. Idempotent: skips what is already present.
+# command needs: Criterion, pyarrow/pytest (the oracle), the other Parquet writers, the S3
+# server of the s3:// tests, and the examples' frameworks. Idempotent: skips what is already present.
 set -euo pipefail
 tests=0
 case "${1:-}" in
@@ -37,6 +37,12 @@ if command -v npm >/dev/null &&
    ! [ -d "$writers/node_modules/parquet-wasm" -a -d "$writers/node_modules/@duckdb/node-api" ]; then
   (cd "$writers" && npm install --no-audit --no-fund --silent)
 fi
+
+# tests/integration/test_s3.py and bench/s3_bench.py: a real S3 server on 127.0.0.1, the Versity
+# S3 gateway (its posix backend serves each directory as a bucket), built by the Go toolchain.
+gobin="$(go env GOPATH 2>/dev/null)/bin"
+command -v versitygw >/dev/null || [ -x "$gobin/versitygw" ] ||
+  go install github.com/versity/versitygw/cmd/versitygw@v1.8.0
 
 # examples/ (tests/integration/test_examples.py): numpy, Hugging Face datasets, torch on CPU.
 # PyPI's Linux torch wheel needs its nvidia-* dependencies even to import on CPU (--no-deps
