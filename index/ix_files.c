@@ -225,7 +225,8 @@ int ix_list_files(const char *dataset, char ***paths, size_t *count, pq_error *e
     }
     /* Every path shares the dataset prefix, so sorting full paths sorts the
      * relative ones. */
-    qsort(l.paths, l.count, sizeof *l.paths, by_name);
+    if (l.count)
+        qsort(l.paths, l.count, sizeof *l.paths, by_name);
     *paths = l.paths;
     *count = l.count;
     return 0;

@@ -259,9 +259,13 @@ static void scrub(const s3_store *s, char *buf, size_t cap)
         size_t n = secrets[i] ? strlen(secrets[i]) : 0;
         char *at;
         while (n && (at = strstr(buf, secrets[i])) != NULL) {
-            size_t rest = strlen(at + n);
-            if ((size_t)(at - buf) + sizeof mark + rest > cap)
-                rest = cap - (size_t)(at - buf) - sizeof mark;
+            size_t before = (size_t)(at - buf), rest = strlen(at + n);
+            if (before + sizeof mark > cap) { /* no room for the mark: cut the line there */
+                *at = '\0';
+                break;
+            }
+            if (before + sizeof mark + rest > cap)
+                rest = cap - before - sizeof mark;
             memmove(at + sizeof mark - 1, at + n, rest);
             memcpy(at, mark, sizeof mark - 1);
             at[sizeof mark - 1 + rest] = '\0';
