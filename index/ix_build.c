@@ -322,10 +322,12 @@ static char *cache_key(const build *b)
     char *real = realpath(o->dataset, NULL);
     char *key;
     if (asprintf(&key, "dataset=%s\ncolumn=%s\nleaf=%d:%d def=%d rep=%d:%d map=%d "
-                 "logical=%d:%d:%d:%d:%d:%d:%d\nformat=%s rowid=%d dtype=%s sep=%d:%lld\n",
+                 "logical=%d:%d:%d:%d:%d:%d:%d\nfield=%s\n"
+                 "format=%s rowid=%d dtype=%s sep=%d:%lld\n",
                  real ? real : o->dataset, l->path, l->type, (int)l->type_length, l->max_def,
                  l->max_rep, l->rep_def, l->in_map, t->kind, (int)t->scale, (int)t->precision,
-                 t->bit_width, t->is_signed, t->unit, t->utc, ix_format_name(o->frame.format),
+                 t->bit_width, t->is_signed, t->unit, t->utc, b->ix->framing.nest.key,
+                 ix_format_name(o->frame.format),
                  o->frame.rowid, ix_dtype_name(o->frame.dtype), o->frame.has_sep,
                  (long long)o->frame.sep) < 0)
         key = NULL;
@@ -389,12 +391,15 @@ static int resolve_column(build *b, pq_error *err)
 {
     ix_index *ix = b->ix;
     ix_source *first = &b->ss.files[0];
-    if (ix_resolve_column(first, b->opts->column, err) < 0)
+    pq_nest nest;
+    if (ix_resolve_column(first, b->opts->column, &nest, err) < 0)
         return -1;
     const pq_leaf *leaf = &first->leaves[first->column];
-    if (copy_leaf(&ix->column, leaf) < 0)
+    if (copy_leaf(&ix->column, leaf) < 0) {
+        pq_nest_free(&nest);
         return pq_error_set(err, "out of memory");
-    if (ix_framing_init(&ix->framing, &b->opts->frame, leaf, err) < 0)
+    }
+    if (ix_framing_init(&ix->framing, &b->opts->frame, leaf, &nest, err) < 0)
         return pq_error_prefix(err, "%s: ", first->name);
     return 0;
 }

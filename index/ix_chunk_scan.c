@@ -156,7 +156,7 @@ static int add_page(scan_state *st, const ix_page *pg, pq_error *err)
 static int64_t size_from_counts(const ix_scan *scan, uint64_t records, int64_t value_bytes)
 {
     const ix_framing *f = scan->framing;
-    if (f->shape.max_rep > 0)
+    if (f->shape.nested)
         return -1;
     if (f->format == IX_FORMAT_LEN32)
         return value_bytes < 0 ? -1 : (int64_t)(4 * records) + value_bytes;
@@ -570,8 +570,8 @@ static int stream_rows(scan_state *st, pq_stream *s, ix_page *pg, uint32_t *num,
     int rc;
     while ((rc = pq_stream_next(s, &e, err)) == 1) {
         if (!repeated) {
-            ix_record rec = { &e.value, NULL, 1, pg->first_row + pg->rows };
-            if (e.has_value &&
+            ix_record rec;
+            if (ix_flat_record(&f->shape, &e.value, &e.def, pg->first_row + pg->rows, &rec) &&
                 take_record(f, &rec, pg, &st->page_sizes, num, &st->page_sizes_cap, err) < 0)
                 return -1;
             pg->rows++;

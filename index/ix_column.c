@@ -22,19 +22,6 @@ static void list_leaves(const ix_source *s, int (*keep)(const pq_leaf *), char *
     }
 }
 
-/* What youmufs serves: flat columns and lists of primitives (one level of
- * repetition; a list of lists or a map's entries would need nested records). */
-static int check_supported(const ix_source *s, const pq_leaf *l, pq_error *err)
-{
-    if (l->in_map)
-        return pq_error_set(err, "%s: column %s is part of a map; youmufs serves flat columns "
-                            "and lists of values", s->name, l->path);
-    if (l->max_rep > 1)
-        return pq_error_set(err, "%s: column %s is nested %d lists deep; youmufs serves flat "
-                            "columns and lists of values", s->name, l->path, l->max_rep);
-    return 0;
-}
-
 /* Does leaf l answer to the user's column name: its exact dotted path, or a
  * prefix naming the group above it ("input_ids" for "input_ids.list.element"). */
 static int names_leaf(const pq_leaf *l, const char *want)
@@ -43,7 +30,52 @@ static int names_leaf(const pq_leaf *l, const char *want)
     return strncmp(l->path, want, n) == 0 && (l->path[n] == '\0' || l->path[n] == '.');
 }
 
-int ix_resolve_column(ix_source *first, const char *want, pq_error *err)
+/* Components of a dotted name. */
+static int depth_of(const char *name)
+{
+    int n = 1;
+    for (const char *p = name; *p; p++)
+        n += *p == '.';
+    return n;
+}
+
+/* The output field of the chosen leaf (pq_nest_of), which must be a field
+ * of that one leaf: a map, or a struct of several leaves, needs several
+ * leaf columns assembled into one value. */
+static int field_of(const ix_source *s, const pq_leaf *l, const char *want, pq_nest *nest,
+                    pq_error *err)
+{
+    if (l->in_map)
+        return pq_error_set(err, "%s: column %s is part of a map; youmufs does not serve maps "
+                            "yet (their keys and values are two leaf columns)", s->name,
+                            l->path);
+    if (pq_nest_of(&s->meta, l, depth_of(want ? want : l->path), nest, err) < 0)
+        return pq_error_prefix(err, "%s: ", s->name);
+    int leaves = 0;
+    for (int i = 0; i < s->num_leaves; i++)
+        leaves += names_leaf(&s->leaves[i], nest->key);
+    if (leaves > 1) {
+        char names[PQ_ERROR_MAX / 2] = "";
+        size_t used = 0;
+        for (int i = 0; i < s->num_leaves && used < sizeof names; i++) {
+            if (!names_leaf(&s->leaves[i], nest->key))
+                continue;
+            int n = snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "",
+                             s->leaves[i].path);
+            if (n < 0)
+                break;
+            used += (size_t)n;
+        }
+        pq_error_set(err, "%s: column %s is field %s of %d leaf columns (%s); youmufs serves "
+                     "a field of one leaf column for now", s->name, l->path, nest->key, leaves,
+                     names);
+        pq_nest_free(nest);
+        return -1;
+    }
+    return 0;
+}
+
+int ix_resolve_column(ix_source *first, const char *want, pq_nest *nest, pq_error *err)
 {
     char names[PQ_ERROR_MAX / 2] = "";
     int found = -1, matches = 0;
@@ -62,7 +94,7 @@ int ix_resolve_column(ix_source *first, const char *want, pq_error *err)
 
     if (matches == 1) {
         first->column = found;
-        return check_supported(first, &first->leaves[found], err);
+        return field_of(first, &first->leaves[found], want, nest, err);
     }
     if (want && matches == 0) {
         list_leaves(first, NULL, names, sizeof names);

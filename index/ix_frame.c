@@ -178,33 +178,51 @@ static void json_string(ix_sink *s, const uint8_t *v, uint32_t len, int binary)
     put_byte(s, '"');
 }
 
-/* The jsonl key: a list column is known by the field that holds the list
- * ("input_ids" for input_ids.list.element), any other by its dotted path. */
-static int jsonl_prefix(ix_framing *f, const pq_leaf *leaf)
+/* `{"<key>":` for text key[0..len), into a malloc'ed, NUL-terminated
+ * string (*out, *out_len). The key is a column name: escaped as text, never
+ * as binary. It is measured, then written. */
+static int object_prefix(const char *key, size_t len, char **out, size_t *out_len)
 {
-    size_t name_len = strlen(leaf->path);
-    if (leaf->max_rep > 0) {
-        const char *dot = strchr(leaf->path, '.');
-        if (dot)
-            name_len = (size_t)(dot - leaf->path);
-    }
-    /* The key is a column name: escape it as text, never as binary. It is
-     * measured, then written, followed by ':' and a NUL. */
     ix_sink count = ix_sink_counter();
     put_byte(&count, '{');
-    json_string(&count, (const uint8_t *)leaf->path, (uint32_t)name_len, 0);
+    json_string(&count, (const uint8_t *)key, (uint32_t)len, 0);
     put_byte(&count, ':');
-    f->prefix = malloc(count.size + 1);
-    if (!f->prefix)
+    char *p = malloc(count.size + 1);
+    if (!p)
         return -1;
-    ix_sink key = ix_sink_buffer((uint8_t *)f->prefix, count.size);
-    put_byte(&key, '{');
-    json_string(&key, (const uint8_t *)leaf->path, (uint32_t)name_len, 0);
-    put_byte(&key, ':');
-    assert(!key.passed_end && key.size == count.size);
-    f->prefix[key.size] = '\0';
-    f->prefix_len = key.size;
+    ix_sink sink = ix_sink_buffer((uint8_t *)p, count.size);
+    put_byte(&sink, '{');
+    json_string(&sink, (const uint8_t *)key, (uint32_t)len, 0);
+    put_byte(&sink, ':');
+    assert(!sink.passed_end && sink.size == count.size);
+    p[sink.size] = '\0';
+    *out = p;
+    *out_len = sink.size;
     return 0;
+}
+
+/* The record's prefix (the output field's key) and every struct step's. */
+static int jsonl_prefixes(ix_framing *f)
+{
+    const pq_nest *n = &f->nest;
+    if (object_prefix(n->key, strlen(n->key), &f->prefix, &f->prefix_len) < 0)
+        return -1;
+    f->step_prefix = calloc((size_t)n->num_steps, sizeof *f->step_prefix);
+    f->step_prefix_len = calloc((size_t)n->num_steps, sizeof *f->step_prefix_len);
+    if (!f->step_prefix || !f->step_prefix_len)
+        return -1;
+    for (int i = 0; i < n->num_steps; i++)
+        if (n->steps[i].kind == PQ_STEP_STRUCT &&
+            object_prefix(n->steps[i].name, strlen(n->steps[i].name), &f->step_prefix[i],
+                          &f->step_prefix_len[i]) < 0)
+            return -1;
+    return 0;
+}
+
+/* Whether records are one value, or one list of values (raw's shapes). */
+static int is_value_or_list(const pq_nest *n)
+{
+    return n->num_steps == 1 || (n->num_steps == 2 && n->steps[0].kind == PQ_STEP_LIST);
 }
 
 static int raw_init(ix_framing *f, const ix_frame_options *o, pq_error *err)
@@ -227,30 +245,43 @@ static int raw_init(ix_framing *f, const ix_frame_options *o, pq_error *err)
 }
 
 int ix_framing_init(ix_framing *f, const ix_frame_options *o, const pq_leaf *leaf,
-                    pq_error *err)
+                    pq_nest *nest, pq_error *err)
 {
     memset(f, 0, sizeof *f);
     f->format = o->format;
     f->rowid = o->rowid;
     f->type = ix_value_type_of(leaf);
-    f->shape = (ix_shape){ leaf->max_def, leaf->max_rep, leaf->rep_def };
+    if (nest) {
+        f->nest = *nest;
+        memset(nest, 0, sizeof *nest);
+    } else if (pq_nest_simple(leaf, &f->nest, err) < 0) {
+        return -1;
+    }
+    assert(f->nest.num_steps > 0 && f->nest.max_def == leaf->max_def &&
+           f->nest.max_rep == leaf->max_rep);
+    f->shape = (ix_shape){ leaf->max_def, leaf->max_rep, leaf->rep_def, f->nest.steps[0].def,
+                           pq_nest_is_nested(&f->nest) };
     if (o->rowid && o->format != IX_FORMAT_JSONL)
         return pq_error_set(err, "rowid: only format=jsonl can carry the row number");
     if (o->format != IX_FORMAT_RAW && (o->dtype != IX_DT_NONE || o->has_sep))
         return pq_error_set(err, "dtype= and sep= apply to format=raw only");
     switch (o->format) {
     case IX_FORMAT_JSONL:
-        if (jsonl_prefix(f, leaf) < 0)
+        if (jsonl_prefixes(f) < 0)
             return pq_error_set(err, "out of memory");
         return 0;
     case IX_FORMAT_TEXT:
     case IX_FORMAT_LEN32:
-        if (!ix_value_is_text(&f->type) || leaf->max_rep > 0)
+        if (!ix_value_is_text(&f->type) || f->shape.nested)
             return pq_error_set(err, "column %s: format=%s writes string and binary values; "
                                 "use format=jsonl%s", leaf->path, ix_format_name(o->format),
                                 ix_value_is_text(&f->type) ? "" : " or format=raw");
         return 0;
     case IX_FORMAT_RAW:
+        if (!is_value_or_list(&f->nest))
+            return pq_error_set(err, "column %s: format=raw writes numbers and lists of "
+                                "numbers, not structs or lists of lists; use format=jsonl",
+                                f->nest.key);
         return raw_init(f, o, err) < 0 ? pq_error_prefix(err, "column %s: ", leaf->path) : 0;
     }
     return pq_error_set(err, "unknown format");
@@ -258,6 +289,11 @@ int ix_framing_init(ix_framing *f, const ix_frame_options *o, const pq_leaf *lea
 
 void ix_framing_free(ix_framing *f)
 {
+    for (int i = 0; f->step_prefix && i < f->nest.num_steps; i++)
+        free(f->step_prefix[i]);
+    free(f->step_prefix);
+    free(f->step_prefix_len);
+    pq_nest_free(&f->nest);
     free(f->prefix);
     memset(f, 0, sizeof *f);
 }
@@ -295,11 +331,6 @@ static int next_element(elements *it, const pq_bytes **elem)
     return 0;
 }
 
-static int is_list(const ix_framing *f)
-{
-    return f->shape.max_rep > 0;
-}
-
 /* JSON of one element (NULL: null). */
 static int json_element(const ix_framing *f, const pq_bytes *v, ix_sink *s, pq_error *err)
 {
@@ -331,21 +362,49 @@ static void decimal(ix_sink *s, uint64_t v)
     put(s, digits + i, sizeof digits - i);
 }
 
+/* A nested record's JSON, from the events of pq_nest_walk. */
+typedef struct json_walk {
+    const ix_framing *f;
+    const ix_record *r;
+    ix_sink *s;
+    pq_error *err;
+} json_walk;
+
+static int json_event(void *ctx, pq_nest_event ev, const pq_step *step, uint32_t value)
+{
+    json_walk *w = ctx;
+    size_t i = (size_t)(step - w->f->nest.steps);
+    switch (ev) {
+    case PQ_EV_OPEN:
+        if (step->kind == PQ_STEP_STRUCT)
+            put(w->s, w->f->step_prefix[i], w->f->step_prefix_len[i]);
+        else
+            put_byte(w->s, '[');
+        return 0;
+    case PQ_EV_CLOSE:
+        put_byte(w->s, step->kind == PQ_STEP_STRUCT ? '}' : ']');
+        return 0;
+    case PQ_EV_NEXT: put_byte(w->s, ','); return 0;
+    case PQ_EV_NULL: put(w->s, "null", 4); return 0;
+    case PQ_EV_EMPTY: put(w->s, "[]", 2); return 0;
+    case PQ_EV_VALUE:
+        assert(value < w->r->num_values);
+        return json_element(w->f, &w->r->values[value], w->s, w->err);
+    }
+    return 0;
+}
+
 static int jsonl_record(const ix_framing *f, const ix_record *r, ix_sink *s, pq_error *err)
 {
     put(s, f->prefix, f->prefix_len);
-    if (is_list(f))
-        put_byte(s, '[');
-    elements it = elements_of(f, r);
-    const pq_bytes *elem;
-    for (int first = 1; next_element(&it, &elem); first = 0) {
-        if (!first)
-            put_byte(s, ',');
-        if (json_element(f, elem, s, err) < 0)
+    if (f->shape.nested) {
+        json_walk w = { f, r, s, err };
+        if (pq_nest_walk(&f->nest, r->defs, r->reps, r->levels, r->num_values, json_event, &w,
+                         err) != 0)
             return -1;
+    } else if (json_element(f, r->values, s, err) < 0) {
+        return -1;
     }
-    if (is_list(f))
-        put_byte(s, ']');
     if (f->rowid) {
         put(s, ROWID_KEY, sizeof ROWID_KEY - 1);
         decimal(s, r->row);

@@ -8,7 +8,8 @@
  *          Strings as JSON strings (`"` `\` and bytes < 0x20 escaped, the
  *          rest copied; binary columns escape bytes >= 0x80 as \u0080..
  *          \u00ff, so value.encode("latin-1") recovers them); numbers, dates
- *          and times per ix_value.h; lists as arrays with null elements.
+ *          and times per ix_value.h; lists as arrays with null elements,
+ *          structs as objects, nested at any depth (pq_nest.h).
  *   text   value bytes, then \n (a value containing \n is refused).
  *   len32  4-byte little-endian length, then the value bytes.
  *   raw    the record's numbers little-endian in one dtype, null elements
@@ -25,6 +26,7 @@
 
 #include "ix_record.h"
 #include "ix_value.h"
+#include "pq_nest.h"
 
 typedef enum ix_format {
     IX_FORMAT_JSONL = 0,
@@ -46,8 +48,11 @@ typedef struct ix_framing {
     int rowid;
     ix_value_type type;
     ix_shape shape;
+    pq_nest nest;    /* the output field's steps down to the leaf (owned) */
     char *prefix;    /* jsonl: {"<escaped key>": */
     size_t prefix_len;
+    char **step_prefix;      /* jsonl: per step, {"<field>": for a struct, else NULL */
+    size_t *step_prefix_len;
     ix_dtype dtype;  /* raw */
     int has_sep;
     uint8_t sep[8];  /* raw: the separator's bytes in dtype */
@@ -59,11 +64,14 @@ const char *ix_format_name(ix_format format);
 /* File extension of a format: "jsonl", "txt", "len32", "bin". */
 const char *ix_format_ext(ix_format format);
 
-/* Set up the framing of `leaf`'s values; fails with a message when the
- * format cannot carry the column (text of numbers, raw of strings, a dtype
- * that floats cannot take, a sep that does not fit the dtype). */
+/* Set up the framing of `leaf`'s values below the output field `nest`
+ * (pq_nest_of), which the framing takes over (*nest is left empty); NULL:
+ * the leaf's own levels say it (pq_nest_simple). Fails with a message when
+ * the format cannot carry the column (text of numbers, raw of strings or
+ * structs, a dtype that floats cannot take, a sep that does not fit the
+ * dtype). */
 int ix_framing_init(ix_framing *f, const ix_frame_options *o, const pq_leaf *leaf,
-                    pq_error *err);
+                    pq_nest *nest, pq_error *err);
 void ix_framing_free(ix_framing *f);
 
 /* Where framed bytes go. Measuring a record is framing it into a counting

@@ -10,6 +10,7 @@
 #include "ix_gate.h"
 #include "ix_index.h"
 #include "ix_store.h" /* ix_store_read: every read of a source */
+#include "pq_nest.h"
 
 /* ix_source.c: one file being indexed: open, and either recognised by the
  * persistent index or its footer parsed. */
@@ -73,8 +74,9 @@ uint64_t ix_source_rows(const ix_source *s);
 void ix_sources_free(ix_sources *ss);
 
 /* ix_column.c: choose the leaf of the first file (want == NULL: the only
- * string column), then find the same leaf in every other file. */
-int ix_resolve_column(ix_source *first, const char *want, pq_error *err);
+ * string column) and the field it is served as (*nest, pq_nest_of: the
+ * caller owns it), then find the same leaf in every other file. */
+int ix_resolve_column(ix_source *first, const char *want, pq_nest *nest, pq_error *err);
 int ix_match_column(ix_source *s, const pq_leaf *column, pq_error *err);
 
 /* ix_chunk_scan.c: the page pass over one column chunk. It reads the chunk

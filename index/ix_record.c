@@ -9,14 +9,19 @@ static int too_many(uint32_t cap, pq_error *err)
 static int flat_records(const ix_shape *shape, const pq_page_values *v, uint64_t first_row,
                         ix_record *out, uint32_t cap, uint32_t *count, pq_error *err)
 {
-    uint32_t k = 0;
-    for (uint32_t i = 0; i < v->num_levels && k < v->num_values; i++) {
-        if (v->def_levels && v->def_levels[i] != shape->max_def)
-            continue;
-        if (k == cap)
-            return too_many(cap, err);
-        out[k] = (ix_record){ &v->values[k], NULL, 1, first_row + i };
-        k++;
+    uint32_t k = 0, value = 0;
+    for (uint32_t i = 0; i < v->num_levels; i++) {
+        const uint16_t *def = v->def_levels ? &v->def_levels[i] : NULL;
+        int has_value = !def || *def == shape->max_def;
+        if (has_value && value == v->num_values)
+            break; /* more defined entries than values: the decoder refuses those */
+        ix_record rec;
+        if (ix_flat_record(shape, &v->values[value], def, first_row + i, &rec)) {
+            if (k == cap)
+                return too_many(cap, err);
+            out[k++] = rec;
+        }
+        value += (uint32_t)has_value;
     }
     *count = k;
     return 0;
@@ -37,13 +42,13 @@ static int list_records(const ix_shape *shape, const pq_page_values *v, uint64_t
             value += !def || def[i] == shape->max_def;
             i++;
         } while (i < v->num_levels && rep[i] != 0);
-        /* a null list: one entry defined below the list itself */
-        if (def && def[start] < shape->rep_def - 1)
+        /* a null row: one entry defined below the output field */
+        if (def && def[start] < shape->null_def)
             continue;
         if (k == cap)
             return too_many(cap, err);
-        out[k++] = (ix_record){ &v->values[first_value], def ? def + start : NULL, i - start,
-                                first_row + row };
+        out[k++] = (ix_record){ &v->values[first_value], def ? def + start : NULL, rep + start,
+                                i - start, value - first_value, first_row + row };
     }
     if (value != v->num_values)
         return pq_error_set(err, "levels define %u values, the page holds %u", value,

@@ -13,22 +13,43 @@
 #include "pq_column.h"
 #include "pq_error.h"
 
-/* The column's level structure (from its pq_leaf). */
+/* The column's level structure (from its pq_leaf and pq_nest). */
 typedef struct ix_shape {
     int16_t max_def;
-    int16_t max_rep; /* 0 (flat) or 1 (list) */
-    int16_t rep_def; /* lists: definition level at which an element exists */
+    int16_t max_rep;  /* 0: one level entry per row */
+    int16_t rep_def;  /* one list (max_rep 1): definition level at which an element exists */
+    int16_t null_def; /* a row is a record when its first entry's def >= null_def */
+    int nested;       /* records carry their levels (lists, structs: pq_nest_is_nested) */
 } ix_shape;
 
 typedef struct ix_record {
     const pq_bytes *values; /* the record's non-null leaf values, in order */
-    const uint16_t *defs;   /* lists: definition levels of its entries; NULL when flat */
-    uint32_t levels;        /* lists: level entries (an empty list has one) */
+    const uint16_t *defs;   /* nested: definition levels of its entries (NULL: all max_def);
+                             * NULL when not nested */
+    const uint16_t *reps;   /* repetition levels of its entries; NULL when max_rep is 0 */
+    uint32_t levels;        /* level entries (an empty list has one; 1 when max_rep is 0) */
+    uint32_t num_values;    /* values[0..num_values) */
     uint64_t row;           /* global row number */
 } ix_record;
 
-/* Lists: element k of the record is a value when defs[k] == max_def, a null
- * element when defs[k] >= rep_def, and absent (the list is empty) otherwise. */
+/* One list (max_rep 1): element k of the record is a value when defs[k] ==
+ * max_def, a null element when defs[k] >= rep_def, and absent (the list is
+ * empty) otherwise. Deeper nesting: pq_nest_walk. */
+
+/* The record of a row of a column without repetition, its one entry of
+ * definition level *def (NULL: max_def) and value *value (read only when
+ * *def is max_def): 1 and *out (pointing to *value and *def), or 0 for a
+ * null row. */
+static inline int ix_flat_record(const ix_shape *shape, const pq_bytes *value,
+                                 const uint16_t *def, uint64_t row, ix_record *out)
+{
+    int has_value = !def || *def == shape->max_def;
+    if (!has_value && (!shape->nested || *def < shape->null_def))
+        return 0;
+    /* nested: a struct above the leaf may be a record with a null value */
+    *out = (ix_record){ value, shape->nested ? def : NULL, NULL, 1, (uint32_t)has_value, row };
+    return 1;
+}
 
 /* The records of a decoded page whose first row is `first_row`, in page
  * order, into out[0..cap). *count is the number of records, *rows the

@@ -1,5 +1,6 @@
 #include "ix_row.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,7 +12,8 @@ void ix_row_init(ix_row *r, size_t max)
 
 size_t ix_row_bytes(const ix_row *r)
 {
-    return r->defs_cap * sizeof *r->defs + r->values_cap * sizeof *r->values + r->bytes_cap;
+    return r->defs_cap * 2 * sizeof *r->defs + r->values_cap * sizeof *r->values +
+           r->bytes_cap;
 }
 
 /* Make room for `need` elements of `size` bytes in *array (capacity *cap),
@@ -45,9 +47,14 @@ static int make_room(ix_row *r, const pq_stream_entry *e, pq_error *err)
     if (r->entries < r->defs_cap && r->num_values < r->values_cap &&
         e->value.len <= r->bytes_cap - r->used)
         return 0; /* the common case, once per level entry */
-    if (reserve(r, (void **)&r->defs, &r->defs_cap, (size_t)r->entries + 1, sizeof *r->defs,
-                err) < 0)
+    /* defs and reps share one array: defs[0..cap), then reps[0..cap) */
+    size_t old_cap = r->defs_cap;
+    if (reserve(r, (void **)&r->defs, &r->defs_cap, (size_t)r->entries + 1,
+                2 * sizeof *r->defs, err) < 0)
         return -1;
+    if (r->defs_cap != old_cap)
+        memmove(r->defs + r->defs_cap, r->defs + old_cap, r->entries * sizeof *r->defs);
+    r->reps = r->defs + r->defs_cap;
     if (!e->has_value)
         return 0;
     return reserve(r, (void **)&r->values, &r->values_cap, (size_t)r->num_values + 1,
@@ -62,7 +69,8 @@ int ix_row_add(ix_row *r, const pq_stream_entry *e, pq_error *err)
 {
     if (make_room(r, e, err) < 0)
         return -1;
-    r->defs[r->entries++] = e->def;
+    r->defs[r->entries] = e->def;
+    r->reps[r->entries++] = e->rep;
     if (!e->has_value)
         return 0;
     if (e->value.len)
@@ -74,9 +82,8 @@ int ix_row_add(ix_row *r, const pq_stream_entry *e, pq_error *err)
 
 int ix_row_record(ix_row *r, const ix_shape *shape, uint64_t row, ix_record *out)
 {
-    /* a null list: one entry defined below the list itself (ix_record.c) */
-    if (r->entries == 0 || (shape->max_rep > 0 && r->defs[0] < shape->rep_def - 1) ||
-        (shape->max_rep == 0 && r->num_values == 0))
+    /* a null row: its first entry is defined below the output field (ix_record.c) */
+    if (r->entries == 0 || r->defs[0] < shape->null_def)
         return 0;
     /* the bytes may have moved since the values were added */
     static const uint8_t none[1];
@@ -85,8 +92,9 @@ int ix_row_record(ix_row *r, const ix_shape *shape, uint64_t row, ix_record *out
         r->values[k].ptr = r->bytes ? r->bytes + at : none;
         at += r->values[k].len;
     }
-    *out = (ix_record){ r->values, shape->max_rep > 0 ? r->defs : NULL,
-                        shape->max_rep > 0 ? r->entries : 1, row };
+    assert(shape->max_rep > 0 || r->entries == 1);
+    *out = (ix_record){ r->values, shape->nested ? r->defs : NULL,
+                        shape->max_rep > 0 ? r->reps : NULL, r->entries, r->num_values, row };
     return 1;
 }
 

@@ -2,8 +2,8 @@
  *
  * A streamed page hands out one level entry at a time, its value valid only
  * until the next; a list row is many entries, and may go on in the next
- * page. An ix_row copies the entries of one row (their definition levels
- * and values) so the row can be measured or framed as an ix_record once its
+ * page. An ix_row copies the entries of one row (their levels and values)
+ * so the row can be measured or framed as an ix_record once its
  * last entry is seen. Its memory is bounded: the arrays never grow beyond
  * `max` bytes in all, and a row that needs more fails with a message that
  * says "not streamable" (the caller decodes the page whole instead).
@@ -18,7 +18,8 @@
 #include "pq_stream.h"
 
 typedef struct ix_row {
-    uint16_t *defs;   /* one per entry */
+    uint16_t *defs;   /* one per entry; the array holds reps after defs_cap */
+    uint16_t *reps;   /* one per entry: defs + defs_cap */
     pq_bytes *values; /* one per non-null value; ptr set by ix_row_record */
     uint8_t *bytes;   /* the values' bytes, back to back */
     uint32_t entries, num_values;

@@ -60,6 +60,7 @@ struct ix_stream {
     pq_stream_entry pending;
     int has_pending;
     pq_bytes flat_value;
+    uint16_t flat_def;
     uint32_t rows, records;
     int state;
     pq_error failure;
@@ -297,11 +298,11 @@ static int next_flat(ix_stream *s, ix_record *rec, pq_error *err)
     int rc;
     while ((rc = next_entry(s, &e, err)) == 1) {
         uint64_t row = s->entry->first_row + s->rows++;
-        if (!e.has_value)
+        s->flat_value = e.value;
+        s->flat_def = e.def;
+        if (!ix_flat_record(&s->shape, &s->flat_value, &s->flat_def, row, rec))
             continue; /* a null row: no record */
         s->records++;
-        s->flat_value = e.value;
-        *rec = (ix_record){ &s->flat_value, NULL, 1, row };
         return 1;
     }
     return rc;

@@ -22,7 +22,7 @@ static void init(ix_framing *f, ix_format format, int rowid, int binary, const c
                         binary ? PQ_LOGICAL_NONE : PQ_LOGICAL_STRING);
     ix_frame_options o = { .format = format, .rowid = rowid };
     pq_error err;
-    cr_assert_eq(ix_framing_init(f, &o, &l, &err), 0, "%s", err.msg);
+    cr_assert_eq(ix_framing_init(f, &o, &l, NULL, &err), 0, "%s", err.msg);
 }
 
 static size_t frame_size(const ix_framing *f, const ix_record *r)
@@ -50,7 +50,7 @@ static void check(const ix_framing *f, const char *value, size_t len, uint64_t r
 {
     uint8_t out[257];
     pq_bytes v = { (const uint8_t *)value, (uint32_t)len };
-    ix_record r = { &v, NULL, 1, row };
+    ix_record r = { &v, NULL, NULL, 1, 1, row };
     pq_error err;
     size_t size = frame_size(f, &r);
     cr_assert_lt(size, sizeof out);
@@ -109,7 +109,7 @@ Test(frame, text_refuses_newlines_and_numbers)
     ix_framing f;
     init(&f, IX_FORMAT_TEXT, 0, 0, "x");
     pq_bytes v = { (const uint8_t *)"a\nb", 3 };
-    ix_record r = { &v, NULL, 1, 7 };
+    ix_record r = { &v, NULL, NULL, 1, 1, 7 };
     ix_sink count = ix_sink_counter();
     pq_error err;
     cr_assert_eq(ix_frame(&f, &r, &count, &err), -1);
@@ -117,7 +117,7 @@ Test(frame, text_refuses_newlines_and_numbers)
     ix_framing_free(&f);
     pq_leaf num = leaf_of("n", PQ_INT64, PQ_LOGICAL_NONE);
     ix_frame_options o = { .format = IX_FORMAT_TEXT };
-    cr_assert_eq(ix_framing_init(&f, &o, &num, &err), -1);
+    cr_assert_eq(ix_framing_init(&f, &o, &num, NULL, &err), -1);
     cr_assert(strstr(err.msg, "jsonl"), "%s", err.msg);
 }
 
@@ -176,7 +176,7 @@ Test(frame, word_at_a_time_scan_matches_a_bytewise_reference)
                 value[i] = (uint8_t)(rand() % 4 ? 'a' + rand() % 26 : rand() % 256);
             size_t n = reference_escape(value, len, binary, expect);
             pq_bytes v = { value, (uint32_t)len };
-            ix_record r = { &v, NULL, 1, 0 };
+            ix_record r = { &v, NULL, NULL, 1, 1, 0 };
             size_t size = frame_size(&f, &r);
             cr_assert_eq(size, f.prefix_len + n + 4, "length %zu, trial %d", len, trial);
             pq_error err;

@@ -5,15 +5,17 @@ the repo root; or set YOUMUFS_PARQUET_TESTING). Without it these tests are skipp
 reason printed.
 
 For each leaf column, decided from the schema alone (the data of a refused column is never read
-by the oracle: large_string_map.brotli.parquet decompresses to more than 2 GB):
-  serve     a primitive (possibly inside structs, key = dotted path) or one list level of
-            primitives (key = top-level name): `youmufs cat -o column=PATH,shuffle=none,rowid`
-            must be byte-exactly the contract's records of pyarrow's values in natural order
-            (binary columns: JSON-equal, see typed_data.fmt_latin1); where a *_expect.csv is
-            present the values must also equal its cells; numeric columns also format=raw
-  refuse    more than one repetition level, maps: non-zero exit, a message naming the column
-  either    shapes CONTRACT-TYPES.md does not define (a list inside a struct, a list of structs,
-            FLOAT16): a clear refusal, or a valid epoch with one record per non-null row
+by the oracle: large_string_map.brotli.parquet decompresses to more than 2 GB). column=LEAF
+serves a field (typed_data.served_field): the leaf, or the list or map it is inside.
+  serve     a field of this one leaf, at any depth of structs and lists:
+            `youmufs cat -o column=PATH,shuffle=none,rowid` must be byte-exactly the contract's
+            records of pyarrow's values in natural order (binary columns: JSON-equal, see
+            typed_data.fmt_latin1); where a *_expect.csv is present the values must also equal
+            its cells; numeric columns and lists of numbers also format=raw
+  refuse    a map, or a field of several leaf columns (not served yet): non-zero exit, a message
+            naming the column
+  either    FLOAT16, which CONTRACT-TYPES.md does not define: a clear refusal, or a valid epoch
+            with one record per non-null row
 Files whose page CRCs do not match may also be refused, with a message saying so. Encrypted
 files (*.parquet.encrypted of the corpus, and two written here by pyarrow's Parquet Modular
 Encryption, encrypted and plaintext footer) must be refused with a message containing "encrypt".
@@ -50,47 +52,38 @@ def _files(suffix):
     return sorted(f for f in os.listdir(CORPUS) if f.endswith(suffix))
 
 
-def _arrow_field_at(schema, path):
-    """The arrow type of the top-level field of a leaf path and the path's walk through structs:
-    returns (kind, detail) with kind serve | refuse | either."""
-    parts = path.split(".")
-    try:
-        t = schema.field(parts[0]).type
-    except KeyError:
-        return "either", f"no arrow field {parts[0]}"
-    i = 1
-    while pa.types.is_struct(t) and i < len(parts):
-        idx = t.get_field_index(parts[i])
-        if idx < 0:
-            break
-        t = t.field(idx).type
-        i += 1
-    if pa.types.is_map(t):
-        return "refuse", "map"
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        et = t.value_type
-        if pa.types.is_list(et) or pa.types.is_large_list(et) or pa.types.is_map(et):
-            return "refuse", "list of lists"
-        if i != 1:
-            return "either", "list inside a struct"
-        if pa.types.is_nested(et):
-            return "either", f"list of {et}"
-        t = et
-    elif pa.types.is_nested(t):
-        return "either", f"nested {t}"
+def _float16_in(t):
     if pa.types.is_float16(t):
-        return "either", "FLOAT16 (not in CONTRACT-TYPES.md)"
-    return "serve", str(t)
+        return True
+    if pa.types.is_struct(t):
+        return any(_float16_in(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_map(t):
+        return _float16_in(t.key_type) or _float16_in(t.item_type)
+    if hasattr(t, "value_type"):
+        return _float16_in(t.value_type)
+    return False
 
 
 def classify(path, leaf, rep):
-    if rep > 1:
-        return "refuse", f"{rep} repetition levels"
+    """serve | refuse | either for column=leaf, with the served field's key and why."""
     try:
         schema = pq.ParquetFile(path).schema_arrow
+        leaves = [p for p, _r in td.leaf_columns(path)]
     except Exception as e:  # noqa: BLE001
         return "either", f"pyarrow cannot read the schema: {e}"
-    return _arrow_field_at(schema, leaf)
+    top = leaf.split(".")[0]
+    try:
+        key, t = td.served_field(schema.field(top).type, leaf)
+    except (KeyError, td.Unsupported) as e:
+        return "either", f"no arrow field for {leaf}: {e}"
+    if pa.types.is_map(t):
+        return "refuse", "map"
+    under = [p for p in leaves if p == key or p.startswith(key + ".")]
+    if len(under) > 1:
+        return "refuse", f"field {key} of {len(under)} leaf columns"
+    if _float16_in(t):
+        return "either", "FLOAT16 (not in CONTRACT-TYPES.md)"
+    return "serve", str(t)
 
 
 def _cases():

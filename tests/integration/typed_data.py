@@ -113,6 +113,12 @@ def render_array(arr) -> list:
     t = arr.type
     if pa.types.is_dictionary(t):
         return render_array(arr.dictionary_decode())
+    if pa.types.is_struct(t):
+        valid = arr.is_valid().to_pylist()
+        kids = [(json.dumps(t.field(i).name, ensure_ascii=False), render_array(c))
+                for i, c in enumerate(arr.flatten())]
+        return ["{" + ",".join(k + ":" + ("null" if c[r] is None else c[r]) for k, c in kids)
+                + "}" if valid[r] else None for r in range(len(arr))]
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         offs = arr.offsets.to_pylist()
         child = render_array(arr.values)
@@ -268,31 +274,35 @@ def _struct_child(arr, name):
     return arr.flatten()[idx]
 
 
-def resolve(table_column, path: str):
-    """(array, key, is_list) of the leaf at dotted `path` inside a top-level column. Raises
-    Unsupported for shapes the contract does not define (lists inside structs, lists of structs,
-    maps, deeper lists)."""
+def _is_list(t):
+    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+
+
+def served_field(top_type, path: str):
+    """(key, arrow type) of the field a column= name serves (CONTRACT-TYPES.md), given the
+    arrow type of its top-level field: the named field, walking structs; a name inside a list
+    or map serves the list or map itself (a value inside a list is not one value per row)."""
     parts = path.split(".")
-    arr = table_column
+    t = top_type
     i = 1
-    while i < len(parts) and pa.types.is_struct(arr.type):
-        arr = _struct_child(arr, parts[i])
+    while i < len(parts) and pa.types.is_struct(t) and t.get_field_index(parts[i]) >= 0:
+        t = t.field(t.get_field_index(parts[i])).type
         i += 1
-    t = arr.type
+    if i != len(parts) and not (_is_list(t) or pa.types.is_map(t)):
+        raise Unsupported(f"path {path} does not reach a field")
+    return ".".join(parts[:i]), t
+
+
+def resolve(table_column, path: str):
+    """(array, key, is_list) of the field `path` serves inside a top-level column (served_field).
+    Raises Unsupported for maps (two leaf columns)."""
+    key, t = served_field(table_column.type, path)
     if pa.types.is_map(t):
         raise Unsupported("map")
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        if i != 1:
-            raise Unsupported("list inside a struct")
-        et = t.value_type
-        if pa.types.is_nested(et):
-            raise Unsupported(f"list of {et}")
-        return arr, parts[0], True
-    if pa.types.is_nested(t):
-        raise Unsupported(f"nested {t}")
-    if i != len(parts):
-        raise Unsupported(f"path {path} does not reach a leaf")
-    return arr, path, False
+    arr = table_column
+    for name in key.split(".")[1:]:
+        arr = _struct_child(arr, name)
+    return arr, key, _is_list(t)
 
 
 def leaf_oracle(root: str, path: str) -> Leaf:
