@@ -21,6 +21,21 @@ void pq_nest_free(pq_nest *n)
     memset(n, 0, sizeof *n);
 }
 
+int pq_nest_equal(const pq_nest *a, const pq_nest *b)
+{
+    if (a->num_steps != b->num_steps || a->max_def != b->max_def || a->max_rep != b->max_rep ||
+        strcmp(a->key, b->key) != 0)
+        return 0;
+    for (int i = 0; i < a->num_steps; i++) {
+        const pq_step *x = &a->steps[i], *y = &b->steps[i];
+        if (x->kind != y->kind || x->def != y->def || x->elem_def != y->elem_def ||
+            x->rep != y->rep || (x->name != NULL) != (y->name != NULL) ||
+            (x->name && strcmp(x->name, y->name) != 0))
+            return 0;
+    }
+    return 1;
+}
+
 int pq_nest_is_nested(const pq_nest *n)
 {
     return n->num_steps > 1;

@@ -62,6 +62,8 @@ int pq_nest_of(const pq_file_meta *m, const pq_leaf *leaf, int named_depth, pq_n
  * leaf's path, or its first component for a list. Fails for max_rep > 1. */
 int pq_nest_simple(const pq_leaf *leaf, pq_nest *out, pq_error *err);
 void pq_nest_free(pq_nest *n);
+/* Whether two nestings are the same: key, steps, levels and field names. */
+int pq_nest_equal(const pq_nest *a, const pq_nest *b);
 /* Whether records need their levels to be written: some list or struct
  * above the leaf (else a record is just its value). */
 int pq_nest_is_nested(const pq_nest *n);

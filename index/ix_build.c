@@ -445,8 +445,8 @@ int ix_build(const ix_options *opts, ix_index **out, pq_error *err)
         goto done;
     }
     int depth = ix_io_depth(opts);
-    if (ix_sources_load(&b.ss, b.cache, &ix->column, ix->framing.rowid, threads, depth,
-                        &b.gate, err) < 0)
+    if (ix_sources_load(&b.ss, b.cache, &ix->column, &ix->framing.nest, ix->framing.rowid,
+                        threads, depth, &b.gate, err) < 0)
         goto done;
     if (opts->shards > 1 && keep_shard(&b, err) < 0)
         goto done;

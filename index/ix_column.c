@@ -114,7 +114,7 @@ int ix_resolve_column(ix_source *first, const char *want, pq_nest *nest, pq_erro
                         first->name, names);
 }
 
-int ix_match_column(ix_source *s, const pq_leaf *column, pq_error *err)
+int ix_match_column(ix_source *s, const pq_leaf *column, const pq_nest *field, pq_error *err)
 {
     for (int i = 0; i < s->num_leaves; i++) {
         const pq_leaf *l = &s->leaves[i];
@@ -126,6 +126,15 @@ int ix_match_column(ix_source *s, const pq_leaf *column, pq_error *err)
                                 "the first file (type %d, def %d, rep %d vs type %d, def %d, "
                                 "rep %d)", s->name, l->path, l->type, l->max_def, l->max_rep,
                                 column->type, column->max_def, column->max_rep);
+        pq_nest here;
+        if (pq_nest_of(&s->meta, l, depth_of(field->key), &here, err) < 0)
+            return pq_error_prefix(err, "%s: ", s->name);
+        int same = pq_nest_equal(&here, field);
+        pq_nest_free(&here);
+        if (!same)
+            return pq_error_set(err, "%s: field %s is nested differently than in the first "
+                                "file (other list or struct levels above column %s)", s->name,
+                                field->key, l->path);
         s->column = i;
         return 0;
     }

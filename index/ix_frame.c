@@ -394,10 +394,31 @@ static int json_event(void *ctx, pq_nest_event ev, const pq_step *step, uint32_t
     return 0;
 }
 
+/* One list of values as a JSON array: the elements directly, without the
+ * general walk (which took about 10% more user CPU for `youmufs cat` of a
+ * 400k-row list<int32> jsonl epoch). */
+static int json_list(const ix_framing *f, const ix_record *r, ix_sink *s, pq_error *err)
+{
+    put_byte(s, '[');
+    elements it = elements_of(f, r);
+    const pq_bytes *elem;
+    for (int first = 1; next_element(&it, &elem); first = 0) {
+        if (!first)
+            put_byte(s, ',');
+        if (json_element(f, elem, s, err) < 0)
+            return -1;
+    }
+    put_byte(s, ']');
+    return 0;
+}
+
 static int jsonl_record(const ix_framing *f, const ix_record *r, ix_sink *s, pq_error *err)
 {
     put(s, f->prefix, f->prefix_len);
-    if (f->shape.nested) {
+    if (f->shape.nested && is_value_or_list(&f->nest)) {
+        if (json_list(f, r, s, err) < 0)
+            return -1;
+    } else if (f->shape.nested) {
         json_walk w = { f, r, s, err };
         if (pq_nest_walk(&f->nest, r->defs, r->reps, r->levels, r->num_values, json_event, &w,
                          err) != 0)

@@ -64,8 +64,9 @@ int ix_sources_list(ix_sources *ss, const char *dataset, const ix_store_options 
  * of `gate` (ix_gate.h; NULL: no limit). A file the persistent index recognises
  * (same name, size, mtime and footer; under rowid the same first row) gets
  * its entry in `cached` and no footer parse; every other one has its footer
- * parsed and `column` found in it. */
-int ix_sources_load(ix_sources *ss, const ix_cache *cache, const pq_leaf *column, int rowid,
+ * parsed and `column` found in it, under the same nesting `field`. */
+int ix_sources_load(ix_sources *ss, const ix_cache *cache, const pq_leaf *column,
+                    const pq_nest *field, int rowid,
                     int threads, int io_depth, ix_gate *gate, pq_error *err);
 /* Rows of a loaded file, from its cache entry or its footer. */
 uint64_t ix_source_rows(const ix_source *s);
@@ -77,7 +78,7 @@ void ix_sources_free(ix_sources *ss);
  * string column) and the field it is served as (*nest, pq_nest_of: the
  * caller owns it), then find the same leaf in every other file. */
 int ix_resolve_column(ix_source *first, const char *want, pq_nest *nest, pq_error *err);
-int ix_match_column(ix_source *s, const pq_leaf *column, pq_error *err);
+int ix_match_column(ix_source *s, const pq_leaf *column, const pq_nest *field, pq_error *err);
 
 /* ix_chunk_scan.c: the page pass over one column chunk. It reads the chunk
  * through a window of this many bytes (fewer for a smaller chunk). */

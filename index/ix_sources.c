@@ -42,6 +42,7 @@ typedef struct load {
     ix_sources *ss;
     const ix_cache *cache;
     const pq_leaf *column;
+    const pq_nest *field;
     int recognise; /* first pass: look the files up in the persistent index */
     ix_gate *gate;
 } load;
@@ -88,7 +89,7 @@ static int load_source(void *ctx, size_t i, pq_error *err)
             return pq_error_set(err, "%s: row group %d has %lld rows", s->name, g,
                                 (long long)s->meta.row_groups[g].num_rows);
     ix_gate_cpu_enter(l->gate);
-    int rc = ix_match_column(s, l->column, err);
+    int rc = ix_match_column(s, l->column, l->field, err);
     ix_gate_cpu_leave(l->gate);
     return rc;
 }
@@ -124,10 +125,11 @@ static size_t drop_shifted(ix_sources *ss)
     return dropped;
 }
 
-int ix_sources_load(ix_sources *ss, const ix_cache *cache, const pq_leaf *column, int rowid,
-                    int threads, int io_depth, ix_gate *gate, pq_error *err)
+int ix_sources_load(ix_sources *ss, const ix_cache *cache, const pq_leaf *column,
+                    const pq_nest *field, int rowid, int threads, int io_depth, ix_gate *gate,
+                    pq_error *err)
 {
-    load l = { ss, cache, column, 1, gate };
+    load l = { ss, cache, column, field, 1, gate };
     if (ix_parallel_for_growing(ss->count, threads, io_depth, load_source, &l, "youmufs: reading footers",
                         err) < 0)
         return -1;

@@ -196,7 +196,8 @@ def test_large_list_and_default_key(types_ds, cat):
 
 
 # ---------------------------------------------------------------------------------------------
-# refused shapes: lists of lists, maps (small files, so no decompression-bomb guard interferes)
+# lists of lists are served (issue 13); maps are refused (small files, so no decompression-bomb
+# guard interferes)
 
 @pytest.fixture(scope="module")
 def nested_ds(tmp_path_factory):
@@ -216,11 +217,17 @@ def _leaves(ds, prefix):
     return [p for p, _r in td.leaf_columns(f) if p == prefix or p.startswith(prefix + ".")]
 
 
-@pytest.mark.parametrize("col", ["lol", "lol.list.element.list.element", "m",
-                                 "m.key_value.key", "m.key_value.value"])
-def test_deeper_nesting_and_maps_refused(col, nested_ds, cat, mount_fails):
-    """CONTRACT-TYPES: deeper nesting (list of lists, maps) is refused at mount with a message
-    naming the column."""
+@pytest.mark.parametrize("col", ["lol", "lol.list.element.list.element"])
+def test_list_of_lists_served(col, nested_ds, cat):
+    """CONTRACT-TYPES: a list of lists is served as nested arrays, a name inside it serves it."""
+    p = cat(nested_ds, "epoch-0.jsonl", {"column": col, "shuffle": "none"})
+    assert p.stdout == b'{"lol":[[1,2],[3]]}\n{"lol":[]}\n{"lol":[[4]]}\n', p.stdout
+
+
+@pytest.mark.parametrize("col", ["m", "m.key_value.key", "m.key_value.value"])
+def test_maps_refused(col, nested_ds, cat, mount_fails):
+    """CONTRACT-TYPES: maps (two leaf columns) are refused at mount with a message naming the
+    column."""
     p = cat(nested_ds, "epoch-0.jsonl", {"column": col}, check=False)
     err = p.stderr.decode("utf-8", "replace")
     top = col.split(".")[0]

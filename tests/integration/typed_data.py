@@ -680,10 +680,12 @@ def writer_problem(writer: str) -> Optional[str]:
 
 
 class TypedCache:
-    """Writes the sources and every variant once per session; caches leaf oracles."""
+    """Writes the sources and every variant once per session; caches leaf oracles. `table`
+    (file_no, rows, large) -> pa.Table gives the sources' rows (default: logical_table)."""
 
-    def __init__(self, root):
+    def __init__(self, root, table=None):
         self.root = root
+        self.table = table or logical_table
         self._leaves = {}
 
     def sources(self, v: WVariant) -> list:
@@ -693,7 +695,7 @@ class TypedCache:
             shutil.rmtree(tmp, ignore_errors=True)
             os.makedirs(tmp)
             for f in range(v.files):
-                t = logical_table(f, v.rows, v.large)
+                t = self.table(f, v.rows, v.large)
                 with ipc.new_stream(os.path.join(tmp, f"src-{f:03d}.arrows"), t.schema) as w:
                     w.write_table(t)
                 pq.write_table(t, os.path.join(tmp, f"src-{f:03d}.parquet"),
