@@ -77,6 +77,9 @@ static int field_of(const ix_source *s, const pq_leaf *l, const char *want, pq_n
 
 int ix_resolve_column(ix_source *first, const char *want, pq_nest *nest, pq_error *err)
 {
+    if (want && strchr(want, ':'))
+        return pq_error_set(err, "column=%s: several columns in one record are not served yet; "
+                            "choose one column", want);
     char names[PQ_ERROR_MAX / 2] = "";
     int found = -1, matches = 0;
     for (int i = 0; i < first->num_leaves; i++) {
