@@ -77,9 +77,7 @@ static int field_of(const ix_source *s, const pq_leaf *l, const char *want, pq_n
 
 int ix_resolve_column(ix_source *first, const char *want, pq_nest *nest, pq_error *err)
 {
-    if (want && strchr(want, ':'))
-        return pq_error_set(err, "column=%s: several columns in one record are not served yet; "
-                            "choose one column", want);
+
     char names[PQ_ERROR_MAX / 2] = "";
     int found = -1, matches = 0;
     for (int i = 0; i < first->num_leaves; i++) {
@@ -99,6 +97,10 @@ int ix_resolve_column(ix_source *first, const char *want, pq_nest *nest, pq_erro
         first->column = found;
         return field_of(first, &first->leaves[found], want, nest, err);
     }
+    if (want && matches == 0 && strchr(want, ':'))
+        return pq_error_set(err, "column=%s: several columns in one record are not served yet "
+                            "(no column has this name; names may hold ':'); choose one column",
+                            want);
     if (want && matches == 0) {
         list_leaves(first, NULL, names, sizeof names);
         return pq_error_set(err, "%s: no column named '%s'; columns: %s", first->name, want,
