@@ -25,6 +25,9 @@
 #define CREDENTIALS_FILE_MAX (1u << 20)
 #define CONNECT_TIMEOUT_MS 10000L
 #define STALL_SECONDS 30L /* a transfer moving no byte this long is cut (a timeout: retried) */
+/* A streamed page's reads (ix_store.h): 2 MiB a round trip, against 256 KiB
+ * for files. Charged like any stream window (pq_stream.h's bound). */
+#define S3_STREAM_READ_BYTES ((size_t)2 << 20)
 
 typedef struct s3_object {
     char *key;
@@ -804,7 +807,8 @@ int ix_s3_open(const char *dataset, const ix_store_options *o, ix_store **out, p
     s3_store *s = calloc(1, sizeof *s);
     if (!s)
         return pq_error_set(err, "out of memory");
-    s->base = (ix_store){ &s3_ops, { S3_TRIES, S3_FIRST_US, S3_MAX_US, 1 }, 1 };
+    s->base = (ix_store){ &s3_ops, { S3_TRIES, S3_FIRST_US, S3_MAX_US, 1 }, 1,
+                          S3_STREAM_READ_BYTES };
     pthread_mutex_init(&s->lock, NULL);
     if (pthread_key_create(&s->conn_key, conn_release) != 0) {
         pthread_mutex_destroy(&s->lock);

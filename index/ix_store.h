@@ -67,6 +67,10 @@ struct ix_store {
     const ix_store_ops *ops;
     ix_retry_policy retry;
     int strong_token; /* the change token names the content (above) */
+    /* Bytes a reader going through one object in order (a streamed page,
+     * ix_stream.h) asks for at once; 0: the reader's own default. Each
+     * request to an object store costs a round trip, so it asks for more. */
+    size_t stream_read_bytes;
 };
 
 /* 1 if dataset names an object store ("s3://..."), else 0. */

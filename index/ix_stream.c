@@ -434,7 +434,9 @@ ix_stream *ix_stream_open(const ix_index *ix, uint64_t page, const ix_dict_sourc
     s->end = s->entry->offset + s->entry->length;
     s->leading = s->shape.max_rep > 0;
     size_t cap = opts && opts->cap ? opts->cap : IX_STREAM_CAP;
-    s->read_size = opts && opts->read_size ? opts->read_size : IX_STREAM_READ_SIZE;
+    s->read_size = opts && opts->read_size         ? opts->read_size
+                   : ix->store && ix->store->stream_read_bytes ? ix->store->stream_read_bytes
+                                                  : IX_STREAM_READ_SIZE;
     /* The cap's shares: a quarter for the row being assembled, the header
      * buffer, and the rest for the page's stream, of which a quarter each
      * at most for one value and for the levels. */

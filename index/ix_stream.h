@@ -40,7 +40,8 @@
 
 typedef struct ix_stream_opts {
     size_t cap;       /* everything held, in bytes; default IX_STREAM_CAP */
-    size_t read_size; /* bytes per read; default IX_STREAM_READ_SIZE */
+    size_t read_size; /* bytes per read; default the store's stream_read_bytes
+                       * (ix_store.h), else IX_STREAM_READ_SIZE */
 } ix_stream_opts;
 
 #define IX_STREAM_CAP ((size_t)12 << 20)
