@@ -7,6 +7,7 @@
 
 #include <assert.h>
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -61,12 +62,60 @@ struct s3_store {
     size_t nconns, conns_cap;
 };
 
+/* libcurl, loaded when the first s3:// dataset is opened (dlopen): linked
+ * in, it and the 26 libraries it pulls (TLS, HTTP/2, LDAP, Kerberos...)
+ * cost every process 5.7 MiB of resident memory at start, local datasets
+ * too (youmufs --version: 4.0 MiB without, 9.7 with), which the memory
+ * bound of a mount over files (DESIGN.md, invariant 4) has no room for.
+ * Written once (pthread_once), read-only after. */
+static struct curl_api {
+    CURLcode (*global_init)(long flags);
+    CURL *(*init)(void);
+    void (*cleanup)(CURL *h);
+    void (*reset)(CURL *h);
+    CURLcode (*setopt)(CURL *h, CURLoption option, ...);
+    CURLcode (*perform)(CURL *h);
+    CURLcode (*getinfo)(CURL *h, CURLINFO info, ...);
+    const char *(*strerror)(CURLcode rc);
+    struct curl_slist *(*slist_append)(struct curl_slist *l, const char *s);
+    void (*slist_free_all)(struct curl_slist *l);
+} api;
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc;
+static char curl_problem[256]; /* why libcurl cannot be used; "" if it can */
 
 static void curl_init(void)
 {
-    curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+    void *lib = dlopen(LIBCURL_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        snprintf(curl_problem, sizeof curl_problem, "%s (install libcurl4)", dlerror());
+        return;
+    }
+    /* dlsym's void * to function pointers: POSIX requires it to work. */
+#define LOAD(field, symbol)                                                              \
+    do {                                                                                 \
+        void *f = dlsym(lib, symbol);                                                    \
+        if (!f) {                                                                        \
+            snprintf(curl_problem, sizeof curl_problem, "%s has no %s", LIBCURL_SONAME,  \
+                     symbol);                                                            \
+            return;                                                                      \
+        }                                                                                \
+        memcpy(&api.field, &f, sizeof f);                                                \
+    } while (0)
+    LOAD(global_init, "curl_global_init");
+    LOAD(init, "curl_easy_init");
+    LOAD(cleanup, "curl_easy_cleanup");
+    LOAD(reset, "curl_easy_reset");
+    LOAD(setopt, "curl_easy_setopt");
+    LOAD(perform, "curl_easy_perform");
+    LOAD(getinfo, "curl_easy_getinfo");
+    LOAD(strerror, "curl_easy_strerror");
+    LOAD(slist_append, "curl_slist_append");
+    LOAD(slist_free_all, "curl_slist_free_all");
+#undef LOAD
+    CURLcode rc = api.global_init(CURL_GLOBAL_DEFAULT);
+    if (rc != CURLE_OK)
+        snprintf(curl_problem, sizeof curl_problem, "libcurl does not start: %s",
+                 api.strerror(rc));
 }
 
 /* ---- connections ---------------------------------------------------- */
@@ -82,7 +131,7 @@ static void conn_release(void *p)
             break;
         }
     pthread_mutex_unlock(&s->lock);
-    curl_easy_cleanup(c->h);
+    api.cleanup(c->h);
     free(c);
 }
 
@@ -91,7 +140,7 @@ static conn *thread_conn(s3_store *s)
     conn *c = pthread_getspecific(s->conn_key);
     if (c)
         return c;
-    if (!(c = calloc(1, sizeof *c)) || !(c->h = curl_easy_init())) {
+    if (!(c = calloc(1, sizeof *c)) || !(c->h = api.init())) {
         free(c);
         return NULL;
     }
@@ -114,7 +163,7 @@ static conn *thread_conn(s3_store *s)
             pthread_setspecific(s->conn_key, NULL);
             conn_release(c);
         } else {
-            curl_easy_cleanup(c->h);
+            api.cleanup(c->h);
             free(c);
         }
         return NULL;
@@ -143,7 +192,7 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud)
     response *r = ud;
     size_t bytes = size * n;
     if (!r->status)
-        curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &r->status);
+        api.getinfo(r->h, CURLINFO_RESPONSE_CODE, &r->status);
     if (r->status < 200 || r->status > 299) {
         size_t room = sizeof r->err_body - 1 - r->err_len;
         size_t k = bytes < room ? bytes : room;
@@ -205,32 +254,32 @@ static size_t on_header(char *data, size_t size, size_t n, void *ud)
 static CURLcode perform(s3_store *s, CURL *h, const char *url, struct curl_slist *headers,
                         response *r, char *curl_err)
 {
-    curl_easy_reset(h); /* keeps the live connection */
+    api.reset(h); /* keeps the live connection */
     r->h = h;
     curl_err[0] = '\0';
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, STALL_SECONDS);
-    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, curl_err);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+    api.setopt(h, CURLOPT_URL, url);
+    api.setopt(h, CURLOPT_HTTPGET, 1L);
+    api.setopt(h, CURLOPT_NOSIGNAL, 1L);
+    api.setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    api.setopt(h, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
+    api.setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    api.setopt(h, CURLOPT_LOW_SPEED_TIME, STALL_SECONDS);
+    api.setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    api.setopt(h, CURLOPT_ERRORBUFFER, curl_err);
+    api.setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    api.setopt(h, CURLOPT_WRITEDATA, r);
+    api.setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    api.setopt(h, CURLOPT_HEADERDATA, r);
+    api.setopt(h, CURLOPT_HTTPHEADER, headers);
     if (s->ca_bundle)
-        curl_easy_setopt(h, CURLOPT_CAINFO, s->ca_bundle);
+        api.setopt(h, CURLOPT_CAINFO, s->ca_bundle);
     if (s->sigv4) {
-        curl_easy_setopt(h, CURLOPT_AWS_SIGV4, s->sigv4);
-        curl_easy_setopt(h, CURLOPT_USERNAME, s->key_id);
-        curl_easy_setopt(h, CURLOPT_PASSWORD, s->secret);
+        api.setopt(h, CURLOPT_AWS_SIGV4, s->sigv4);
+        api.setopt(h, CURLOPT_USERNAME, s->key_id);
+        api.setopt(h, CURLOPT_PASSWORD, s->secret);
     }
-    CURLcode rc = curl_easy_perform(h);
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
+    CURLcode rc = api.perform(h);
+    api.getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
     return rc;
 }
 
@@ -292,7 +341,7 @@ static int describe(const s3_store *s, const char *key, CURLcode rc, const respo
     if (rc != CURLE_OK) {
         e = transient_curl(rc) ? EAGAIN : EIO;
         snprintf(why, why_len, "%s%s%s%s%s%s%s", key ? "s3://" : "", key ? s->bucket : "",
-                 key ? "/" : "", key ? key : "", key ? ": " : "", curl_easy_strerror(rc),
+                 key ? "/" : "", key ? key : "", key ? ": " : "", api.strerror(rc),
                  curl_err[0] ? "" : "");
         if (curl_err[0])
             snprintf(why + strlen(why), why_len - strlen(why), ": %s", curl_err);
@@ -313,7 +362,7 @@ static int describe(const s3_store *s, const char *key, CURLcode rc, const respo
 
 static struct curl_slist *add_header(struct curl_slist *l, const char *h, int *oom)
 {
-    struct curl_slist *grown = curl_slist_append(l, h);
+    struct curl_slist *grown = api.slist_append(l, h);
     if (!grown)
         *oom = 1;
     return grown ? grown : l;
@@ -407,14 +456,14 @@ static ssize_t s3_pread(ix_store *base, int handle, void *buf, size_t len, uint6
     if (o->etag[0])
         headers = add_header(headers, match, &oom);
     if (oom) {
-        curl_slist_free_all(headers);
+        api.slist_free_all(headers);
         free(url);
         snprintf(why, why_len, "out of memory for a request");
         return fail(ENOMEM);
     }
     response *r = malloc(sizeof *r);
     if (!r) {
-        curl_slist_free_all(headers);
+        api.slist_free_all(headers);
         free(url);
         snprintf(why, why_len, "out of memory for a request");
         return fail(ENOMEM);
@@ -422,7 +471,7 @@ static ssize_t s3_pread(ix_store *base, int handle, void *buf, size_t len, uint6
     *r = (response){ .buf = buf, .cap = len };
     char curl_err[CURL_ERROR_SIZE];
     CURLcode rc = perform(s, c->h, url, headers, r, curl_err);
-    curl_slist_free_all(headers);
+    api.slist_free_all(headers);
     free(url);
     int e = 0;
     ssize_t got = -1;
@@ -485,7 +534,7 @@ static int list_page(s3_store *s, conn *c, const char *token, ix_s3_listing *l,
     if (oom || !r) {
         free(url);
         free(r);
-        curl_slist_free_all(headers);
+        api.slist_free_all(headers);
         return pq_error_set(err, "out of memory listing %s", dataset);
     }
     char why[512], curl_err[CURL_ERROR_SIZE];
@@ -515,7 +564,7 @@ static int list_page(s3_store *s, conn *c, const char *token, ix_s3_listing *l,
     free(r->buf);
     free(r);
     free(url);
-    curl_slist_free_all(headers);
+    api.slist_free_all(headers);
     return rc;
 }
 
@@ -680,7 +729,7 @@ static void s3_free(ix_store *base)
     s3_store *s = (s3_store *)base;
     pthread_key_delete(s->conn_key); /* no thread runs conn_release after this */
     for (size_t i = 0; i < s->nconns; i++) {
-        curl_easy_cleanup(s->conns[i]->h);
+        api.cleanup(s->conns[i]->h);
         free(s->conns[i]);
     }
     free(s->conns);
@@ -801,9 +850,8 @@ int ix_s3_open(const char *dataset, const ix_store_options *o, ix_store **out, p
 {
     *out = NULL;
     pthread_once(&curl_once, curl_init);
-    if (curl_init_rc != CURLE_OK)
-        return pq_error_set(err, "%s: libcurl does not start: %s", dataset,
-                            curl_easy_strerror(curl_init_rc));
+    if (curl_problem[0])
+        return pq_error_set(err, "%s: s3:// datasets need libcurl: %s", dataset, curl_problem);
     s3_store *s = calloc(1, sizeof *s);
     if (!s)
         return pq_error_set(err, "out of memory");
