@@ -340,9 +340,8 @@ static int describe(const s3_store *s, const char *key, CURLcode rc, const respo
     int e;
     if (rc != CURLE_OK) {
         e = transient_curl(rc) ? EAGAIN : EIO;
-        snprintf(why, why_len, "%s%s%s%s%s%s%s", key ? "s3://" : "", key ? s->bucket : "",
-                 key ? "/" : "", key ? key : "", key ? ": " : "", api.strerror(rc),
-                 curl_err[0] ? "" : "");
+        snprintf(why, why_len, "%s%s%s%s%s%s", key ? "s3://" : "", key ? s->bucket : "",
+                 key ? "/" : "", key ? key : "", key ? ": " : "", api.strerror(rc));
         if (curl_err[0])
             snprintf(why + strlen(why), why_len - strlen(why), ": %s", curl_err);
     } else {
@@ -727,12 +726,18 @@ static void s3_close(ix_store *base, int handle)
 static void s3_free(ix_store *base)
 {
     s3_store *s = (s3_store *)base;
-    pthread_key_delete(s->conn_key); /* no thread runs conn_release after this */
+    /* Every thread that read is done (the index is freed after its readers);
+     * a thread still ending may be in conn_release: the lock orders it. */
+    pthread_key_delete(s->conn_key); /* no thread starts conn_release after this */
+    pthread_mutex_lock(&s->lock);
     for (size_t i = 0; i < s->nconns; i++) {
         api.cleanup(s->conns[i]->h);
         free(s->conns[i]);
     }
     free(s->conns);
+    s->conns = NULL;
+    s->nconns = 0;
+    pthread_mutex_unlock(&s->lock);
     pthread_mutex_destroy(&s->lock);
     for (size_t i = 0; i < s->count; i++) {
         free(s->objects[i].key);
