@@ -40,9 +40,11 @@ fi
 
 # tests/integration/test_s3.py and bench/s3_bench.py: a real S3 server on 127.0.0.1, the Versity
 # S3 gateway (its posix backend serves each directory as a bucket), built by the Go toolchain.
-gobin="$(go env GOPATH 2>/dev/null)/bin"
-command -v versitygw >/dev/null || [ -x "$gobin/versitygw" ] ||
-  go install github.com/versity/versitygw/cmd/versitygw@v1.8.0
+go=$(command -v go || echo /usr/local/go/bin/go)
+if ! command -v versitygw >/dev/null && ! [ -x "$("$go" env GOPATH 2>/dev/null || echo "$HOME/go")/bin/versitygw" ]; then
+  [ -x "$go" ] || { echo "install-deps.sh: the Go toolchain is needed to build versitygw" >&2; exit 1; }
+  "$go" install github.com/versity/versitygw/cmd/versitygw@v1.8.0
+fi
 
 # examples/ (tests/integration/test_examples.py): numpy, Hugging Face datasets, torch on CPU.
 # PyPI's Linux torch wheel needs its nvidia-* dependencies even to import on CPU (--no-deps
