@@ -112,10 +112,12 @@ class S3Server:
 
     def __init__(self, binary, root=None, port=None):
         self.binary = binary
+        self.own_root = root is None   # made here: removed by stop()
         self.root = root or tempfile.mkdtemp(prefix="yfs-s3-")
         self.port = port or free_port()
         self.proc = None
-        self.log = os.path.join(self.root, "..", os.path.basename(self.root) + ".log")
+        self.log = os.path.join(os.path.dirname(os.path.abspath(self.root)),
+                                os.path.basename(self.root) + ".log")
         self._conn = None
 
     @property
@@ -156,7 +158,12 @@ class S3Server:
         return self.start()
 
     def stop(self):
+        """Kill the server; remove its root and log if this object made them."""
         self.kill()
+        if self.own_root:
+            shutil.rmtree(self.root, ignore_errors=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.log)
 
     # -- a client of its own ------------------------------------------------------------------
 
