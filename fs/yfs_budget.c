@@ -1,6 +1,7 @@
 #include "yfs_budget.h"
 
 #include <assert.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
@@ -29,6 +30,7 @@ struct yfs_budget {
     waiter *first, *last;   /* waiting demand reservations, oldest first */
     uint64_t used, peak;
     uint64_t bytes[YFS_MEM_KINDS], peak_bytes[YFS_MEM_KINDS];
+    uint64_t heap_high;     /* the most the heap kinds held since the heap was last trimmed */
     uint64_t blocked;       /* bytes of blocked holds (all their threads waiting) */
     int demand_waiters;
     /* Counts wake() calls: a waiter that saw it move while it ran the
@@ -37,7 +39,7 @@ struct yfs_budget {
      * hung for good when a parked page came in just then: every waiter
      * asleep without a deadline, the page never reclaimed. */
     uint64_t changes;
-    uint64_t demand_waits, refused, over_budget, max_over;
+    uint64_t demand_waits, refused, over_budget, max_over, heap_trims;
 };
 
 static const char *const kind_names[YFS_MEM_KINDS] = {
@@ -97,6 +99,21 @@ static void hold_adjust(yfs_budget *b, yfs_hold *h, uint64_t add, uint64_t sub)
     h->bytes = h->bytes + add - sub;
 }
 
+/* Lock held: what the kinds that live on the heap hold (all but segments
+ * and chunk buffers, which are mapped: yfs_segment_alloc). */
+static uint64_t heap_bytes(const yfs_budget *b)
+{
+    return b->used - b->bytes[YFS_MEM_SEGMENTS] - b->bytes[YFS_MEM_CHUNKS];
+}
+
+/* Lock held: after bytes came to a kind. */
+static void note_heap_high(yfs_budget *b)
+{
+    uint64_t heap = heap_bytes(b);
+    if (heap > b->heap_high)
+        b->heap_high = heap;
+}
+
 /* Lock held: charge bytes of kind to hold. */
 static void take(yfs_budget *b, uint64_t bytes, yfs_mem_kind kind, yfs_hold *h)
 {
@@ -106,6 +123,7 @@ static void take(yfs_budget *b, uint64_t bytes, yfs_mem_kind kind, yfs_hold *h)
         b->peak = b->used;
     if (b->bytes[kind] > b->peak_bytes[kind])
         b->peak_bytes[kind] = b->bytes[kind];
+    note_heap_high(b);
     if (b->used > b->limit) {
         b->over_budget++;
         if (b->used - b->limit > b->max_over)
@@ -322,6 +340,23 @@ void yfs_budget_release(yfs_budget *b, uint64_t bytes, yfs_mem_kind kind, yfs_ho
     pthread_mutex_unlock(&b->lock);
 }
 
+void yfs_budget_trim_heap(yfs_budget *b)
+{
+    pthread_mutex_lock(&b->lock);
+    uint64_t heap = heap_bytes(b), mapped = b->used - heap;
+    assert(b->heap_high >= heap);
+    int due = b->demand_waiters > 0 ||
+              (b->heap_high + mapped > b->limit + b->limit / 8 &&
+               b->heap_high - heap >= b->limit / 16);
+    if (due) {
+        b->heap_high = heap;
+        b->heap_trims++;
+    }
+    pthread_mutex_unlock(&b->lock);
+    if (due)
+        malloc_trim(0);
+}
+
 void yfs_budget_transfer(yfs_budget *b, uint64_t bytes, yfs_mem_kind from, yfs_hold *from_hold,
                          yfs_mem_kind to, yfs_hold *to_hold)
 {
@@ -333,6 +368,7 @@ void yfs_budget_transfer(yfs_budget *b, uint64_t bytes, yfs_mem_kind from, yfs_h
     b->bytes[to] += bytes;
     if (b->bytes[to] > b->peak_bytes[to])
         b->peak_bytes[to] = b->bytes[to];
+    note_heap_high(b);
     hold_adjust(b, from_hold, 0, bytes);
     hold_adjust(b, to_hold, bytes, 0);
     wake(b); /* bytes may have left a blocked hold */
@@ -420,6 +456,7 @@ void yfs_budget_snapshot_get(yfs_budget *b, yfs_budget_snapshot *out)
     out->prefetch_refused = b->refused;
     out->over_budget = b->over_budget;
     out->max_over_bytes = b->max_over;
+    out->heap_trims = b->heap_trims;
     pthread_mutex_unlock(&b->lock);
 }
 

@@ -1,7 +1,6 @@
 #include "yfs_cache.h"
 
 #include <assert.h>
-#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -317,16 +316,13 @@ static void discard(yfs_cache *c, yfs_seg *e)
 
 /* Build e (state BUILDING, its hold entered by this thread, lock NOT held),
  * then publish the result. A build frees MiBs of working memory in the
- * middle of the heap, where malloc keeps it resident for reuse. When readers
- * wait for room that memory is counted as free but still occupies RAM (8
- * readers in mem=64M peaked at 99 MiB, 75 MiB with this), so it is handed
- * back to the system. */
+ * middle of the heap, where malloc keeps it resident: yfs_budget_trim_heap
+ * hands it back when the bound needs it. */
 static int build(yfs_cache *c, yfs_seg *e, yfs_plan *plan, pq_error *err)
 {
     yfs_body body;
     int rc = yfs_segment_build(c->m, plan, e->index, &e->hold, &body, &e->err);
-    if (yfs_budget_demand_waiting(c->budget))
-        malloc_trim(0);
+    yfs_budget_trim_heap(c->budget);
     /* The build released all but what the segment holds, which the cache
      * keeps. */
     yfs_budget_transfer(c->budget, e->held, YFS_MEM_SEGMENTS, &e->hold, YFS_MEM_SEGMENTS, NULL);

@@ -118,12 +118,14 @@ static json_t *memory_json(yfs_mount *m)
             return NULL;
         }
     }
-    return json_pack("{s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I}", "limit", (json_int_t)b.limit,
+    return json_pack("{s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I}", "limit",
+                     (json_int_t)b.limit,
                      "used", (json_int_t)b.used, "peak", (json_int_t)b.peak, "kinds", kinds,
                      "demand_waits", (json_int_t)b.demand_waits, "demand_waiting",
                      (json_int_t)b.demand_waiting, "prefetch_refused",
                      (json_int_t)b.prefetch_refused, "over_budget", (json_int_t)b.over_budget,
-                     "max_over_bytes", (json_int_t)b.max_over_bytes);
+                     "max_over_bytes", (json_int_t)b.max_over_bytes, "heap_trims",
+                     (json_int_t)b.heap_trims);
 }
 
 /* The I/O engine (yfs_io.h): its depth, queue and reads in flight, the

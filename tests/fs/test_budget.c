@@ -465,3 +465,40 @@ Test(budget, memory_parked_while_the_reclaimers_run_is_not_missed)
     yfs_budget_release(b, 50, YFS_MEM_DECODED, NULL);
     yfs_budget_free(b);
 }
+
+/* The heap keeps what its kinds once held; the mapped kinds come on top.
+ * A trim is due only when that sum passes the limit by an eighth and the
+ * heap has at least a sixteenth of the limit free; after it, the heap's
+ * high-water mark starts again from what its kinds hold. */
+Test(budget, the_heap_is_trimmed_only_when_its_free_memory_would_pass_the_bound)
+{
+    yfs_budget *b = yfs_budget_new(1600, NULL);
+    cr_assert_eq(yfs_budget_reserve(b, 900, YFS_MEM_DECODED, YFS_DEMAND, NULL), 0);
+    yfs_budget_release(b, 800, YFS_MEM_DECODED, NULL);
+    /* Heap high 900, holding 100; mapped 0: 900 <= 1800, no trim. */
+    yfs_budget_trim_heap(b);
+    cr_assert_eq(snapshot(b).heap_trims, 0);
+    /* Mapped 900: 900 + 900 = 1800, not past 1600 + 200. */
+    cr_assert_eq(yfs_budget_reserve(b, 900, YFS_MEM_SEGMENTS, YFS_DEMAND, NULL), 0);
+    yfs_budget_trim_heap(b);
+    cr_assert_eq(snapshot(b).heap_trims, 0);
+    /* Mapped 1000: 900 + 1000 passes 1800, and 800 free in the heap: trimmed. */
+    cr_assert_eq(yfs_budget_reserve(b, 100, YFS_MEM_CHUNKS, YFS_DEMAND, NULL), 0);
+    yfs_budget_trim_heap(b);
+    cr_assert_eq(snapshot(b).heap_trims, 1);
+    /* The high-water mark is now 100: not due again. */
+    yfs_budget_trim_heap(b);
+    cr_assert_eq(snapshot(b).heap_trims, 1);
+    /* A transfer onto the heap raises the mark (a chunk's bytes become a
+     * parked page); freed again, it leaves only 50 free: below a sixteenth
+     * (100), so no trim though the sum passes the bound. */
+    yfs_budget_transfer(b, 50, YFS_MEM_CHUNKS, NULL, YFS_MEM_PARKED, NULL);
+    yfs_budget_reserve(b, 800, YFS_MEM_SEGMENTS, YFS_FORCE, NULL);
+    yfs_budget_release(b, 50, YFS_MEM_PARKED, NULL);
+    yfs_budget_trim_heap(b);
+    cr_assert_eq(snapshot(b).heap_trims, 1);
+    yfs_budget_release(b, 100, YFS_MEM_DECODED, NULL);
+    yfs_budget_release(b, 1700, YFS_MEM_SEGMENTS, NULL);
+    yfs_budget_release(b, 50, YFS_MEM_CHUNKS, NULL);
+    yfs_budget_free(b);
+}
