@@ -226,13 +226,14 @@ static int run_cat(yfs_mount *m, const char *name)
     yfs_name n;
     if (yfs_name_parse(name, ix_format_ext(m->opts.frame.format), &n) < 0) {
         fprintf(stderr, "youmufs: %s: no such file at the mount root (expected epoch-<k>.%s, "
-                "epoch-<k>.part-<i>-of-<n>.%s or .youmufs/index.json)\n", name,
+                "epoch-<k>.part-<i>-of-<n>.%s, epoch-<k>.resume-<N>-<R>.part-<i>-of-<n>.%s or "
+                ".youmufs/index.json)\n", name, ix_format_ext(m->opts.frame.format),
                 ix_format_ext(m->opts.frame.format), ix_format_ext(m->opts.frame.format));
         return 1;
     }
     pq_error err;
     yfs_view *v;
-    if (yfs_mount_start(m, &err) < 0 || yfs_view_open(m, n.epoch, n.part, n.parts, &v, &err) < 0) {
+    if (yfs_mount_start(m, &err) < 0 || yfs_view_open(m, &n, &v, &err) < 0) {
         fprintf(stderr, "youmufs: %s\n", err.msg);
         return 1;
     }

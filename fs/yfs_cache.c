@@ -591,3 +591,9 @@ uint64_t yfs_seg_size(const yfs_seg *seg)
 {
     return seg->size;
 }
+
+uint64_t yfs_seg_record_start(const yfs_seg *seg, uint32_t record)
+{
+    assert(seg->body.pieces > 0 && record <= seg->body.pieces);
+    return record ? seg->body.ends[record - 1] : 0;
+}

@@ -66,5 +66,9 @@ int yfs_cache_prefetch(yfs_cache *c, yfs_plan *plan, uint64_t s);
 /* Copy len bytes of the segment from offset (within its size) to out. */
 void yfs_seg_copy(const yfs_seg *seg, uint64_t offset, uint8_t *out, uint64_t len);
 uint64_t yfs_seg_size(const yfs_seg *seg);
+/* Where record `record` (0..records: records gives the size) of a segment
+ * built from units starts, in serving order. Not for shuffle=row segments
+ * (one piece: their record sizes are in the mount's record_bytes). */
+uint64_t yfs_seg_record_start(const yfs_seg *seg, uint32_t record);
 
 #endif

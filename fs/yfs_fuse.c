@@ -36,6 +36,7 @@ typedef struct handle handle;
  * release that has not yet counted itself in. */
 typedef struct session {
     yfs_mount *m;
+    yfs_name_table *names; /* inodes of resume names */
     pthread_mutex_t lock; /* guards both lists, the links and active_reads */
     yfs_list open_handles;
     yfs_list retired;     /* oldest first */
@@ -59,8 +60,9 @@ static const char *ext_of(const yfs_mount *m)
 }
 
 /* Attributes of an inode; -errno if it does not exist. */
-static int stat_ino(yfs_mount *m, fuse_ino_t ino, struct stat *st)
+static int stat_ino(session *s, fuse_ino_t ino, struct stat *st)
 {
+    yfs_mount *m = s->m;
     memset(st, 0, sizeof *st);
     st->st_ino = ino;
     st->st_blksize = BLOCK_SIZE;
@@ -84,15 +86,17 @@ static int stat_ino(yfs_mount *m, fuse_ino_t ino, struct stat *st)
         return 0;
     }
     yfs_name n;
-    if (yfs_ino_name(ino, &n) < 0)
+    if (yfs_ino_name(s->names, ino, &n) < 0)
         return -ENOENT;
     if (n.parts == 0) {
         st->st_size = (off_t)m->ix->framed_bytes;
     } else {
         yfs_view *v;
         pq_error err;
-        if (yfs_view_open(m, n.epoch, n.part, n.parts, &v, &err) < 0)
-            return -ENOMEM;
+        if (yfs_view_open(m, &n, &v, &err) < 0) {
+            yfs_log(m, "size of inode %llu unknown: %s", (unsigned long long)ino, err.msg);
+            return -EIO;
+        }
         st->st_size = (off_t)yfs_view_size(v);
         yfs_view_close(v);
     }
@@ -113,7 +117,7 @@ static void reply_entry(fuse_req_t req, fuse_ino_t ino)
 {
     struct fuse_entry_param e;
     memset(&e, 0, sizeof e);
-    int rc = stat_ino(mount_of(req), ino, &e.attr);
+    int rc = stat_ino(session_of(req), ino, &e.attr);
     if (rc < 0) {
         fuse_reply_err(req, -rc);
         return;
@@ -128,14 +132,16 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
     yfs_mount *m = mount_of(req);
     yfs_name n;
+    uint64_t ino;
     if (parent == YFS_INO_ROOT && strcmp(name, ".youmufs") == 0)
         reply_entry(req, YFS_INO_META_DIR);
     else if (parent == YFS_INO_META_DIR && strcmp(name, "index.json") == 0)
         reply_entry(req, YFS_INO_INDEX_JSON);
     else if (parent == YFS_INO_META_DIR && strcmp(name, "stats.json") == 0)
         reply_entry(req, YFS_INO_STATS_JSON);
-    else if (parent == YFS_INO_ROOT && yfs_name_parse(name, ext_of(m), &n) == 0)
-        reply_entry(req, yfs_name_ino(&n));
+    else if (parent == YFS_INO_ROOT && yfs_name_parse(name, ext_of(m), &n) == 0 &&
+             yfs_name_ino(session_of(req)->names, &n, &ino) == 0)
+        reply_entry(req, ino);
     else
         fuse_reply_err(req, ENOENT);
 }
@@ -144,7 +150,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
     (void)fi;
     struct stat st;
-    int rc = stat_ino(mount_of(req), ino, &st);
+    int rc = stat_ino(session_of(req), ino, &st);
     if (rc < 0)
         fuse_reply_err(req, -rc);
     else
@@ -194,10 +200,11 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                                  S_IFDIR);
         for (uint64_t k = 0; room && k < m->opts.epochs; k++) {
             char name[64];
-            yfs_name n = { k, 0, 0 };
+            yfs_name n = { k, 0, 0, 0, 0 };
+            uint64_t ino_k;
             yfs_name_format(&n, ext_of(m), name, sizeof name);
-            room = add_entry(req, buf, size, &used, (off_t)(3 + k), off, name, yfs_name_ino(&n),
-                             S_IFREG);
+            yfs_name_ino(NULL, &n, &ino_k); /* an epoch's inode needs no table */
+            room = add_entry(req, buf, size, &used, (off_t)(3 + k), off, name, ino_k, S_IFREG);
         }
     }
     fuse_reply_buf(req, buf, used);
@@ -244,8 +251,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         }
         h->json_len = strlen(h->json);
         fi->direct_io = 1; /* rendered per open: sizes differ between opens */
-    } else if (yfs_ino_name(ino, &n) == 0) {
-        if (yfs_view_open(m, n.epoch, n.part, n.parts, &h->view, &err) < 0) {
+    } else if (yfs_ino_name(session_of(req)->names, ino, &n) == 0) {
+        if (yfs_view_open(m, &n, &h->view, &err) < 0) {
             yfs_log(m, "open of inode %llu failed: %s", (unsigned long long)ino, err.msg);
             free(h);
             fuse_reply_err(req, EIO);
@@ -376,9 +383,9 @@ static const struct fuse_lowlevel_ops ops = {
 int yfs_fuse_run(yfs_mount *m, struct fuse_args *args, const char *mountpoint, int foreground,
                  int single_thread, unsigned max_threads, unsigned max_idle_threads)
 {
-    session s = { .m = m };
+    session s = { .m = m, .names = yfs_name_table_new() };
     pthread_mutex_init(&s.lock, NULL);
-    struct fuse_session *se = fuse_session_new(args, &ops, sizeof ops, &s);
+    struct fuse_session *se = s.names ? fuse_session_new(args, &ops, sizeof ops, &s) : NULL;
     int status = 1;
     if (!se)
         goto handles;
@@ -418,6 +425,7 @@ handles:
     /* The session has ended: no read is running. */
     free_handles(&s.open_handles);
     free_handles(&s.retired);
+    yfs_name_table_free(s.names);
     pthread_mutex_destroy(&s.lock);
     return status;
 }

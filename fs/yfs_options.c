@@ -11,7 +11,7 @@
 const char *const yfs_option_names[] = {
     "column", "format", "seed", "epochs", "shuffle", "mem", "buffer", "chunk", "threads",
     "readahead", "io_depth", "rowid", "dtype", "sep", "crc", "cache", "endpoint", "region",
-    "no_sign", NULL,
+    "no_sign", "even", NULL,
 };
 
 void yfs_options_init(yfs_options *o)
@@ -72,6 +72,16 @@ const char *yfs_shuffle_name(sh_mode mode)
     return "?";
 }
 
+const char *yfs_even_name(sh_even even)
+{
+    switch (even) {
+    case SH_EVEN_OFF: return "off";
+    case SH_EVEN_PAD: return "pad";
+    case SH_EVEN_DROP: return "drop";
+    }
+    return "?";
+}
+
 int yfs_parse_size(const char *s, uint64_t *out)
 {
     if (!*s || *s == '-' || *s == '+')
@@ -120,7 +130,7 @@ int yfs_options_apply(yfs_options *o, const char *item, pq_error *err)
                KEY("shuffle") || KEY("mem") || KEY("buffer") || KEY("threads") ||
                KEY("chunk") || KEY("readahead") || KEY("io_depth") ||
                KEY("dtype") || KEY("sep") || KEY("crc") || KEY("cache") ||
-               KEY("endpoint") || KEY("region");
+               KEY("endpoint") || KEY("region") || KEY("even");
     if (!ours)
         return 1;
     if (!v || !*v)
@@ -145,6 +155,14 @@ int yfs_options_apply(yfs_options *o, const char *item, pq_error *err)
         free(*slot);
         if (!(*slot = strdup(v)))
             return pq_error_set(err, "out of memory");
+    } else if (KEY("even")) {
+        sh_even even;
+        for (even = SH_EVEN_OFF; even <= SH_EVEN_DROP; even++)
+            if (strcmp(v, yfs_even_name(even)) == 0)
+                break;
+        if (even > SH_EVEN_DROP)
+            return pq_error_set(err, "even=%s: expected off, pad or drop", v);
+        o->even = even;
     } else if (KEY("crc")) {
         if (strcmp(v, "check") != 0 && strcmp(v, "skip") != 0)
             return pq_error_set(err, "crc=%s: expected check or skip", v);

@@ -12,6 +12,7 @@
 
 #include "ix_frame.h"
 #include "pq_error.h"
+#include "sh_deal.h"
 #include "sh_plan.h"
 
 /* Chosen by measurement: bench/results/epoch_bench.md. */
@@ -23,6 +24,7 @@ typedef struct yfs_options {
     uint64_t seed;
     uint64_t epochs;   /* epoch files listed at the root */
     sh_mode shuffle;
+    sh_even even;      /* equal parts (sh_deal.h) */
     uint64_t mem;      /* bytes of decoded data held in memory */
     uint64_t buffer;   /* records per shuffle segment */
     uint64_t chunk;    /* Redox physical chunk bytes; 0: pages read one by one */
@@ -58,5 +60,7 @@ int yfs_options_apply_list(yfs_options *o, const char *list, char **rest, pq_err
 int yfs_parse_size(const char *s, uint64_t *out);
 /* The shuffle= value that selects mode. */
 const char *yfs_shuffle_name(sh_mode mode);
+/* The even= value that selects even. */
+const char *yfs_even_name(sh_even even);
 
 #endif

@@ -1,10 +1,12 @@
 #include "yfs_view.h"
 
+#include <assert.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
 #include "yfs_budget.h"
 #include "yfs_io.h"
+#include "sh_deal.h"
 #include "yfs_plans.h"
 
 /* How far a reader's prefetch runs ahead: at most readahead= segments, and
@@ -28,28 +30,66 @@ struct yfs_view {
     _Atomic uint64_t read_end; /* where the last read ended */
 };
 
-int yfs_view_open(yfs_mount *m, uint64_t epoch, uint64_t part, uint64_t parts, yfs_view **out,
-                  pq_error *err)
+/* Where a record of a segment starts, for the pieces of a part that cut a
+ * segment (sh_part_build). */
+typedef struct offset_ctx {
+    yfs_view *v;
+    pq_error *err;
+} offset_ctx;
+
+static int record_offset(void *ctx, uint64_t s, uint32_t record, uint64_t *out)
 {
-    if (parts == 0) {
-        parts = 1;
-        part = 0;
+    offset_ctx *c = ctx;
+    yfs_mount *m = c->v->m;
+    const sh_plan *plan = &c->v->plan->plan;
+    const sh_segment *seg = &plan->segments[s];
+    assert(record <= seg->records);
+    if (plan->rows) { /* shuffle=row: every record's size is known */
+        uint64_t at = 0;
+        for (uint32_t r = 0; r < record; r++)
+            at += m->record_bytes[plan->rows[seg->first + r]];
+        *out = at;
+        return 0;
     }
-    if (part >= parts)
-        return pq_error_set(err, "part %llu of %llu does not exist", (unsigned long long)part,
-                            (unsigned long long)parts);
+    yfs_seg *built;
+    if (yfs_cache_get(m->cache, c->v->plan, s, c->v, &built, c->err) < 0)
+        return -1;
+    *out = yfs_seg_record_start(built, record);
+    yfs_cache_put(m->cache, built);
+    return 0;
+}
+
+/* The pieces of the file named n. */
+static int file_pieces(yfs_mount *m, const sh_plan *plan, const yfs_name *n, sh_pieces *out)
+{
+    if (n->parts == 0)
+        return sh_epoch_stream(plan, out);
+    if (n->given_parts == 0)
+        return sh_deal_part(plan, n->part, n->parts, m->opts.even, out);
+    return sh_resume_part(plan, n->given_parts, n->given, n->part, n->parts, m->opts.even, out);
+}
+
+int yfs_view_open(yfs_mount *m, const yfs_name *n, yfs_view **out, pq_error *err)
+{
+    if (n->parts != 0 && n->part >= n->parts)
+        return pq_error_set(err, "part %llu of %llu does not exist", (unsigned long long)n->part,
+                            (unsigned long long)n->parts);
     yfs_view *v = calloc(1, sizeof *v);
     if (!v)
         return pq_error_set(err, "out of memory");
     v->m = m;
-    if (yfs_plans_get(m->plans, epoch, &v->plan, err) < 0) {
+    if (yfs_plans_get(m->plans, n->epoch, &v->plan, err) < 0) {
         free(v);
         return -1;
     }
-    if (sh_part_build(&v->plan->plan, part, parts, &v->part) < 0) {
+    sh_pieces pieces;
+    offset_ctx ctx = { v, err };
+    err->msg[0] = '\0';
+    if (file_pieces(m, &v->plan->plan, n, &pieces) < 0 ||
+        sh_part_build(&v->plan->plan, pieces.v, pieces.n, record_offset, &ctx, &v->part) < 0) {
         yfs_plans_put(m->plans, v->plan);
         free(v);
-        return pq_error_set(err, "out of memory");
+        return err->msg[0] ? -1 : pq_error_set(err, "out of memory");
     }
     *out = v;
     return 0;
@@ -96,18 +136,20 @@ int yfs_view_read(yfs_view *v, uint64_t offset, size_t size, uint8_t *out, size_
     uint64_t k = sh_part_find(&v->part, offset);
     size_t done = 0;
     while (done < size && k < v->part.count) {
-        yfs_seg *seg;
-        uint64_t s = sh_part_segment(&v->part, k);
-        if (v->plan->plan.segments[s].bytes == 0) { /* all-null pages: nothing to serve */
+        uint64_t piece = v->part.offsets[k + 1] - v->part.offsets[k];
+        if (piece == 0) { /* all-null pages, or an empty cut: nothing to serve */
             k++;
             continue;
         }
+        yfs_seg *seg;
+        uint64_t s = sh_part_segment(&v->part, k);
         if (yfs_cache_get(v->m->cache, v->plan, s, v, &seg, err) < 0)
             return -1;
-        uint64_t within = offset + done - v->part.offsets[k];
-        uint64_t avail = yfs_seg_size(seg) - within;
+        uint64_t start = v->part.starts[k], end = start + piece;
+        uint64_t within = start + offset + done - v->part.offsets[k];
+        uint64_t avail = end - within;
         size_t len = size - done < avail ? size - done : (size_t)avail;
-        if (len == avail)
+        if (len == avail && end == yfs_seg_size(seg))
             yfs_cache_consumed(v->m->cache, seg);
         yfs_seg_copy(seg, within, out + done, len);
         yfs_cache_put(v->m->cache, seg);

@@ -1,6 +1,10 @@
 /* yfs_view.h — the read path: an epoch file or part file as bytes.
  *
- * A view is one file (epoch k, part i of n; the whole epoch is part 0 of 1).
+ * A view is one file of the mount root (yfs_names.h): the whole epoch k, a
+ * part of it, or a part of what is left of it (elastic resume); its records
+ * are dealt as sh_deal.h says, with the mount's even=. Opening a part that
+ * cuts a segment (even=, resume) builds that segment through the cache to
+ * learn where its records start (sizes are exact before any read).
  * yfs_view_read copies a byte range out of the segments that hold it, building
  * or waiting for each through the segment cache, and asks the cache to
  * prefetch the segments that follow in the same file: the plan says exactly
@@ -16,12 +20,13 @@
 
 #include "yfs_cache.h"
 #include "yfs_mount.h"
+#include "yfs_names.h"
 
 typedef struct yfs_view yfs_view;
 
-/* parts == 0 means the whole epoch. Fails for part >= parts. */
-int yfs_view_open(yfs_mount *m, uint64_t epoch, uint64_t part, uint64_t parts, yfs_view **out,
-                  pq_error *err);
+/* The file named n. Fails for part >= parts, or when a segment it needs
+ * to lay itself out cannot be built (the error says why). */
+int yfs_view_open(yfs_mount *m, const yfs_name *n, yfs_view **out, pq_error *err);
 void yfs_view_close(yfs_view *v);
 uint64_t yfs_view_size(const yfs_view *v);
 

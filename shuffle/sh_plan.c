@@ -227,26 +227,43 @@ void sh_segment_order(const sh_params *p, const sh_plan *plan, uint64_t s, uint3
     sh_permute_u32(&rng, perm, n);
 }
 
-int sh_part_build(const sh_plan *plan, uint64_t part, uint64_t parts, sh_part *out)
+int sh_part_build(const sh_plan *plan, sh_piece *pieces, uint64_t count,
+                  sh_record_offset_fn record_offset, void *ctx, sh_part *out)
 {
     memset(out, 0, sizeof *out);
-    out->part = part;
-    out->parts = parts;
-    out->count = part < plan->num_segments ? (plan->num_segments - part + parts - 1) / parts : 0;
-    out->offsets = malloc((out->count + 1) * sizeof *out->offsets);
-    if (!out->offsets)
+    out->count = count;
+    out->pieces = pieces;
+    out->starts = malloc((count ? count : 1) * sizeof *out->starts);
+    out->offsets = malloc((count + 1) * sizeof *out->offsets);
+    if (!out->starts || !out->offsets) {
+        sh_part_free(out);
         return -1;
-    uint64_t offset = 0;
-    for (uint64_t k = 0; k < out->count; k++) {
-        out->offsets[k] = offset;
-        offset += plan->segments[sh_part_segment(out, k)].bytes;
     }
-    out->offsets[out->count] = offset;
+    uint64_t offset = 0;
+    for (uint64_t k = 0; k < count; k++) {
+        const sh_piece *p = &pieces[k];
+        assert(p->segment < plan->num_segments);
+        const sh_segment *seg = &plan->segments[p->segment];
+        assert(p->first <= p->end && p->end <= seg->records);
+        uint64_t start = 0, end = seg->bytes;
+        if ((p->first != 0 && record_offset(ctx, p->segment, p->first, &start) < 0) ||
+            (p->end != seg->records && record_offset(ctx, p->segment, p->end, &end) < 0)) {
+            sh_part_free(out);
+            return -1;
+        }
+        assert(start <= end && end <= seg->bytes);
+        out->starts[k] = start;
+        out->offsets[k] = offset;
+        offset += end - start;
+    }
+    out->offsets[count] = offset;
     return 0;
 }
 
 void sh_part_free(sh_part *pt)
 {
+    free(pt->pieces);
+    free(pt->starts);
     free(pt->offsets);
     memset(pt, 0, sizeof *pt);
 }

@@ -41,7 +41,8 @@
  * nearly, which is the cost this mode exists to show.
  *
  * Parts: part i of n holds segments i, i+n, i+2n, ... in that order, so the
- * n parts together hold every segment exactly once.
+ * n parts together hold every segment exactly once; even= and elastic
+ * resume cut segments into pieces (sh_deal.h).
  *
  * Thread-safety: building is reentrant; a built plan is immutable and may be
  * read by any number of threads.
@@ -141,18 +142,36 @@ void sh_plan_free(sh_plan *plan);
  * is the r-th record when its pages are read in plan order. */
 void sh_segment_order(const sh_params *p, const sh_plan *plan, uint64_t s, uint32_t *perm);
 
-/* A part file's layout: part `part` of `parts` holds segments part,
- * part+parts, part+2*parts, ... back to back. The whole-epoch file is part 0
- * of 1. */
+/* A run of consecutive records of one segment, counted in the segment's
+ * serving order (sh_segment_order): what part files are made of (sh_deal.h). */
+typedef struct sh_piece {
+    uint64_t segment;
+    uint32_t first; /* first record */
+    uint32_t end;   /* one past the last (end >= first) */
+} sh_piece;
+
+/* A part file's layout: its pieces back to back. A whole segment's bytes
+ * are known from the plan; where a record inside a segment starts is not
+ * (only a built segment knows its records' sizes), so the caller supplies
+ * it for the pieces that cut a segment. */
 typedef struct sh_part {
-    uint64_t part, parts;
-    uint64_t count;    /* segments in the part */
-    uint64_t *offsets; /* count+1 entries: offsets[k] = byte offset of the part's k-th segment */
+    uint64_t count;    /* pieces in the part */
+    sh_piece *pieces;  /* owned */
+    uint64_t *starts;  /* count entries: where piece k's bytes start in its segment */
+    uint64_t *offsets; /* count+1 entries: offsets[k] = byte offset of the part's k-th piece */
 } sh_part;
 
-/* Build the layout (parts >= 1, part < parts; a part may be empty when there
- * are fewer segments than parts). Returns -1 on allocation failure. */
-int sh_part_build(const sh_plan *plan, uint64_t part, uint64_t parts, sh_part *out);
+/* Where record `record` (0..records of the segment: records gives its size)
+ * of segment `segment` starts, in bytes from the segment's start, in *out.
+ * Returns 0, or -1 with ctx's own error report. */
+typedef int (*sh_record_offset_fn)(void *ctx, uint64_t segment, uint32_t record, uint64_t *out);
+
+/* Lay out `count` pieces (their array is taken over, freed with the part,
+ * even on failure). record_offset is called for the pieces that are not a
+ * whole segment (it may be NULL when there is none). Returns 0, or -1 on
+ * allocation failure or when record_offset fails. */
+int sh_part_build(const sh_plan *plan, sh_piece *pieces, uint64_t count,
+                  sh_record_offset_fn record_offset, void *ctx, sh_part *out);
 void sh_part_free(sh_part *pt);
 
 static inline uint64_t sh_part_size(const sh_part *pt)
@@ -160,14 +179,14 @@ static inline uint64_t sh_part_size(const sh_part *pt)
     return pt->offsets[pt->count];
 }
 
-/* Plan segment number of the part's k-th segment. */
+/* Plan segment number of the part's k-th piece. */
 static inline uint64_t sh_part_segment(const sh_part *pt, uint64_t k)
 {
-    return pt->part + k * pt->parts;
+    return pt->pieces[k].segment;
 }
 
-/* k such that the part's k-th segment holds byte `offset`; offset < size.
- * Empty segments are skipped: the result always has bytes at `offset`. */
+/* k such that the part's k-th piece holds byte `offset`; offset < size.
+ * Empty pieces are skipped: the result always has bytes at `offset`. */
 uint64_t sh_part_find(const sh_part *pt, uint64_t offset);
 
 #endif

@@ -51,7 +51,7 @@ static void first_segments(int n, uint64_t *bytes, uint64_t *work, uint64_t *dic
         yfs_mount *probe = open_sample(64u << 20);
         yfs_view *v;
         pq_error err;
-        cr_assert_eq(yfs_view_open(probe, 0, 0, 0, &v, &err), 0);
+        cr_assert_eq(yfs_view_open(probe, &(yfs_name){ 0 }, &v, &err), 0);
         yfs_plan *p;
         cr_assert_eq(yfs_plans_get(probe->plans, 0, &p, &err), 0);
         cr_assert_geq(p->plan.num_segments, (uint64_t)n);
@@ -77,7 +77,7 @@ static uint64_t dictionaries_of(int n, const uint64_t *bytes)
     yfs_mount *probe = open_sample(64u << 20);
     yfs_view *v;
     pq_error err;
-    cr_assert_eq(yfs_view_open(probe, 0, 0, 0, &v, &err), 0);
+    cr_assert_eq(yfs_view_open(probe, &(yfs_name){ 0 }, &v, &err), 0);
     uint64_t at = 0;
     for (int s = 0; s < n; s++) {
         uint8_t byte;
@@ -134,7 +134,7 @@ Test(cache, half_read_segments_outlive_finished_ones)
     yfs_mount *m = open_with_segment_budget(need);
     cr_assert_lt(yfs_mount_data_budget(m), too_much);
     yfs_view *v;
-    cr_assert_eq(yfs_view_open(m, 0, 0, 0, &v, &err), 0);
+    cr_assert_eq(yfs_view_open(m, &(yfs_name){ 0 }, &v, &err), 0);
 
     touch(v, s0, 1);             /* segment 1: first byte only */
     touch(v, 0, (size_t)s0);     /* segment 0: read to its end, used more recently */
@@ -159,7 +159,7 @@ Test(cache, a_reader_that_seeks_drops_its_own_half_read_segment)
     yfs_mount *m = open_one_segment_at_a_time(&s0);
     yfs_view *v;
     pq_error err;
-    cr_assert_eq(yfs_view_open(m, 0, 0, 0, &v, &err), 0);
+    cr_assert_eq(yfs_view_open(m, &(yfs_name){ 0 }, &v, &err), 0);
     touch(v, 0, 1);  /* segment 0: first byte only */
     touch(v, s0, 1); /* segment 1 */
     cr_assert_eq(yfs_counter(&m->stats.memory_waits), 0);
@@ -179,8 +179,8 @@ Test(cache, another_readers_half_read_segment_is_dropped_only_when_stale)
     yfs_mount *m = open_one_segment_at_a_time(&s0);
     yfs_view *paused, *reader;
     pq_error err;
-    cr_assert_eq(yfs_view_open(m, 0, 0, 0, &paused, &err), 0);
-    cr_assert_eq(yfs_view_open(m, 0, 0, 0, &reader, &err), 0);
+    cr_assert_eq(yfs_view_open(m, &(yfs_name){ 0 }, &paused, &err), 0);
+    cr_assert_eq(yfs_view_open(m, &(yfs_name){ 0 }, &reader, &err), 0);
 
     uint8_t first[2], again;
     size_t got;

@@ -7,17 +7,32 @@
 
 Test(names, round_trip_through_name_and_inode)
 {
-    yfs_name cases[] = { { 0, 0, 0 }, { 7, 0, 0 }, { 3, 2, 8 }, { YFS_MAX_EPOCH, 0, 1 },
-                         { 1, YFS_MAX_PARTS - 1, YFS_MAX_PARTS } };
+    yfs_name cases[] = { { 0, 0, 0, 0, 0 }, { 7, 0, 0, 0, 0 }, { 3, 2, 8, 0, 0 },
+                         { YFS_MAX_EPOCH, 0, 1, 0, 0 },
+                         { 1, YFS_MAX_PARTS - 1, YFS_MAX_PARTS, 0, 0 },
+                         { 2, 1, 2, 4, 1000 }, { 2, 0, 3, 4, 1000 }, { 2, 1, 2, 4, 0 },
+                         { YFS_MAX_EPOCH, 7, 8, YFS_MAX_PARTS, YFS_MAX_GIVEN } };
+    yfs_name_table *t = yfs_name_table_new();
+    uint64_t inos[sizeof cases / sizeof cases[0]];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char buf[96];
+        char buf[128];
         yfs_name_format(&cases[i], "jsonl", buf, sizeof buf);
         yfs_name n, back;
         cr_assert_eq(yfs_name_parse(buf, "jsonl", &n), 0, "%s", buf);
         cr_assert_eq(memcmp(&n, &cases[i], sizeof n), 0, "%s", buf);
-        cr_assert_eq(yfs_ino_name(yfs_name_ino(&n), &back), 0);
+        cr_assert_eq(yfs_name_ino(t, &n, &inos[i]), 0);
+        cr_assert_eq(yfs_ino_name(t, inos[i], &back), 0);
         cr_assert_eq(memcmp(&n, &back, sizeof n), 0, "%s", buf);
+        for (size_t j = 0; j < i; j++)
+            cr_assert_neq(inos[i], inos[j], "%s shares an inode", buf);
+        uint64_t again;
+        cr_assert_eq(yfs_name_ino(t, &n, &again), 0);
+        cr_assert_eq(again, inos[i], "%s: a second lookup gives another inode", buf);
     }
+    yfs_name unknown;
+    cr_assert_eq(yfs_ino_name(t, (1ull << 63) | (1ull << 62) | 999, &unknown), -1,
+                 "a resume inode never handed out");
+    yfs_name_table_free(t);
 }
 
 Test(names, only_canonical_names_parse)
@@ -26,12 +41,17 @@ Test(names, only_canonical_names_parse)
                           "epoch-1.part-3-of-3.jsonl", "epoch-1.part-0-of-0.jsonl",
                           "epoch-1.part-00-of-2.jsonl", "epoch-4194304.jsonl",
                           "epoch-1.part-1-of-1048576.jsonl", "epoch--1.jsonl", "EPOCH-1.jsonl",
-                          "epoch-1.part-1-of-2", "epoch-99999999999999999999999.jsonl" };
+                          "epoch-1.part-1-of-2", "epoch-99999999999999999999999.jsonl",
+                          "epoch-1.resume-4-10.jsonl", "epoch-1.resume-0-10.part-0-of-2.jsonl",
+                          "epoch-1.resume-4-010.part-0-of-2.jsonl",
+                          "epoch-1.resume-4.part-0-of-2.jsonl",
+                          "epoch-1.part-0-of-2.resume-4-10.jsonl",
+                          "epoch-1.resume-4-281474976710656.part-0-of-2.jsonl" };
     yfs_name n;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         cr_assert_eq(yfs_name_parse(bad[i], "jsonl", &n), -1, "%s parsed", bad[i]);
     cr_assert_eq(yfs_name_parse("epoch-0.part-0-of-1.txt", "txt", &n), 0);
-    cr_assert_eq(yfs_ino_name(1, &n), -1, "the root is not an epoch file");
+    cr_assert_eq(yfs_ino_name(NULL, 1, &n), -1, "the root is not an epoch file");
 }
 
 Test(options, values_are_parsed_strictly)
@@ -54,6 +74,12 @@ Test(options, values_are_parsed_strictly)
     cr_assert_eq(yfs_options_apply(&o, "shuffle=none", &err), 0);
     cr_assert_eq(o.shuffle, SH_SHUFFLE_NONE);
     cr_assert_eq(yfs_options_apply(&o, "buffer=0", &err), -1);
+    cr_assert_eq(yfs_options_apply(&o, "even=pad", &err), 0);
+    cr_assert_eq(o.even, SH_EVEN_PAD);
+    cr_assert_eq(yfs_options_apply(&o, "even=drop", &err), 0);
+    cr_assert_eq(o.even, SH_EVEN_DROP);
+    cr_assert_eq(yfs_options_apply(&o, "even=yes", &err), -1);
+    cr_assert(strstr(err.msg, "even"), "%s", err.msg);
     cr_assert_eq(yfs_options_apply(&o, "rowid", &err), 0);
     cr_assert_eq(o.frame.rowid, 1);
     cr_assert_eq(yfs_options_apply(&o, "column", &err), -1, "column needs a value");

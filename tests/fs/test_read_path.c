@@ -38,7 +38,8 @@ static uint8_t *read_file(yfs_mount *m, uint64_t epoch, uint64_t part, uint64_t 
 {
     yfs_view *v;
     pq_error err;
-    cr_assert_eq(yfs_view_open(m, epoch, part, parts, &v, &err), 0, "%s", err.msg);
+    yfs_name n = { .epoch = epoch, .part = part, .parts = parts };
+    cr_assert_eq(yfs_view_open(m, &n, &v, &err), 0, "%s", err.msg);
     *size = yfs_view_size(v);
     uint8_t *buf = malloc(*size + 1);
     cr_assert_eq(read_range(v, 0, *size + 100, buf), *size, "reads stop at the size");
@@ -55,7 +56,7 @@ Test(read_path, random_reads_equal_the_sequential_read)
 
     yfs_view *v;
     pq_error err;
-    cr_assert_eq(yfs_view_open(m, 0, 0, 0, &v, &err), 0);
+    cr_assert_eq(yfs_view_open(m, &(yfs_name){ 0 }, &v, &err), 0);
     uint8_t *piece = malloc(70000);
     srand(5);
     for (int i = 0; i < 300; i++) {

@@ -1,0 +1,118 @@
+"""Equal parts (-o even=pad|drop) and elastic resume (epoch-K.resume-N-R.part-I-of-M.<ext>),
+checked against the epoch file and the pyarrow oracle (rowid).
+
+even=pad: every part of N holds ceil(R/N) records, the extra ones repeating the first records of
+the epoch; even=drop: floor(R/N), the rest left out. A resume part holds what is left of the
+epoch after each of the N parts gave its first R records; before + after is the epoch."""
+
+import errno
+import os
+import random
+from collections import Counter
+
+import pytest
+
+from datasets import BASIC, BASIC_NONL, check_rowid_jsonl, multiset_diff, split_records
+
+
+def _records(m, name, fmt="jsonl"):
+    data = m.read(name)
+    assert m.size(name) == len(data), f"{name}: st_size {m.size(name)} != {len(data)} bytes read"
+    return split_records(data, fmt)
+
+
+@pytest.mark.parametrize("n", [3, 7, 8, 64])
+@pytest.mark.parametrize("even", ["pad", "drop"])
+def test_even_parts_hold_equal_counts(n, even, ds, mount):
+    with mount(ds.path(BASIC), f"rowid,buffer=100,even={even}") as m:
+        epoch = _records(m, "epoch-0.jsonl")
+        total = len(epoch)
+        q = -(-total // n) if even == "pad" else total // n
+        parts = [_records(m, f"epoch-0.part-{i}-of-{n}.jsonl") for i in range(n)]
+        counts = [len(p) for p in parts]
+        assert counts == [q] * n, f"even={even}, n={n}: record counts {counts}, expected {q} each"
+        got = Counter(r for p in parts for r in p)
+        if even == "pad":
+            # every record once, and the first n*q - total records of the epoch once more
+            expected = Counter(epoch) + Counter(epoch[:n * q - total])
+            diff = multiset_diff(got.elements(), expected.elements())
+            assert not diff, f"n={n}: padded parts != epoch + its first records: {diff}"
+        else:
+            assert max(got.values()) == 1, "drop: a record appears twice"
+            assert not (set(got) - set(epoch)), "drop: a record that is not in the epoch"
+            assert sum(got.values()) == total - total % n
+
+
+def test_even_off_keeps_todays_parts(ds, mount):
+    """even=off (the default) gives the same part files as no option at all."""
+    with mount(ds.path(BASIC), "rowid,buffer=100") as plain, \
+            mount(ds.path(BASIC), "rowid,buffer=100,even=off") as off:
+        for i in range(3):
+            name = f"epoch-1.part-{i}-of-3.jsonl"
+            assert plain.read(name) == off.read(name), f"{name} differs under even=off"
+
+
+@pytest.mark.parametrize("fmt,ext,extra", [("len32", "len32", ""), ("text", "txt", ""),
+                                           ("len32", "len32", ",shuffle=row")])
+def test_even_parts_seek_and_formats(fmt, ext, extra, ds, mount):
+    """Sizes are exact and reads at any offset give the sequential bytes, for cut segments."""
+    spec = BASIC if fmt != "text" else BASIC_NONL
+    with mount(ds.path(spec), f"format={fmt},buffer=70,even=pad{extra}") as m:
+        epoch = _records(m, f"epoch-0.{ext}", fmt)
+        n = 7
+        q = -(-len(epoch) // n)
+        rng = random.Random(1)
+        for i in range(n):
+            name = f"epoch-0.part-{i}-of-{n}.{ext}"
+            data = m.read(name)
+            assert len(split_records(data, fmt)) == q
+            with open(m.p(name), "rb", buffering=0) as f:
+                for _ in range(40):
+                    off = rng.randrange(0, len(data))
+                    size = rng.choice([1, 7, 100, 4096, 70000])
+                    assert os.pread(f.fileno(), size, off) == data[off:off + size], \
+                        f"{name}: pread({size}, {off}) differs from the sequential bytes"
+
+
+@pytest.mark.parametrize("n,m_parts", [(4, 2), (2, 3), (8, 8)])
+def test_resume_before_plus_after_is_the_epoch(n, m_parts, ds, mount):
+    orc = ds.oracle(BASIC)
+    with mount(ds.path(BASIC), "rowid,buffer=100") as m:
+        epoch = _records(m, "epoch-2.jsonl")
+        parts = [_records(m, f"epoch-2.part-{i}-of-{n}.jsonl") for i in range(n)]
+        longest = max(len(p) for p in parts)
+        for r in (0, 1, 37, 150, longest // 2, longest, longest + 5):
+            before = [rec for p in parts for rec in p[:r]]
+            after = [rec for j in range(m_parts)
+                     for rec in _records(m, f"epoch-2.resume-{n}-{r}.part-{j}-of-{m_parts}.jsonl")]
+            diff = multiset_diff(before + after, epoch)
+            assert not diff, f"N={n}, R={r}, M={m_parts}: before + after != epoch: {diff}"
+            problem = check_rowid_jsonl(b"".join(before + after), orc, "text")
+            assert not problem, f"N={n}, R={r}, M={m_parts}: {problem}"
+            if r >= longest:
+                assert not after, "parts read to their end leave nothing"
+
+
+def test_resume_with_even_gives_equal_parts_and_is_deterministic(ds, mount, cat):
+    with mount(ds.path(BASIC), "rowid,buffer=100,even=drop") as m:
+        parts = [_records(m, f"epoch-0.part-{i}-of-4.jsonl") for i in range(4)]
+        left = sum(len(p) for p in parts) - 4 * 100
+        names = [f"epoch-0.resume-4-100.part-{j}-of-3.jsonl" for j in range(3)]
+        resumed = [_records(m, name) for name in names]
+        assert [len(p) for p in resumed] == [left // 3] * 3
+        assert not set(r for p in resumed for r in p) & set(r for p in parts for r in p[:100]), \
+            "a resumed part repeats a record read before the stop"
+        again = cat(ds.path(BASIC), names[1], "rowid,buffer=100,even=drop")
+        assert again.stdout == b"".join(resumed[1]), "cat and the mount disagree"
+
+
+BAD_RESUME = ["epoch-0.resume-0-10.part-0-of-2.jsonl", "epoch-0.resume-4-10.jsonl",
+              "epoch-0.resume-4-10.part-2-of-2.jsonl", "epoch-0.resume-4-01.part-0-of-2.jsonl",
+              "epoch-0.resume-4.part-0-of-2.jsonl"]
+
+
+def test_bad_resume_names_enoent(ds, mount, expect_errno):
+    with mount(ds.path(BASIC)) as m:
+        assert os.path.isfile(m.p("epoch-0.resume-4-10.part-1-of-2.jsonl"))
+        for name in BAD_RESUME:
+            expect_errno(lambda: os.stat(m.p(name)), errno.ENOENT, f"stat {name}")
