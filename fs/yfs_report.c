@@ -80,12 +80,12 @@ char *yfs_index_json(yfs_mount *m)
         }
     }
     json_t *options = json_pack(
-        "{s:s, s:I, s:I, s:s, s:I, s:I, s:I, s:b, s:i, s:i, s:i}", "format",
+        "{s:s, s:I, s:I, s:s, s:I, s:I, s:I, s:b, s:i, s:i, s:i, s:s}", "format",
         ix_format_name(o->frame.format), "seed", (json_int_t)o->seed, "epochs",
         (json_int_t)o->epochs, "shuffle", yfs_shuffle_name(o->shuffle), "mem",
         (json_int_t)o->mem, "buffer", (json_int_t)o->buffer, "chunk", (json_int_t)o->chunk,
         "rowid", o->frame.rowid, "threads", o->threads, "readahead", o->readahead,
-        "io_depth", o->io_depth);
+        "io_depth", o->io_depth, "even", yfs_even_name(o->even));
     json_t *cache = json_pack("{s:s?, s:I, s:s}", "directory", o->cache_dir, "files_reused",
                               (json_int_t)ix->files_cached, "note", ix->cache_note);
     return render(json_pack(

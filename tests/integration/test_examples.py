@@ -97,6 +97,19 @@ def test_example_pytorch_iterable(mount, tmp_path):
     assert len(per_rank) == 2 and sum(per_rank) == n and min(per_rank) > 0, p.out
 
 
+def test_example_elastic_resume(mount, tmp_path):
+    need("torch")
+    n = sample_records()
+    with mount(SAMPLE, "column=text,rowid,buffer=500") as m:
+        p = run(py("elastic_resume.py", m.path), tmp_path)
+    expect_ok(p, r"OK stopped: 4 ranks trained 5 steps of 32 \(160 records each\)",
+              r"OK resumed on 2 ranks: rank 0 \d+ records, rank 1 \d+ records",
+              rf"OK 4 ranks then 2 ranks: {n} records = epoch 0, none lost or repeated",
+              r"OK elastic_resume$")
+    after = [int(x) for x in re.findall(r"rank \d (\d+) records", p.out)]
+    assert sum(after) == n - 4 * 160 and min(after) > 0, p.out
+
+
 def test_example_hf_datasets_stream(mount, tmp_path):
     need("datasets")
     with mount(SAMPLE, "column=text,buffer=500") as m:
