@@ -81,78 +81,124 @@ int sh_epoch_stream(const sh_plan *plan, sh_pieces *out)
     return 0;
 }
 
-/* Even parts of q records from the round-robin parts out[parts]. */
-static int even_out(const sh_pieces *stream, uint64_t parts, sh_even even, sh_pieces *out)
+/* Called with each part of a deal, in part order; nonzero stops the deal
+ * (returned by it). The part's list is only lent for the call. */
+typedef int (*part_fn)(void *ctx, uint64_t part, const sh_pieces *l);
+
+/* The round-robin part `i` of `parts`: pieces i, i+parts, ... of stream,
+ * the first `keep` records of it into head (if not NULL), the rest into
+ * tail (if not NULL). Returns the part's records, or -1 with no memory. */
+static int64_t strided(const sh_pieces *stream, uint64_t i, uint64_t parts, uint64_t keep,
+                       sh_pieces *head, sh_pieces *tail)
 {
-    uint64_t total = stream->records;
-    uint64_t q = even == SH_EVEN_DROP ? total / parts : total / parts + (total % parts != 0);
-    sh_pieces spare = { 0 };
-    int rc = 0;
-    for (uint64_t i = 0; i < parts && rc == 0; i++) {
-        if (out[i].records <= q)
-            continue;
-        sh_pieces all = out[i];
-        memset(&out[i], 0, sizeof out[i]);
-        cursor c = { &all, 0, 0 };
-        rc = advance(&c, q, &out[i], 0) < 0 || rest(&c, &spare) < 0 ? -1 : 0;
-        sh_pieces_free(&all);
+    uint64_t records = 0;
+    for (uint64_t p = i; p < stream->n; p += parts) {
+        sh_piece pc = stream->v[p];
+        uint32_t len = pc.end - pc.first;
+        uint64_t room = records < keep ? keep - records : 0;
+        uint32_t to_head = room < len ? (uint32_t)room : len;
+        sh_piece first = { pc.segment, pc.first, pc.first + to_head };
+        sh_piece after = { pc.segment, pc.first + to_head, pc.end };
+        if ((to_head && head && push(head, first) < 0) ||
+            (to_head < len && tail && push(tail, after) < 0))
+            return -1;
+        records += len;
     }
-    if (rc == 0 && even == SH_EVEN_PAD) {
-        cursor from_start = { stream, 0, 0 };
-        uint64_t pad = parts * q - total;
-        rc = pad > 0 ? advance(&from_start, pad, &spare, 1) : 0;
-    }
-    cursor take = { &spare, 0, 0 };
-    for (uint64_t i = 0; i < parts && rc == 0; i++)
-        if (out[i].records < q)
-            rc = advance(&take, q - out[i].records, &out[i], 0);
-#ifndef NDEBUG
-    for (uint64_t i = 0; i < parts && rc == 0; i++)
-        assert(out[i].records == q); /* the spare list always covers what parts lack */
-#endif
-    sh_pieces_free(&spare);
-    return rc;
+    return (int64_t)records;
 }
 
-int sh_deal(const sh_pieces *stream, uint64_t parts, sh_even even, sh_pieces *out)
+/* Deal `stream` into `parts` parts (sh_deal.h), handing each to fn in part
+ * order. Memory: the spare list and one part at a time, never a list per
+ * part (a million parts cost no more than one). */
+static int deal_each(const sh_pieces *stream, uint64_t parts, sh_even even, part_fn fn, void *ctx)
 {
     assert(parts >= 1);
-    memset(out, 0, parts * sizeof *out);
+    uint64_t total = stream->records;
+    uint64_t q = even == SH_EVEN_OFF    ? UINT64_MAX
+                 : even == SH_EVEN_DROP ? total / parts
+                                        : total / parts + (total % parts != 0);
+    sh_pieces spare = { 0 }, part = { 0 };
     int rc = 0;
-    for (uint64_t p = 0; p < stream->n && rc == 0; p++)
-        rc = push(&out[p % parts], stream->v[p]);
-    if (rc == 0 && even != SH_EVEN_OFF)
-        rc = even_out(stream, parts, even, out);
-    if (rc < 0)
-        for (uint64_t i = 0; i < parts; i++)
-            sh_pieces_free(&out[i]);
+    /* The records past q of every part, in part order, then the padding. */
+    for (uint64_t i = 0; i < parts && even != SH_EVEN_OFF && rc == 0; i++)
+        rc = strided(stream, i, parts, q, NULL, &spare) < 0 ? -1 : 0;
+    if (rc == 0 && even == SH_EVEN_PAD && parts * q > total) {
+        cursor from_start = { stream, 0, 0 };
+        rc = advance(&from_start, parts * q - total, &spare, 1);
+    }
+    cursor take = { &spare, 0, 0 };
+    for (uint64_t i = 0; i < parts && rc == 0; i++) {
+        part.n = part.records = 0;
+        int64_t had = strided(stream, i, parts, q, &part, NULL);
+        if (had < 0)
+            rc = -1;
+        else if ((uint64_t)had < q && even != SH_EVEN_OFF)
+            rc = advance(&take, q - (uint64_t)had, &part, 0);
+        /* the spare list always covers what parts lack */
+        assert(rc < 0 || even == SH_EVEN_OFF || part.records == q);
+        if (rc == 0)
+            rc = fn(ctx, i, &part);
+    }
+    sh_pieces_free(&spare);
+    sh_pieces_free(&part);
     return rc;
 }
 
-/* Keep out[keep] of the parts[n], free the others. */
-static void keep_one(sh_pieces *all, uint64_t n, uint64_t keep, sh_pieces *out)
+/* Keeps a copy of one part. */
+typedef struct keep_ctx {
+    uint64_t want;
+    sh_pieces *out;
+} keep_ctx;
+
+#define FOUND 1
+
+static int keep_part(void *ctx, uint64_t part, const sh_pieces *l)
 {
-    for (uint64_t i = 0; i < n; i++)
-        if (i != keep)
-            sh_pieces_free(&all[i]);
-    *out = all[keep];
+    keep_ctx *k = ctx;
+    if (part != k->want)
+        return 0;
+    for (uint64_t j = 0; j < l->n; j++)
+        if (push(k->out, l->v[j]) < 0)
+            return -1;
+    return FOUND;
+}
+
+int sh_deal_one(const sh_pieces *stream, uint64_t part, uint64_t parts, sh_even even,
+                sh_pieces *out)
+{
+    assert(part < parts);
+    memset(out, 0, sizeof *out);
+    keep_ctx k = { part, out };
+    if (deal_each(stream, parts, even, keep_part, &k) < 0) {
+        sh_pieces_free(out);
+        return -1;
+    }
+    return 0;
 }
 
 int sh_deal_part(const sh_plan *plan, uint64_t part, uint64_t parts, sh_even even,
                  sh_pieces *out)
 {
-    assert(part < parts);
-    memset(out, 0, sizeof *out);
     sh_pieces stream;
     if (sh_epoch_stream(plan, &stream) < 0)
         return -1;
-    sh_pieces *all = malloc(parts * sizeof *all);
-    int rc = all ? sh_deal(&stream, parts, even, all) : -1;
-    if (rc == 0)
-        keep_one(all, parts, part, out);
-    free(all);
+    int rc = sh_deal_one(&stream, part, parts, even, out);
     sh_pieces_free(&stream);
     return rc;
+}
+
+/* Appends what is left of each part after its first `given` records. */
+typedef struct rest_ctx {
+    uint64_t given;
+    sh_pieces *left;
+} rest_ctx;
+
+static int keep_rest(void *ctx, uint64_t part, const sh_pieces *l)
+{
+    (void)part;
+    rest_ctx *r = ctx;
+    cursor c = { l, 0, 0 };
+    return advance(&c, r->given, NULL, 0) < 0 || rest(&c, r->left) < 0 ? -1 : 0;
 }
 
 int sh_resume_part(const sh_plan *plan, uint64_t given_parts, uint64_t given, uint64_t part,
@@ -163,25 +209,11 @@ int sh_resume_part(const sh_plan *plan, uint64_t given_parts, uint64_t given, ui
     sh_pieces stream, left = { 0 };
     if (sh_epoch_stream(plan, &stream) < 0)
         return -1;
-    sh_pieces *before = malloc(given_parts * sizeof *before);
-    int rc = before ? sh_deal(&stream, given_parts, even, before) : -1;
+    rest_ctx r = { given, &left };
+    int rc = deal_each(&stream, given_parts, even, keep_rest, &r);
     sh_pieces_free(&stream);
-    if (rc < 0) {
-        free(before);
-        return -1;
-    }
-    for (uint64_t i = 0; i < given_parts; i++) {
-        cursor c = { &before[i], 0, 0 };
-        if (rc == 0)
-            rc = advance(&c, given, NULL, 0) < 0 || rest(&c, &left) < 0 ? -1 : 0;
-        sh_pieces_free(&before[i]);
-    }
-    free(before);
-    sh_pieces *after = rc == 0 ? malloc(parts * sizeof *after) : NULL;
-    rc = after ? sh_deal(&left, parts, even, after) : -1;
     if (rc == 0)
-        keep_one(after, parts, part, out);
-    free(after);
+        rc = sh_deal_one(&left, part, parts, even, out);
     sh_pieces_free(&left);
     return rc;
 }

@@ -5,7 +5,7 @@
  * one plan segment, in the segment's serving order). The
  * epoch is the stream of its segments, whole, in plan order.
  *
- * Dealing a stream into n parts (sh_deal):
+ * Dealing a stream into n parts (sh_deal_one):
  *   1. piece p goes to part p mod n (the epoch's part i of n: segments i,
  *      i+n, i+2n, ..., as in sh_plan.h);
  *   2. even=off stops there. Otherwise, with R the stream's records, every
@@ -46,10 +46,12 @@ void sh_pieces_free(sh_pieces *l);
 /* The epoch of `plan`: every segment, whole, in plan order. -1: no memory. */
 int sh_epoch_stream(const sh_plan *plan, sh_pieces *out);
 
-/* Deal `stream` into `parts` (>= 1) parts; out[parts] receives them (each
- * initialised here). Returns 0, or -1 on allocation failure (out is then
- * freed). */
-int sh_deal(const sh_pieces *stream, uint64_t parts, sh_even even, sh_pieces *out);
+/* Part `part` of `stream` dealt into `parts` parts (part < parts), into
+ * *out (initialised here). Takes time O(stream + parts) and memory for the
+ * spare list and the part, not for every part. Returns 0, or -1 on
+ * allocation failure. */
+int sh_deal_one(const sh_pieces *stream, uint64_t part, uint64_t parts, sh_even even,
+                sh_pieces *out);
 
 /* The records of `part` of `parts` of the epoch of `plan` (part < parts). */
 int sh_deal_part(const sh_plan *plan, uint64_t part, uint64_t parts, sh_even even,

@@ -206,3 +206,21 @@ Test(deal, resumed_parts_hold_exactly_what_is_left)
                 check_resume(&plan, nm[t][0], givens[g], nm[t][1], e);
     sh_plan_free(&plan);
 }
+
+Test(deal, a_million_parts_deal_one_part_without_a_list_per_part)
+{
+    sh_plan plan;
+    make_plan(900, 700, &plan);
+    uint64_t parts = (1u << 20) - 1;
+    sh_pieces l;
+    for (sh_even e = SH_EVEN_OFF; e <= SH_EVEN_DROP; e++) {
+        cr_assert_eq(sh_deal_part(&plan, parts - 1, parts, e, &l), 0);
+        cr_assert_eq(l.records, e == SH_EVEN_PAD ? 1 : 0, "even=%d: %llu records", (int)e,
+                     (unsigned long long)l.records);
+        sh_pieces_free(&l);
+    }
+    cr_assert_eq(sh_resume_part(&plan, parts, 0, 1, 2, SH_EVEN_OFF, &l), 0);
+    cr_assert_gt(l.records, 0);
+    sh_pieces_free(&l);
+    sh_plan_free(&plan);
+}
