@@ -193,3 +193,38 @@ def test_mixed_readers_within_bound(big_dataset, mount):
                             f"{b / MIB:.0f} MiB")
     assert peak <= b, (f"peak RSS {peak / MIB:.0f} MiB with 8 concurrent readers > 1.1 x "
                        f"(index + mem {MEM / MIB:.0f} MiB) + 16 MiB = {b / MIB:.0f} MiB")
+
+
+def test_even_and_resumed_parts_within_bound(big_dataset, mount):
+    """Parts that cut segments (even=pad, and resumed parts): the segments built to size them
+    at open are charged like any other; 8 such readers at once stay within the bound."""
+    _skip_if_asan()
+    with mount(big_dataset, f"mem={MEM},buffer=2000,even=pad") as m:
+        b = bound(_index_bytes(m), MEM)
+        names = [f"epoch-0.part-{i}-of-4.jsonl" for i in range(4)]
+        names += [f"epoch-0.resume-4-3001.part-{j}-of-4.jsonl" for j in range(4)]
+        sizes = [m.size(n) for n in names]
+        assert sum(sizes[:4]) > 1.5 * b, "dataset too small to test the memory bound"
+        lines, errors = [0] * len(names), []
+
+        def reader(i):
+            try:
+                with open(m.p(names[i]), "rb", buffering=0) as f:
+                    while True:
+                        buf = f.read(1 << 20)
+                        if not buf:
+                            break
+                        lines[i] += buf.count(b"\n")
+            except OSError as e:      # pragma: no cover - reported below
+                errors.append(e)
+        threads = [threading.Thread(target=reader, args=(i,)) for i in range(len(names))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=180)
+        assert not any(t.is_alive() for t in threads), "a reader hung"
+        assert not errors, errors
+        peak = _hwm(m.proc.pid)
+    assert len(set(lines[:4])) == 1 and len(set(lines[4:])) == 1, f"unequal parts: {lines}"
+    assert peak <= b, (f"peak RSS {peak / MIB:.0f} MiB with 8 even/resumed readers > 1.1 x "
+                       f"(index + mem {MEM / MIB:.0f} MiB) + 16 MiB = {b / MIB:.0f} MiB")
