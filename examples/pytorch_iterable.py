@@ -99,7 +99,8 @@ def check_union(rowids, reference, what):
 # some rank has none, and the remainder of the other ranks is dropped for this epoch (the next
 # epoch's shuffle puts other records last). If the part sizes are known ahead (e.g. counted once
 # per epoch with `wc -l`), all_reduce the MIN of the batch counts instead and stop there; or wrap
-# the loop in torch.distributed.algorithms.Join to use every record.
+# the loop in torch.distributed.algorithms.Join to use every record; or mount with
+# -o even=pad (or even=drop) so that every part holds the same number of records.
 
 def train_steps(model, opt, batches):
     steps = records = 0

@@ -116,3 +116,34 @@ def test_bad_resume_names_enoent(ds, mount, expect_errno):
         assert os.path.isfile(m.p("epoch-0.resume-4-10.part-1-of-2.jsonl"))
         for name in BAD_RESUME:
             expect_errno(lambda: os.stat(m.p(name)), errno.ENOENT, f"stat {name}")
+
+
+def test_sizing_a_cut_part_of_changed_sources_fails_with_eio(tmp_path, mount):
+    """A part that cuts a segment is sized by building it: if the sources changed, stat fails
+    with EIO and a log line naming the file (unless the segments it needs were built before
+    the change), and reads fail with EIO: never a crash, never a size or bytes from changed
+    data."""
+    import test_reliability as rel
+    d = rel._change_dataset(str(tmp_path / "ds"))
+    names = [f"epoch-0.part-{i}-of-7.jsonl" for i in range(7)] + \
+            [f"epoch-0.resume-3-50.part-{j}-of-2.jsonl" for j in range(2)]
+    with mount(d, "buffer=100,mem=4M,even=pad") as m:
+        before = m.size("epoch-0.part-0-of-3.jsonl")
+        for name in ("a", "b", "c"):
+            rel._rewrite(os.path.join(d, f"{name}.parquet"))
+        failed = 0
+        for name in names:
+            try:
+                os.stat(m.p(name))
+            except OSError as e:
+                assert e.errno == errno.EIO, f"stat {name}: {e}"
+                failed += 1
+                continue
+            with pytest.raises(OSError) as e:
+                m.read(name)
+            assert e.value.errno == errno.EIO, f"read {name}: {e.value}"
+        assert failed, "every cut part was sized from segments built before the change"
+        assert m.size("epoch-0.part-0-of-3.jsonl") == before, "a size known before changed"
+        assert m.proc.poll() is None, "the daemon died"
+        log = m.stderr()
+        assert "unknown" in log and "changed since mount" in log, log[-2000:]
