@@ -4,9 +4,9 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "sh_deal.h"
 #include "yfs_budget.h"
 #include "yfs_io.h"
-#include "sh_deal.h"
 #include "yfs_plans.h"
 
 /* How far a reader's prefetch runs ahead: at most readahead= segments, and
