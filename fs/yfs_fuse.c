@@ -139,11 +139,15 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
         reply_entry(req, YFS_INO_INDEX_JSON);
     else if (parent == YFS_INO_META_DIR && strcmp(name, "stats.json") == 0)
         reply_entry(req, YFS_INO_STATS_JSON);
-    else if (parent == YFS_INO_ROOT && yfs_name_parse(name, ext_of(m), &n) == 0 &&
-             yfs_name_ino(session_of(req)->names, &n, &ino) == 0)
-        reply_entry(req, ino);
-    else
+    else if (parent != YFS_INO_ROOT || yfs_name_parse(name, ext_of(m), &n) < 0)
         fuse_reply_err(req, ENOENT);
+    else if (yfs_name_ino(session_of(req)->names, &n, &ino) == 0)
+        reply_entry(req, ino);
+    else {
+        yfs_log(m, "%s: no inode for it: %d resume names are looked up already (the most "
+                "one mount gives inodes to), or out of memory", name, YFS_MAX_RESUME_NAMES);
+        fuse_reply_err(req, ENFILE);
+    }
 }
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
