@@ -55,17 +55,24 @@ def test_even_off_keeps_todays_parts(ds, mount):
 @pytest.mark.parametrize("fmt,ext,extra", [("len32", "len32", ""), ("text", "txt", ""),
                                            ("len32", "len32", ",shuffle=row")])
 def test_even_parts_seek_and_formats(fmt, ext, extra, ds, mount):
-    """Sizes are exact and reads at any offset give the sequential bytes, for cut segments."""
+    """Sizes are exact and reads at any offset give the sequential bytes, for parts and
+    resumed parts that cut segments."""
     spec = BASIC if fmt != "text" else BASIC_NONL
-    with mount(ds.path(spec), f"format={fmt},buffer=70,even=pad{extra}") as m:
+    opts = f"format={fmt},buffer=70,even=pad{extra}"
+    n = 7
+    with mount(ds.path(spec), opts) as m:
         epoch = _records(m, f"epoch-0.{ext}", fmt)
-        n = 7
         q = -(-len(epoch) // n)
-        rng = random.Random(1)
-        for i in range(n):
-            name = f"epoch-0.part-{i}-of-{n}.{ext}"
-            data = m.read(name)
-            assert len(split_records(data, fmt)) == q
+        names = [f"epoch-0.part-{i}-of-{n}.{ext}" for i in range(n)]
+        resumed = [f"epoch-0.resume-{n}-{q // 3}.part-{j}-of-2.{ext}" for j in range(2)]
+        ref = {name: m.read(name) for name in names + resumed}
+        for name, data in ref.items():
+            assert m.size(name) == len(data), f"{name}: st_size != bytes read"
+            if name in names:
+                assert len(split_records(data, fmt)) == q
+    rng = random.Random(1)
+    with mount(ds.path(spec), opts) as m:        # a fresh mount: no page cached by the kernel
+        for name, data in ref.items():
             with open(m.p(name), "rb", buffering=0) as f:
                 for _ in range(40):
                     off = rng.randrange(0, len(data))
