@@ -221,7 +221,7 @@ static int frame_from_page(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh
 /* Streaming (ix_stream.h). A page whose whole decode would take more than
  * a quarter of the data budget is streamed instead: its bytes are read in
  * windows and its records framed as they come, so a build holds
- * IX_STREAM_CAP for it, not the page's raw bytes, decompressed body, value
+ * ix_stream_cap for it, not the page's raw bytes, decompressed body, value
  * slices and levels (600 MB for one of DuckDB's pages of 15.6 M tokens). */
 static uint64_t whole_decode_share(const yfs_mount *m)
 {
@@ -324,7 +324,7 @@ static int stream_for(yfs_mount *m, const sh_unit *u, uint32_t unit, uint64_t fi
                  ? (whole_decode_serves(err) ? 1 : -1)
                  : whole_decode_bytes(&m->ix->pages[u->page], &h) <= whole_decode_share(m);
     if (rc == 0) {
-        ps->charged = IX_STREAM_CAP;
+        ps->charged = ix_stream_cap(m->ix);
         yfs_budget_reserve(m->budget, ps->charged, YFS_MEM_DECODED, YFS_DEMAND, hold);
         ps->s = ix_stream_open(m->ix, u->page, &ps->dicts, &ps->dict, NULL, &ps->read, err);
         if (!ps->s)

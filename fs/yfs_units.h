@@ -21,7 +21,7 @@
  * A page whose whole decode (raw bytes, decompressed body, value slices,
  * levels) would take more than a quarter of the data budget is streamed
  * (index/ix_stream.h): read in windows and framed record by record, holding
- * IX_STREAM_CAP instead, framing the page's other units it passes into the
+ * ix_stream_cap instead, framing the page's other units it passes into the
  * blocks that want them or parking them as the framed store allows, and
  * stopping after the last unit it keeps (paused there: yfs_streams.h). A page that turns out not to stream (a codec or
  * encoding pq_stream does not handle, a row over its limit) is decoded

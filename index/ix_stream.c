@@ -5,6 +5,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "ix_ahead.h"
 #include "ix_checked.h"
 #include "ix_claims.h"
 #include "ix_row.h"
@@ -31,12 +32,14 @@ struct ix_stream {
     const pq_dictionary *dict;
     pq_stream_opts page_opts;
     size_t read_size;
+    size_t window;      /* of the reads ahead */
     uint64_t *bytes_read;
 
     /* The entry's bytes [entry->offset, end) are read once, in order:
      * pos is the next file offset to read; buf[at, have) holds bytes read
      * and not yet used (a header probe reads on into the body). */
     uint64_t pos, end;
+    ix_ahead *ahead;     /* the range's next windows in flight (NULL: read directly) */
     uint8_t *buf;
     size_t buf_cap, have, at;
     uint32_t crc;  /* zlib crc32 of the bytes read so far */
@@ -71,8 +74,9 @@ struct ix_stream {
 static int read_on(ix_stream *s, uint8_t *dst, size_t n, pq_error *err)
 {
     int moved = 0;
-    if (n && ix_read_checked(s->ix, s->file_index, s->pos, dst, n, s->bytes_read, &moved,
-                             err) < 0)
+    if (n && (s->ahead ? ix_ahead_read(s->ahead, dst, n, s->bytes_read, &moved, err)
+                       : ix_read_checked(s->ix, s->file_index, s->pos, dst, n, s->bytes_read,
+                                         &moved, err)) < 0)
         return -1;
     s->crc = (uint32_t)crc32(s->crc, dst, (uInt)n);
     s->moved |= moved;
@@ -410,6 +414,23 @@ int ix_stream_finish(ix_stream *s, pq_error *err)
     return 0;
 }
 
+/* Bytes per read of the index's store. */
+static size_t store_read_size(const ix_index *ix)
+{
+    return ix->store && ix->store->stream_read_bytes ? ix->store->stream_read_bytes
+                                                     : IX_STREAM_READ_SIZE;
+}
+
+size_t ix_stream_cap(const ix_index *ix)
+{
+    return IX_STREAM_CAP + ix_ahead_bytes(ix_ahead_window(store_read_size(ix)));
+}
+
+static size_t ahead_bytes(const ix_stream *s)
+{
+    return s->ahead ? ix_ahead_bytes(s->window) : 0;
+}
+
 ix_stream *ix_stream_open(const ix_index *ix, uint64_t page, const ix_dict_source *dicts,
                           void **dict_handle, const ix_stream_opts *opts, uint64_t *bytes_read,
                           pq_error *err)
@@ -433,13 +454,23 @@ ix_stream *ix_stream_open(const ix_index *ix, uint64_t page, const ix_dict_sourc
     s->pos = s->entry->offset;
     s->end = s->entry->offset + s->entry->length;
     s->leading = s->shape.max_rep > 0;
-    size_t cap = opts && opts->cap ? opts->cap : IX_STREAM_CAP;
-    s->read_size = opts && opts->read_size         ? opts->read_size
-                   : ix->store && ix->store->stream_read_bytes ? ix->store->stream_read_bytes
-                                                  : IX_STREAM_READ_SIZE;
-    /* The cap's shares: a quarter for the row being assembled, the header
-     * buffer, and the rest for the page's stream, of which a quarter each
-     * at most for one value and for the levels. */
+    size_t cap = opts && opts->cap ? opts->cap : ix_stream_cap(ix);
+    s->read_size = opts && opts->read_size ? opts->read_size : store_read_size(ix);
+    /* The cap's shares: the reads ahead of an entry longer than a window
+     * when the cap leaves room for them beside IX_STREAM_CAP's parts; of
+     * the rest a quarter for the row being assembled, the header buffer,
+     * and the rest for the page's stream, of which a quarter each at most
+     * for one value and for the levels. */
+    size_t window = s->window =
+        opts && opts->window ? opts->window : ix_ahead_window(s->read_size);
+    if (s->entry->length > window && cap >= IX_STREAM_CAP + ix_ahead_bytes(window)) {
+        s->ahead = ix_ahead_open(ix, s->file_index, s->pos, s->end - s->pos, window, err);
+        if (!s->ahead) {
+            free(s);
+            return NULL;
+        }
+        cap -= ix_ahead_bytes(window);
+    }
     size_t row_max = cap / 4;
     size_t fixed = sizeof *s + row_max + HEADER_MAX;
     size_t page_cap = cap > fixed + (1u << 20) ? cap - fixed : (1u << 20);
@@ -475,7 +506,8 @@ int ix_entry_first_header(const ix_index *ix, uint64_t page, pq_page_header *h,
 
 size_t ix_stream_bytes(const ix_stream *s)
 {
-    return sizeof *s + s->buf_cap + ix_row_bytes(&s->row) + (s->ps ? pq_stream_bytes(s->ps) : 0);
+    return sizeof *s + ahead_bytes(s) + s->buf_cap + ix_row_bytes(&s->row) +
+           (s->ps ? pq_stream_bytes(s->ps) : 0);
 }
 
 size_t ix_stream_bytes_max(const ix_stream *s)
@@ -483,7 +515,7 @@ size_t ix_stream_bytes_max(const ix_stream *s)
     uint64_t page_end = s->ps ? s->page_offset + s->h.header_len + (uint64_t)s->h.compressed_size
                               : s->pos - (s->have - s->at);
     int more_pages = page_end < s->end;
-    size_t held = sizeof *s + (more_pages ? HEADER_MAX : s->buf_cap) +
+    size_t held = sizeof *s + ahead_bytes(s) + (more_pages ? HEADER_MAX : s->buf_cap) +
                   (s->shape.max_rep > 0 ? s->row.max : 0);
     size_t page = s->ps ? pq_stream_bytes_max(s->ps) : 0;
     if (more_pages && page < s->page_opts.cap)
@@ -509,6 +541,7 @@ void ix_stream_close(ix_stream *s)
     if (!s)
         return;
     pq_stream_close(s->ps);
+    ix_ahead_close(s->ahead);
     ix_row_free(&s->row);
     free(s->buf);
     free(s);

@@ -1,6 +1,7 @@
 /* ix_stream.h: an entry's records streamed in bounded memory are exactly
  * those of the whole decode (ix_read_page + ix_page_records), on every
- * codec, flat and list columns, nulls, dictionary and v2 pages; the memory
+ * codec, flat and list columns, nulls, dictionary and v2 pages, read
+ * directly or ahead (ix_ahead.h); the memory
  * held stays within the cap; change detection fires on a rewrite. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -90,7 +91,7 @@ static uint64_t compare_all(ix_index *ix, const ix_stream_opts *opts)
                               "entry %llu record %u value %u differs", (unsigned long long)p,
                               k, i);
                 }
-                cr_assert_leq(ix_stream_bytes(s), opts && opts->cap ? opts->cap : IX_STREAM_CAP);
+                cr_assert_leq(ix_stream_bytes(s), opts && opts->cap ? opts->cap : ix_stream_cap(ix));
                 k++;
             }
             cr_assert_eq(rc, 0, "entry %llu: %s", (unsigned long long)p, err.msg);
@@ -111,8 +112,12 @@ static void check_file(const char *path, const char *column, int want_streamed)
 {
     ix_index *ix = build(path, column);
     ix_stream_opts small = { .read_size = 64 }; /* every window boundary */
-    uint64_t a = compare_all(ix, NULL), b = compare_all(ix, &small);
+    /* entries read ahead in windows smaller than their pages and than
+     * their headers (ix_ahead.h) */
+    ix_stream_opts ahead = { .read_size = 64, .window = 1000 };
+    uint64_t a = compare_all(ix, NULL), b = compare_all(ix, &small), c = compare_all(ix, &ahead);
     cr_assert_eq(a, b);
+    cr_assert_eq(a, c);
     if (want_streamed)
         cr_assert_eq(a, ix->num_pages, "%s %s: %llu of %llu entries streamed", path, column,
                      (unsigned long long)a, (unsigned long long)ix->num_pages);
@@ -166,7 +171,9 @@ Test(stream, a_tight_cap_refuses_instead_of_overrunning)
     ix_free(ix);
 }
 
-Test(stream, stopping_early_then_a_rewrite_is_caught)
+/* A first full pass learns the first entry's CRC; a byte of it flipped,
+ * a stream stopped after one record still catches it. */
+static void stop_early_after_a_rewrite(const ix_stream_opts *opts)
 {
     char dataset[TIX_PATH], cache[TIX_PATH];
     tix_copy_sample(dataset, cache);
@@ -175,8 +182,9 @@ Test(stream, stopping_early_then_a_rewrite_is_caught)
     pq_error err;
     void *dict;
     uint64_t read = 0;
+    cr_assert_gt(ix->pages[0].length, 200, "the entry spans several windows");
     /* a first full pass learns the entry's CRC */
-    ix_stream *s = ix_stream_open(ix, 0, &dicts, &dict, NULL, &read, &err);
+    ix_stream *s = ix_stream_open(ix, 0, &dicts, &dict, opts, &read, &err);
     cr_assert_not_null(s, "%s", err.msg);
     ix_record r;
     while (ix_stream_next(s, &r, &err) == 1)
@@ -202,7 +210,7 @@ Test(stream, stopping_early_then_a_rewrite_is_caught)
     struct timespec times[2] = { st.st_atim, st.st_mtim };
     cr_assert_eq(utimensat(AT_FDCWD, path, times, 0), 0);
 
-    s = ix_stream_open(ix, 0, &dicts, &dict, NULL, &read, &err);
+    s = ix_stream_open(ix, 0, &dicts, &dict, opts, &read, &err);
     cr_assert_not_null(s, "%s", err.msg);
     cr_assert_eq(ix_stream_next(s, &r, &err), 1, "%s", err.msg);
     cr_assert_eq(ix_stream_finish(s, &err), -1, "stopping early still compares the CRC");
@@ -212,4 +220,15 @@ Test(stream, stopping_early_then_a_rewrite_is_caught)
     tix_free_dictionary(dict);
     ix_free(ix);
     tix_remove(dataset, cache);
+}
+
+Test(stream, stopping_early_then_a_rewrite_is_caught)
+{
+    stop_early_after_a_rewrite(NULL);
+}
+
+Test(stream, stopping_early_then_a_rewrite_is_caught_through_reads_ahead)
+{
+    ix_stream_opts ahead = { .read_size = 64, .window = 100 };
+    stop_early_after_a_rewrite(&ahead);
 }

@@ -1,0 +1,116 @@
+/* ix_ahead.h: a range read ahead in windows hands over exactly the file's
+ * bytes, in order, whatever the sizes of the reads; counts each window once;
+ * closes at any point; and a read that fails is reported when the consumer
+ * reaches it, naming the file, every time after. */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ix_ahead.h"
+#include "ix_index.h"
+#include "tix.h"
+
+static ix_index *build(const char *dataset)
+{
+    ix_options o = { .dataset = dataset, .column = "text", .frame = { IX_FORMAT_JSONL },
+                     .threads = 1 };
+    ix_index *ix;
+    pq_error err;
+    cr_assert_eq(ix_build(&o, &ix, &err), 0, "%s: %s", dataset, err.msg);
+    return ix;
+}
+
+/* The bytes [offset, offset + length) of the index's file 0, by pread. */
+static uint8_t *file_bytes(const ix_index *ix, const char *dataset, uint64_t offset,
+                           size_t length)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dataset, ix->files[0].name);
+    int fd = open(path, O_RDONLY);
+    cr_assert_geq(fd, 0, "%s", path);
+    uint8_t *buf = malloc(length);
+    cr_assert_eq(pread(fd, buf, length, (off_t)offset), (ssize_t)length);
+    close(fd);
+    return buf;
+}
+
+Test(ahead, reads_of_any_size_give_the_files_bytes_in_order)
+{
+    ix_index *ix = build(TIX_SAMPLE);
+    uint64_t offset = 4, length = ix->files[0].size - 12; /* inside the file, odd ends */
+    uint8_t *want = file_bytes(ix, TIX_SAMPLE, offset, length);
+    static const size_t windows[] = { 333, 4096, 1u << 20 };
+    static const size_t reads[] = { 1, 7, 1000, 4096, 65536 };
+    uint8_t *got = malloc(length);
+    for (size_t w = 0; w < sizeof windows / sizeof *windows; w++)
+        for (size_t r = 0; r < sizeof reads / sizeof *reads; r++) {
+            pq_error err;
+            ix_ahead *a = ix_ahead_open(ix, 0, offset, length, windows[w], &err);
+            cr_assert_not_null(a, "%s", err.msg);
+            uint64_t read = 0, at = 0;
+            int moved = 0;
+            while (at < length) {
+                size_t n = length - at < reads[r] ? (size_t)(length - at) : reads[r];
+                cr_assert_eq(ix_ahead_read(a, got + at, n, &read, &moved, &err), 0, "%s",
+                             err.msg);
+                at += n;
+            }
+            ix_ahead_close(a);
+            cr_assert(memcmp(got, want, length) == 0, "window %zu, reads of %zu: bytes differ",
+                      windows[w], reads[r]);
+            cr_assert_eq(read, length, "every window counted once");
+            cr_assert_eq(moved, 0);
+        }
+    free(got);
+    free(want);
+    ix_free(ix);
+}
+
+Test(ahead, closing_before_the_end_stops_the_reads)
+{
+    ix_index *ix = build(TIX_SAMPLE);
+    uint64_t length = ix->files[0].size;
+    for (int stop = 0; stop < 3; stop++) { /* at open, mid-window, after a window */
+        pq_error err;
+        ix_ahead *a = ix_ahead_open(ix, 0, 0, length, 100, &err);
+        cr_assert_not_null(a, "%s", err.msg);
+        uint8_t buf[150];
+        uint64_t read = 0;
+        int moved = 0;
+        if (stop > 0)
+            cr_assert_eq(ix_ahead_read(a, buf, stop == 1 ? 50 : 150, &read, &moved, &err), 0,
+                         "%s", err.msg);
+        ix_ahead_close(a);
+        cr_assert_eq(read, stop == 0 ? 0u : stop == 1 ? 100u : 200u);
+    }
+    ix_free(ix);
+}
+
+Test(ahead, a_failed_read_is_reported_where_it_occurred_and_after)
+{
+    char dataset[TIX_PATH], cache[TIX_PATH];
+    tix_copy_sample(dataset, cache);
+    ix_index *ix = build(dataset);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dataset, ix->files[0].name);
+    /* the file shrinks under the index: every read of it fails */
+    cr_assert_eq(truncate(path, (off_t)(ix->files[0].size / 2)), 0);
+    pq_error err;
+    ix_ahead *a = ix_ahead_open(ix, 0, 0, ix->files[0].size, 256, &err);
+    cr_assert_not_null(a, "%s", err.msg);
+    uint8_t buf[64];
+    uint64_t read = 0;
+    int moved = 0;
+    for (int i = 0; i < 2; i++) {
+        err.msg[0] = '\0';
+        cr_assert_eq(ix_ahead_read(a, buf, sizeof buf, &read, &moved, &err), -1);
+        cr_assert(strstr(err.msg, ix->files[0].name), "names the file: %s", err.msg);
+    }
+    cr_assert_eq(read, 0, "nothing read is counted");
+    ix_ahead_close(a);
+    ix_free(ix);
+    tix_remove(dataset, cache);
+}
