@@ -36,6 +36,8 @@ struct yfs_io {
     uint64_t flight_bytes;   /* their bytes: the store's room is for them too */
     queued *queue;           /* a ring of cap entries, head..head+len */
     size_t head, len, cap;
+    const void **readers;    /* those that queued loads and are not forgotten */
+    size_t num_readers, readers_cap;
     pthread_t *threads;      /* YFS_IO_DEPTH_MAX slots, started ones first */
     int started;
     /* adaptive depth: the interval since the last decision */
@@ -221,6 +223,7 @@ void yfs_io_free(yfs_io *io)
     while (io->len > 0)
         let_go(io, pop(io), 1);
     free(io->queue);
+    free(io->readers);
     free(io->threads);
     pthread_cond_destroy(&io->wake);
     pthread_mutex_destroy(&io->lock);
@@ -254,6 +257,25 @@ static void queue_segment(yfs_io *io, yfs_plan *plan, uint64_t s, const void *re
     }
 }
 
+/* Count `reader` among the active ones (lock held); how many there are. A
+ * reader that cannot be recorded (out of memory) counts as one more. */
+static size_t note_reader(yfs_io *io, const void *reader)
+{
+    for (size_t i = 0; i < io->num_readers; i++)
+        if (io->readers[i] == reader)
+            return io->num_readers;
+    if (io->num_readers == io->readers_cap) {
+        size_t cap = io->readers_cap ? 2 * io->readers_cap : 16;
+        const void **grown = realloc(io->readers, cap * sizeof *grown);
+        if (!grown)
+            return io->num_readers + 1;
+        io->readers = grown;
+        io->readers_cap = cap;
+    }
+    io->readers[io->num_readers++] = reader;
+    return io->num_readers;
+}
+
 void yfs_io_ahead(yfs_io *io, yfs_plan *plan, const sh_part *part, uint64_t k,
                   const void *reader, uint64_t *next, int in_order)
 {
@@ -267,12 +289,15 @@ void yfs_io_ahead(yfs_io *io, yfs_plan *plan, const sh_part *part, uint64_t k,
     }
     /* The window: the segments the builds prefetch (their workers would
      * otherwise run the loads themselves as they start), then beyond them
-     * as many framed bytes as the store of loaded pages holds. */
+     * the reader's share of the store of loaded pages, in framed bytes: a
+     * reader queueing the whole store would fill it with pages it needs
+     * later than the other readers need theirs, and stop the engine for
+     * room while their builds read on their own. */
     uint64_t far = k + 1 + (uint64_t)io->m->opts.readahead;
     if (far >= part->count)
         far = part->count - 1;
-    uint64_t window = yfs_mount_loaded_budget(io->m);
     pthread_mutex_lock(&io->lock);
+    uint64_t window = yfs_mount_loaded_budget(io->m) / note_reader(io, reader);
     uint64_t j = *next > k + 1 ? *next : k + 1;
     size_t before = io->len;
     for (; j < part->count && (j <= far || part->offsets[j] - part->offsets[far] < window); j++)
@@ -299,6 +324,11 @@ void yfs_io_forget(yfs_io *io, const void *reader)
             io->queue[(io->head + kept++) % io->cap] = q;
     }
     io->len = kept;
+    for (size_t i = 0; i < io->num_readers; i++)
+        if (io->readers[i] == reader) {
+            io->readers[i] = io->readers[--io->num_readers];
+            break;
+        }
     pthread_mutex_unlock(&io->lock);
     for (size_t i = 0; i < n; i++)
         let_go(io, gone[i], 1);

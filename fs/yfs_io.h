@@ -6,9 +6,10 @@
  * where it is (yfs_io_ahead). The engine walks the reader's next segments
  * in the order the reader will read them, and queues every chunk load of
  * the plan's schedule (sh_redirect.h) their pages need that has not run,
- * past the segments the builds prefetch, up to a window of as many framed
- * bytes as the store of loaded pages holds (readers share the store: the
- * engine issues a load only when it has room, see below). I/O
+ * past the segments the builds prefetch, up to a window of the reader's
+ * share of the store of loaded pages, in framed bytes (the store divided by
+ * the readers that queued loads and are not forgotten; the engine issues a
+ * load only when the store has room, see below). I/O
  * threads pop the queue in order and run the loads (yfs_loads_run): each
  * load parks its pages in the mount's store of loaded pages (yfs_pages.h),
  * where the segment builds find them. The queue is first come, first
