@@ -40,11 +40,17 @@ typedef struct s3_object {
 typedef struct s3_store s3_store;
 
 /* A thread's connection: one libcurl handle, reused by every request the
- * thread makes. */
+ * thread makes. When the thread ends it stays open, idle, for the next
+ * thread that asks (page streams read ahead on threads of their own, a
+ * stream's life long: without this each would open its connections anew,
+ * a TLS handshake each over https), up to IDLE_KEEP idle ones. */
 typedef struct conn {
     s3_store *s;
     CURL *h;
+    int idle; /* no thread has it (guarded by the store's lock) */
 } conn;
+
+#define IDLE_KEEP 64
 
 struct s3_store {
     ix_store base;
@@ -57,9 +63,9 @@ struct s3_store {
     s3_object *objects;  /* sorted by key; written once, by list */
     size_t count;
     pthread_key_t conn_key;
-    pthread_mutex_t lock; /* guards conns, nconns, conns_cap */
-    conn **conns;
-    size_t nconns, conns_cap;
+    pthread_mutex_t lock; /* guards conns, nconns, conns_cap, nidle, and conn.idle */
+    conn **conns;        /* every open connection, idle or not */
+    size_t nconns, conns_cap, nidle;
 };
 
 /* libcurl, loaded when the first s3:// dataset is opened (dlopen): linked
@@ -125,6 +131,12 @@ static void conn_release(void *p)
     conn *c = p;
     s3_store *s = c->s;
     pthread_mutex_lock(&s->lock);
+    if (s->nidle < IDLE_KEEP) {
+        c->idle = 1;
+        s->nidle++;
+        pthread_mutex_unlock(&s->lock);
+        return;
+    }
     for (size_t i = 0; i < s->nconns; i++)
         if (s->conns[i] == c) {
             s->conns[i] = s->conns[--s->nconns];
@@ -140,6 +152,21 @@ static conn *thread_conn(s3_store *s)
     conn *c = pthread_getspecific(s->conn_key);
     if (c)
         return c;
+    pthread_mutex_lock(&s->lock);
+    for (size_t i = 0; s->nidle > 0 && i < s->nconns; i++)
+        if (s->conns[i]->idle) {
+            c = s->conns[i];
+            c->idle = 0;
+            s->nidle--;
+            break;
+        }
+    pthread_mutex_unlock(&s->lock);
+    if (c) {
+        if (pthread_setspecific(s->conn_key, c) == 0)
+            return c;
+        conn_release(c); /* idle again */
+        return NULL;
+    }
     if (!(c = calloc(1, sizeof *c)) || !(c->h = api.init())) {
         free(c);
         return NULL;
