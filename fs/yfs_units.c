@@ -324,7 +324,7 @@ static int stream_for(yfs_mount *m, const sh_unit *u, uint32_t unit, uint64_t fi
                  ? (whole_decode_serves(err) ? 1 : -1)
                  : whole_decode_bytes(&m->ix->pages[u->page], &h) <= whole_decode_share(m);
     if (rc == 0) {
-        ps->charged = ix_stream_cap(m->ix);
+        ps->charged = ix_stream_cap();
         yfs_budget_reserve(m->budget, ps->charged, YFS_MEM_DECODED, YFS_DEMAND, hold);
         ps->s = ix_stream_open(m->ix, u->page, &ps->dicts, &ps->dict, NULL, &ps->read, err);
         if (!ps->s)

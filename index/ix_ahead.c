@@ -42,11 +42,6 @@ struct ix_ahead {
     pq_error failure;
 };
 
-size_t ix_ahead_window(size_t read_size)
-{
-    return read_size > IX_AHEAD_MIN_WINDOW ? read_size : IX_AHEAD_MIN_WINDOW;
-}
-
 size_t ix_ahead_bytes(size_t window)
 {
     return sizeof(ix_ahead) + IX_AHEAD_WINDOWS * window;

@@ -3,6 +3,7 @@
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <zlib.h>
 
 #include "ix_ahead.h"
@@ -33,6 +34,8 @@ struct ix_stream {
     pq_stream_opts page_opts;
     size_t read_size;
     size_t window;      /* of the reads ahead */
+    /* ahead is open when ON; WHEN_SLOW until the first read decides */
+    enum { AHEAD_NEVER, AHEAD_WHEN_SLOW, AHEAD_ON } ahead_state;
     uint64_t *bytes_read;
 
     /* The entry's bytes [entry->offset, end) are read once, in order:
@@ -69,15 +72,49 @@ struct ix_stream {
     pq_error failure;
 };
 
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Start reading the rest of the range ahead (ix_stream.h says when). Out of
+ * memory or threads, the stream reads on directly: only speed differs. */
+static void start_ahead(ix_stream *s)
+{
+    pq_error ignored;
+    s->ahead_state = AHEAD_NEVER;
+    if (s->end - s->pos > s->window &&
+        (s->ahead = ix_ahead_open(s->ix, s->file_index, s->pos, s->end - s->pos, s->window,
+                                  &ignored)))
+        s->ahead_state = AHEAD_ON;
+}
+
 /* Read the next n bytes of the range (n <= what is left) into dst, checked,
  * taking their CRC. */
 static int read_on(ix_stream *s, uint8_t *dst, size_t n, pq_error *err)
 {
     int moved = 0;
-    if (n && (s->ahead ? ix_ahead_read(s->ahead, dst, n, s->bytes_read, &moved, err)
-                       : ix_read_checked(s->ix, s->file_index, s->pos, dst, n, s->bytes_read,
-                                         &moved, err)) < 0)
-        return -1;
+    if (n == 0)
+        return 0;
+    if (s->ahead_state == AHEAD_ON) {
+        if (ix_ahead_read(s->ahead, dst, n, s->bytes_read, &moved, err) < 0)
+            return -1;
+    } else {
+        uint64_t start = s->ahead_state == AHEAD_WHEN_SLOW ? now_ns() : 0;
+        if (ix_read_checked(s->ix, s->file_index, s->pos, dst, n, s->bytes_read, &moved,
+                            err) < 0)
+            return -1;
+        if (s->ahead_state == AHEAD_WHEN_SLOW) { /* the first read decides */
+            s->pos += n; /* the ahead starts after these bytes */
+            if (now_ns() - start >= IX_AHEAD_SLOW_NS)
+                start_ahead(s);
+            else
+                s->ahead_state = AHEAD_NEVER;
+            s->pos -= n;
+        }
+    }
     s->crc = (uint32_t)crc32(s->crc, dst, (uInt)n);
     s->moved |= moved;
     s->pos += n;
@@ -414,21 +451,15 @@ int ix_stream_finish(ix_stream *s, pq_error *err)
     return 0;
 }
 
-/* Bytes per read of the index's store. */
-static size_t store_read_size(const ix_index *ix)
+size_t ix_stream_cap(void)
 {
-    return ix->store && ix->store->stream_read_bytes ? ix->store->stream_read_bytes
-                                                     : IX_STREAM_READ_SIZE;
+    return IX_STREAM_CAP + ix_ahead_bytes(IX_AHEAD_WINDOW);
 }
 
-size_t ix_stream_cap(const ix_index *ix)
-{
-    return IX_STREAM_CAP + ix_ahead_bytes(ix_ahead_window(store_read_size(ix)));
-}
-
+/* What the reads ahead hold, or may come to hold. */
 static size_t ahead_bytes(const ix_stream *s)
 {
-    return s->ahead ? ix_ahead_bytes(s->window) : 0;
+    return s->ahead_state != AHEAD_NEVER ? ix_ahead_bytes(s->window) : 0;
 }
 
 ix_stream *ix_stream_open(const ix_index *ix, uint64_t page, const ix_dict_source *dicts,
@@ -454,22 +485,26 @@ ix_stream *ix_stream_open(const ix_index *ix, uint64_t page, const ix_dict_sourc
     s->pos = s->entry->offset;
     s->end = s->entry->offset + s->entry->length;
     s->leading = s->shape.max_rep > 0;
-    size_t cap = opts && opts->cap ? opts->cap : ix_stream_cap(ix);
-    s->read_size = opts && opts->read_size ? opts->read_size : store_read_size(ix);
+    size_t cap = opts && opts->cap ? opts->cap : ix_stream_cap();
+    s->read_size = opts && opts->read_size                  ? opts->read_size
+                   : ix->store && ix->store->stream_read_bytes ? ix->store->stream_read_bytes
+                                                              : IX_STREAM_READ_SIZE;
     /* The cap's shares: the reads ahead of an entry longer than a window
-     * when the cap leaves room for them beside IX_STREAM_CAP's parts; of
-     * the rest a quarter for the row being assembled, the header buffer,
-     * and the rest for the page's stream, of which a quarter each at most
-     * for one value and for the levels. */
-    size_t window = s->window =
-        opts && opts->window ? opts->window : ix_ahead_window(s->read_size);
-    if (s->entry->length > window && cap >= IX_STREAM_CAP + ix_ahead_bytes(window)) {
-        s->ahead = ix_ahead_open(ix, s->file_index, s->pos, s->end - s->pos, window, err);
-        if (!s->ahead) {
-            free(s);
-            return NULL;
-        }
-        cap -= ix_ahead_bytes(window);
+     * when the cap leaves room for them beside IX_STREAM_CAP's parts (kept
+     * whether or not the stream comes to read ahead, so that the other
+     * shares do not depend on timing); of the rest a quarter for the row
+     * being assembled, the header buffer, and the rest for the page's
+     * stream, of which a quarter each at most for one value and for the
+     * levels. */
+    s->window = opts && opts->window ? opts->window : IX_AHEAD_WINDOW;
+    int ahead = opts ? opts->ahead : 0;
+    s->ahead_state = AHEAD_NEVER;
+    if (ahead >= 0 && s->entry->length > s->window &&
+        cap >= IX_STREAM_CAP + ix_ahead_bytes(s->window)) {
+        cap -= ix_ahead_bytes(s->window);
+        s->ahead_state = AHEAD_WHEN_SLOW;
+        if (ahead > 0)
+            start_ahead(s);
     }
     size_t row_max = cap / 4;
     size_t fixed = sizeof *s + row_max + HEADER_MAX;

@@ -6,9 +6,7 @@
  * tokens). An ix_stream hands out the same records one at a time, holding
  * only windows: the entry's bytes are read in order, opts.read_size at a
  * time (each read checked like ix_read_range's: the file is fstat'ed before
- * and after; the next windows of an entry longer than one are read ahead in
- * parallel, ix_ahead.h), decoded by pq_stream (decode/pq_stream.h) page
- * after page, and
+ * and after), decoded by pq_stream (decode/pq_stream.h) page after page, and
  * a list row is assembled in an ix_row (ix_row.h), across the pages it goes
  * on in. Everything it holds stays within opts.cap bytes, so a caller
  * reserves cap before opening.
@@ -41,20 +39,33 @@
 #include "ix_record.h"
 
 typedef struct ix_stream_opts {
-    size_t cap;       /* everything held, in bytes; default ix_stream_cap(ix) */
+    size_t cap;       /* everything held, in bytes; default ix_stream_cap() */
     size_t read_size; /* bytes per read; default the store's stream_read_bytes
                        * (ix_store.h), else IX_STREAM_READ_SIZE */
-    size_t window;    /* bytes per read ahead; default ix_ahead_window(read_size) */
+    size_t window;    /* bytes per read ahead; default IX_AHEAD_WINDOW */
+    int ahead;        /* 0: read ahead once a read is slow (IX_AHEAD_SLOW_NS);
+                       * 1: from the start; -1: never */
 } ix_stream_opts;
 
-/* What a stream holds besides its reads ahead, which it has only when the
- * cap leaves them room beside this much. */
+/* What a stream holds besides its reads ahead, which it may have only when
+ * the cap leaves them room beside this much. */
 #define IX_STREAM_CAP ((size_t)12 << 20)
 #define IX_STREAM_READ_SIZE ((size_t)256 << 10)
 
-/* The default cap for streams over ix: IX_STREAM_CAP and the reads ahead
- * (ix_ahead_bytes) of its store's windows. What a caller reserves. */
-size_t ix_stream_cap(const ix_index *ix);
+/* Reads ahead. Over storage that answers in milliseconds one read at a time
+ * caps a stream at read size / latency; its next windows are then read in
+ * parallel (ix_ahead.h). They cost memory, which counts while the stream is
+ * paused between units too (fewer paused streams fit in the caller's store,
+ * and a stream closed for room is read again), so a stream reads ahead only
+ * over slow storage: when its first read (the header's, at open) took
+ * IX_AHEAD_SLOW_NS or more (from the page cache or a local SSD it takes well
+ * under), it reads the rest of its entry ahead; otherwise it never does, and
+ * ix_stream_bytes_max no longer counts them. */
+#define IX_AHEAD_SLOW_NS (1000u * 1000)
+
+/* The default cap: IX_STREAM_CAP and the reads ahead. What a caller
+ * reserves. */
+size_t ix_stream_cap(void);
 
 typedef struct ix_stream ix_stream;
 

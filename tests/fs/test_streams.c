@@ -28,7 +28,7 @@ static void open_stream(yfs_mount *m, uint64_t page, yfs_hold *hold, opened *o)
     o->dicts = yfs_dicts_source(&o->src);
     o->read = 0;
     pq_error err;
-    yfs_budget_reserve(m->budget, ix_stream_cap(m->ix), YFS_MEM_DECODED, YFS_DEMAND, hold);
+    yfs_budget_reserve(m->budget, ix_stream_cap(), YFS_MEM_DECODED, YFS_DEMAND, hold);
     o->s = ix_stream_open(m->ix, page, &o->dicts, &o->dict, NULL, &o->read, &err);
     cr_assert_not_null(o->s, "%s", err.msg);
     ix_record r;
@@ -59,9 +59,9 @@ Test(streams, a_paused_stream_resumes_where_it_stopped)
     open_stream(m, 0, &hold, &o);
     uint64_t before = tfs_held(m->budget, YFS_MEM_DECODED);
     uint64_t bound = ix_stream_bytes_max(o.s);
-    cr_assert_leq(bound, ix_stream_cap(m->ix));
-    yfs_streams_put(st, 0, 7, o.s, o.dict, ix_stream_cap(m->ix), &hold);
-    cr_assert_eq(tfs_held(m->budget, YFS_MEM_DECODED), before - ix_stream_cap(m->ix));
+    cr_assert_leq(bound, ix_stream_cap());
+    yfs_streams_put(st, 0, 7, o.s, o.dict, ix_stream_cap(), &hold);
+    cr_assert_eq(tfs_held(m->budget, YFS_MEM_DECODED), before - ix_stream_cap());
     cr_assert_eq(tfs_held(m->budget, YFS_MEM_PARKED), bound, "paused at its bound");
 
     void *dict;
@@ -109,7 +109,7 @@ Test(streams, the_cap_closes_the_oldest_and_free_closes_the_rest)
     uint64_t bound = ix_stream_bytes_max(p.s);
     ix_stream_close(p.s);
     yfs_dicts_put(probe->dicts, p.dict);
-    yfs_budget_release(probe->budget, ix_stream_cap(probe->ix), YFS_MEM_DECODED, &hold);
+    yfs_budget_release(probe->budget, ix_stream_cap(), YFS_MEM_DECODED, &hold);
     yfs_hold_leave(probe->budget, &hold);
     yfs_mount_close(probe);
 
@@ -121,10 +121,10 @@ Test(streams, the_cap_closes_the_oldest_and_free_closes_the_rest)
     yfs_hold_enter(m->budget, &hold);
     opened a, b;
     open_stream(m, 0, &hold, &a);
-    yfs_streams_put(st, 0, 1, a.s, a.dict, ix_stream_cap(m->ix), &hold);
+    yfs_streams_put(st, 0, 1, a.s, a.dict, ix_stream_cap(), &hold);
     open_stream(m, 0, &hold, &b); /* the same page: paused at another unit */
     cr_assert_eq(ix_stream_bytes_max(b.s), bound);
-    yfs_streams_put(st, 0, 2, b.s, b.dict, ix_stream_cap(m->ix), &hold);
+    yfs_streams_put(st, 0, 2, b.s, b.dict, ix_stream_cap(), &hold);
     cr_assert_eq(yfs_counter(&m->stats.streams_closed), 1);
     void *dict;
     uint64_t charged, at;
@@ -147,7 +147,7 @@ Test(streams, a_demand_short_of_room_closes_paused_streams)
     yfs_hold_enter(m->budget, &hold);
     opened a;
     open_stream(m, 2, &hold, &a);
-    yfs_streams_put(st, 2, 1, a.s, a.dict, ix_stream_cap(m->ix), &hold);
+    yfs_streams_put(st, 2, 1, a.s, a.dict, ix_stream_cap(), &hold);
     uint64_t paused = tfs_held(m->budget, YFS_MEM_PARKED);
     cr_assert_gt(paused, 0);
     /* a demand for the whole budget: the stream's charge and then its

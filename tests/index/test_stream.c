@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ix_ahead.h"
 #include "ix_index.h"
 #include "ix_read.h"
 #include "ix_stream.h"
@@ -91,7 +92,7 @@ static uint64_t compare_all(ix_index *ix, const ix_stream_opts *opts)
                               "entry %llu record %u value %u differs", (unsigned long long)p,
                               k, i);
                 }
-                cr_assert_leq(ix_stream_bytes(s), opts && opts->cap ? opts->cap : ix_stream_cap(ix));
+                cr_assert_leq(ix_stream_bytes(s), opts && opts->cap ? opts->cap : ix_stream_cap());
                 k++;
             }
             cr_assert_eq(rc, 0, "entry %llu: %s", (unsigned long long)p, err.msg);
@@ -114,7 +115,7 @@ static void check_file(const char *path, const char *column, int want_streamed)
     ix_stream_opts small = { .read_size = 64 }; /* every window boundary */
     /* entries read ahead in windows smaller than their pages and than
      * their headers (ix_ahead.h) */
-    ix_stream_opts ahead = { .read_size = 64, .window = 1000 };
+    ix_stream_opts ahead = { .read_size = 64, .window = 1000, .ahead = 1 };
     uint64_t a = compare_all(ix, NULL), b = compare_all(ix, &small), c = compare_all(ix, &ahead);
     cr_assert_eq(a, b);
     cr_assert_eq(a, c);
@@ -229,6 +230,49 @@ Test(stream, stopping_early_then_a_rewrite_is_caught)
 
 Test(stream, stopping_early_then_a_rewrite_is_caught_through_reads_ahead)
 {
-    ix_stream_opts ahead = { .read_size = 64, .window = 100 };
+    ix_stream_opts ahead = { .read_size = 64, .window = 100, .ahead = 1 };
     stop_early_after_a_rewrite(&ahead);
+}
+
+/* ix_stream_bytes_max of a stream over ix's first entry, opened with opts,
+ * after its first record. */
+static size_t bound_after_first_record(ix_index *ix, const ix_stream_opts *opts)
+{
+    ix_dict_source dicts = { tix_load_dictionary, ix };
+    pq_error err;
+    void *dict;
+    uint64_t read = 0;
+    ix_stream *s = ix_stream_open(ix, 0, &dicts, &dict, opts, &read, &err);
+    cr_assert_not_null(s, "%s", err.msg);
+    ix_record r;
+    cr_assert_eq(ix_stream_next(s, &r, &err), 1, "%s", err.msg);
+    size_t bound = ix_stream_bytes_max(s);
+    ix_stream_close(s);
+    tix_free_dictionary(dict);
+    return bound;
+}
+
+Test(stream, no_reads_ahead_from_fast_storage)
+{
+    ix_index *ix = build(FIXTURES "stream_none.parquet", "text");
+    ix_stream_opts when_slow = { .window = 100 }, never = { .window = 100, .ahead = -1 };
+    cr_assert_eq(bound_after_first_record(ix, &when_slow), bound_after_first_record(ix, &never),
+                 "a first read from the page cache is fast: no reads ahead, none counted");
+    ix_free(ix);
+}
+
+Test(stream, reads_ahead_once_a_read_is_slow)
+{
+    setenv("YOUMUFS_READ_DELAY_US", "2000", 1); /* read once per process: this test's */
+    /* an entry longer than the first read (the header's probe of 64 KiB) */
+    ix_index *ix = build(FIXTURES "stream_none.parquet", "text");
+    cr_assert_gt(ix->pages[0].length, (64u << 10) + 100);
+    ix_stream_opts when_slow = { .window = 100 }, never = { .window = 100, .ahead = -1 };
+    size_t slow = bound_after_first_record(ix, &when_slow);
+    size_t direct = bound_after_first_record(ix, &never);
+    cr_assert_eq(slow, direct + ix_ahead_bytes(100),
+                 "2 ms per read: the stream reads ahead, and counts it (%zu, %zu direct)", slow,
+                 direct);
+    cr_assert_eq(compare_all(ix, &when_slow), compare_all(ix, &never), "the same records");
+    ix_free(ix);
 }
