@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "ix_internal.h"
+#include "ix_others.h"
 #include "ix_parallel.h"
 
 typedef struct build {
@@ -337,7 +338,8 @@ static char *cache_key(const build *b)
 
 static void open_cache(build *b)
 {
-    char *key = b->opts->cache_dir ? cache_key(b) : NULL;
+    /* several columns: their values are decoded at every mount (ix_others.h) */
+    char *key = b->opts->cache_dir && !b->ix->columns ? cache_key(b) : NULL;
     b->cache = ix_cache_open(key ? b->opts->cache_dir : NULL, key ? key : "",
                              b->ix->cache_note, sizeof b->ix->cache_note);
     free(key);
@@ -386,13 +388,30 @@ static int keep_shard(build *b, pq_error *err)
     return 0;
 }
 
+/* Several columns (ix_others.h): resolved in the first file, the primary
+ * chosen (first->column), its field in *nest. */
+static int resolve_columns(build *b, pq_nest *nest, pq_error *err)
+{
+    ix_index *ix = b->ix;
+    if (b->opts->shards > 1)
+        return pq_error_set(err, "column=%s: several columns are not kept in the persistent "
+                            "index, so there is nothing to build ahead by shard",
+                            b->opts->column);
+    if (!(ix->columns = calloc(1, sizeof *ix->columns)))
+        return pq_error_set(err, "out of memory");
+    return ix_columns_resolve(&b->ss.files[0], b->opts->column, &b->opts->frame, ix->columns,
+                              nest, err);
+}
+
 /* The column, from the first file. */
 static int resolve_column(build *b, pq_error *err)
 {
     ix_index *ix = b->ix;
     ix_source *first = &b->ss.files[0];
     pq_nest nest;
-    if (ix_resolve_column(first, b->opts->column, &nest, err) < 0)
+    if (ix_columns_several(first, b->opts->column)
+            ? resolve_columns(b, &nest, err) < 0
+            : ix_resolve_column(first, b->opts->column, &nest, err) < 0)
         return -1;
     const pq_leaf *leaf = &first->leaves[first->column];
     if (copy_leaf(&ix->column, leaf) < 0) {
@@ -450,6 +469,11 @@ int ix_build(const ix_options *opts, ix_index **out, pq_error *err)
         goto done;
     if (opts->shards > 1 && keep_shard(&b, err) < 0)
         goto done;
+    if (ix->columns) {
+        if (ix_columns_load(ix->columns, &b.ss, err) < 0)
+            goto done;
+        ix_framing_set_others(&ix->framing, &ix->columns->values);
+    }
     if (plan_scans(&b, err) < 0)
         goto done;
     double t1 = ix_now();
@@ -502,6 +526,9 @@ void ix_free(ix_index *ix)
     free(ix->unit_bytes);
     free(ix->column.path);
     ix_framing_free(&ix->framing);
+    if (ix->columns)
+        ix_columns_free(ix->columns);
+    free(ix->columns);
     free(ix->dataset);
     free(ix);
 }
@@ -537,5 +564,6 @@ uint64_t ix_memory_bytes(const ix_index *ix)
 {
     return sizeof *ix + ix->num_files * sizeof *ix->files +
            ix->num_chunks * sizeof *ix->chunks + ix->num_pages * sizeof *ix->pages +
-           ix->num_units * sizeof *ix->unit_bytes;
+           ix->num_units * sizeof *ix->unit_bytes +
+           (ix->columns ? ix_columns_bytes(ix->columns) : 0);
 }

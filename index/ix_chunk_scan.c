@@ -339,25 +339,6 @@ static int open_append(scan_state *st, const pq_page_values *v, uint32_t begin, 
     return 0;
 }
 
-/* Entries [begin, end) of v as values of their own (not owned: never freed). */
-static pq_page_values entries_view(const pq_page_values *v, int16_t max_def, uint32_t begin,
-                                   uint32_t end)
-{
-    uint32_t first_value = 0, values = 0;
-    for (uint32_t i = 0; i < end; i++) {
-        int defined = !v->def_levels || v->def_levels[i] == max_def;
-        first_value += i < begin && defined;
-        values += i >= begin && defined;
-    }
-    return (pq_page_values){
-        .num_levels = end - begin,
-        .num_values = values,
-        .def_levels = v->def_levels ? v->def_levels + begin : NULL,
-        .rep_levels = v->rep_levels + begin,
-        .values = v->values + first_value,
-    };
-}
-
 /* Index the decoded page of a repeated column that starts at file offset
  * pg->offset and ends at page_end: continue the open row, close it, and add
  * an entry for the rows that start here, the last of which stays open. */
@@ -382,7 +363,7 @@ static int take_rows(scan_state *st, const pq_page_values *v, ix_page *pg, uint6
     if (close_row(st, err) < 0)
         return -1;
     uint32_t last = ix_last_row_start(v);
-    pq_page_values whole = entries_view(v, max_def, first, last);
+    pq_page_values whole = ix_entries_view(v, max_def, first, last);
     if (measure_records(st, &whole, pg, err) < 0)
         return -1;
     pg->rows += 1; /* the last row, measured once it ends */

@@ -97,10 +97,6 @@ int ix_resolve_column(ix_source *first, const char *want, pq_nest *nest, pq_erro
         first->column = found;
         return field_of(first, &first->leaves[found], want, nest, err);
     }
-    if (want && matches == 0 && strchr(want, ':'))
-        return pq_error_set(err, "column=%s: several columns in one record are not served yet "
-                            "(no column has this name; names may hold ':'); choose one column",
-                            want);
     if (want && matches == 0) {
         list_leaves(first, NULL, names, sizeof names);
         return pq_error_set(err, "%s: no column named '%s'; columns: %s", first->name, want,
@@ -121,6 +117,12 @@ int ix_resolve_column(ix_source *first, const char *want, pq_nest *nest, pq_erro
 
 int ix_match_column(ix_source *s, const pq_leaf *column, const pq_nest *field, pq_error *err)
 {
+    return ix_find_column(s, column, field, &s->column, err);
+}
+
+int ix_find_column(const ix_source *s, const pq_leaf *column, const pq_nest *field, int *leaf,
+                   pq_error *err)
+{
     for (int i = 0; i < s->num_leaves; i++) {
         const pq_leaf *l = &s->leaves[i];
         if (strcmp(l->path, column->path) != 0)
@@ -140,7 +142,7 @@ int ix_match_column(ix_source *s, const pq_leaf *column, const pq_nest *field, p
             return pq_error_set(err, "%s: field %s is nested differently than in the first "
                                 "file (other list or struct levels above column %s)", s->name,
                                 field->key, l->path);
-        s->column = i;
+        *leaf = i;
         return 0;
     }
     return pq_error_set(err, "%s: has no column %s (the first file has it)", s->name,

@@ -178,20 +178,22 @@ static void json_string(ix_sink *s, const uint8_t *v, uint32_t len, int binary)
     put_byte(s, '"');
 }
 
-/* `{"<key>":` for text key[0..len), into a malloc'ed, NUL-terminated
- * string (*out, *out_len). The key is a column name: escaped as text, never
- * as binary. It is measured, then written. */
-static int object_prefix(const char *key, size_t len, char **out, size_t *out_len)
+/* open, then `"<key>":` for text key[0..len) (open 0: none), into a
+ * malloc'ed, NUL-terminated string (*out, *out_len). The key is a column
+ * name: escaped as text, never as binary. It is measured, then written. */
+static int key_prefix(uint8_t open, const char *key, size_t len, char **out, size_t *out_len)
 {
     ix_sink count = ix_sink_counter();
-    put_byte(&count, '{');
+    if (open)
+        put_byte(&count, open);
     json_string(&count, (const uint8_t *)key, (uint32_t)len, 0);
     put_byte(&count, ':');
     char *p = malloc(count.size + 1);
     if (!p)
         return -1;
     ix_sink sink = ix_sink_buffer((uint8_t *)p, count.size);
-    put_byte(&sink, '{');
+    if (open)
+        put_byte(&sink, open);
     json_string(&sink, (const uint8_t *)key, (uint32_t)len, 0);
     put_byte(&sink, ':');
     assert(!sink.passed_end && sink.size == count.size);
@@ -199,6 +201,17 @@ static int object_prefix(const char *key, size_t len, char **out, size_t *out_le
     *out = p;
     *out_len = sink.size;
     return 0;
+}
+
+/* `{"<key>":` */
+static int object_prefix(const char *key, size_t len, char **out, size_t *out_len)
+{
+    return key_prefix('{', key, len, out, out_len);
+}
+
+int ix_json_key(const char *key, size_t len, char **out, size_t *out_len)
+{
+    return key_prefix(0, key, len, out, out_len);
 }
 
 /* The record's prefix (the output field's key) and every struct step's. */
@@ -260,7 +273,7 @@ int ix_framing_init(ix_framing *f, const ix_frame_options *o, const pq_leaf *lea
     assert(f->nest.num_steps > 0 && f->nest.max_def == leaf->max_def &&
            f->nest.max_rep == leaf->max_rep);
     f->shape = (ix_shape){ leaf->max_def, leaf->max_rep, leaf->rep_def, f->nest.steps[0].def,
-                           pq_nest_is_nested(&f->nest) };
+                           pq_nest_is_nested(&f->nest), NULL, 0 };
     if (o->rowid && o->format != IX_FORMAT_JSONL)
         return pq_error_set(err, "rowid: only format=jsonl can carry the row number");
     if (o->format != IX_FORMAT_RAW && (o->dtype != IX_DT_NONE || o->has_sep))
@@ -285,6 +298,14 @@ int ix_framing_init(ix_framing *f, const ix_frame_options *o, const pq_leaf *lea
         return raw_init(f, o, err) < 0 ? pq_error_prefix(err, "column %s: ", leaf->path) : 0;
     }
     return pq_error_set(err, "unknown format");
+}
+
+void ix_framing_set_others(ix_framing *f, const ix_others *others)
+{
+    assert(f->format == IX_FORMAT_JSONL && others->columns >= 2);
+    f->others = others;
+    f->shape.others_any = others->any;
+    f->shape.others_rows = others->rows;
 }
 
 void ix_framing_free(ix_framing *f)
@@ -412,19 +433,70 @@ static int json_list(const ix_framing *f, const ix_record *r, ix_sink *s, pq_err
     return 0;
 }
 
+/* The value of record r (after its key). */
+static int json_value(const ix_framing *f, const ix_record *r, ix_sink *s, pq_error *err)
+{
+    if (f->shape.nested && is_value_or_list(&f->nest))
+        return json_list(f, r, s, err);
+    if (f->shape.nested) {
+        json_walk w = { f, r, s, err };
+        return pq_nest_walk(&f->nest, r->defs, r->reps, r->levels, r->num_values, json_event, &w,
+                            err) != 0
+                   ? -1
+                   : 0;
+    }
+    return json_element(f, r->values, s, err);
+}
+
+int ix_frame_json_value(const ix_framing *f, const ix_record *r, ix_sink *s, pq_error *err)
+{
+    assert(f->format == IX_FORMAT_JSONL && !f->others);
+    int rc = json_value(f, r, s, err);
+    if (rc == 0 && s->passed_end)
+        rc = pq_error_set(err, "the value does not fit in the room left for it");
+    return rc < 0 ? pq_error_prefix(err, "row %llu: ", (unsigned long long)r->row) : 0;
+}
+
+/* Whether record r stands for a row where the framing's own column is null
+ * (kept because another column has a value: ix_row_kept_by_others). */
+static int is_null_here(const ix_framing *f, const ix_record *r)
+{
+    if (f->shape.nested)
+        return r->defs && r->defs[0] < f->shape.null_def;
+    return r->num_values == 0;
+}
+
+/* Every column's key and value, in the order given: the own column's from
+ * r, the others' as framed at mount. */
+static int columns_values(const ix_framing *f, const ix_record *r, ix_sink *s, pq_error *err)
+{
+    const ix_others *o = f->others;
+    if (r->row >= o->rows)
+        return pq_error_set(err, "beyond the %llu rows indexed", (unsigned long long)o->rows);
+    for (uint32_t p = 0; p < o->columns; p++) {
+        put_byte(s, p == 0 ? '{' : ',');
+        put(s, o->key[p], o->key_len[p]);
+        if (p != o->own) {
+            uint64_t from = r->row ? o->ends[p][r->row - 1] : 0;
+            put(s, o->bytes[p] + from, o->ends[p][r->row] - from);
+        } else if (is_null_here(f, r)) {
+            put(s, "null", 4);
+        } else if (json_value(f, r, s, err) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int jsonl_record(const ix_framing *f, const ix_record *r, ix_sink *s, pq_error *err)
 {
-    put(s, f->prefix, f->prefix_len);
-    if (f->shape.nested && is_value_or_list(&f->nest)) {
-        if (json_list(f, r, s, err) < 0)
+    if (f->others) {
+        if (columns_values(f, r, s, err) < 0)
             return -1;
-    } else if (f->shape.nested) {
-        json_walk w = { f, r, s, err };
-        if (pq_nest_walk(&f->nest, r->defs, r->reps, r->levels, r->num_values, json_event, &w,
-                         err) != 0)
+    } else {
+        put(s, f->prefix, f->prefix_len);
+        if (json_value(f, r, s, err) < 0)
             return -1;
-    } else if (json_element(f, r->values, s, err) < 0) {
-        return -1;
     }
     if (f->rowid) {
         put(s, ROWID_KEY, sizeof ROWID_KEY - 1);

@@ -43,6 +43,23 @@ typedef struct ix_frame_options {
     int64_t sep;
 } ix_frame_options;
 
+/* The other columns of a record of several (column=a:b:c, jsonl only;
+ * built by ix_others.h, which owns it): the record is one object whose keys
+ * follow the order given; the framing's own column sits at `own`, the
+ * others' values come framed already, one JSON value per global row. */
+typedef struct ix_others {
+    uint32_t columns;        /* in the record, the framing's own included (>= 2) */
+    uint32_t own;            /* position of the framing's own column */
+    char **key;              /* per position: `"<key>":`, escaped */
+    size_t *key_len;
+    /* per position (NULL at `own`): row r's value is
+     * bytes[p][ends[p][r - 1] .. ends[p][r]) (from 0 for r == 0) */
+    uint8_t **bytes;
+    uint64_t **ends;
+    uint64_t rows;           /* rows of the dataset */
+    uint64_t *any;           /* bit r: some other column is not null at row r */
+} ix_others;
+
 typedef struct ix_framing {
     ix_format format;
     int rowid;
@@ -56,6 +73,7 @@ typedef struct ix_framing {
     ix_dtype dtype;  /* raw */
     int has_sep;
     uint8_t sep[8];  /* raw: the separator's bytes in dtype */
+    const ix_others *others; /* several columns (jsonl), else NULL; not owned */
 } ix_framing;
 
 /* Parse "jsonl" | "text" | "len32" | "raw". Returns -1 for anything else. */
@@ -73,6 +91,10 @@ const char *ix_format_ext(ix_format format);
 int ix_framing_init(ix_framing *f, const ix_frame_options *o, const pq_leaf *leaf,
                     pq_nest *nest, pq_error *err);
 void ix_framing_free(ix_framing *f);
+/* Make f (jsonl) frame records of several columns: its own column's value
+ * at others->own, the others' from others, which must outlive f. Rows
+ * where f's column is null become records when another column has a value. */
+void ix_framing_set_others(ix_framing *f, const ix_others *others);
 
 /* Where framed bytes go. Measuring a record is framing it into a counting
  * sink; writing it is framing it into a bounded buffer, where framing fails
@@ -102,5 +124,11 @@ static inline ix_sink ix_sink_buffer(uint8_t *buf, size_t room)
  * a record that does not fit in a buffer sink (bytes before its end may
  * have been stored). */
 int ix_frame(const ix_framing *f, const ix_record *r, ix_sink *s, pq_error *err);
+/* The JSON value of record r alone, as jsonl frames it after its key
+ * (f: jsonl, without others); fails as ix_frame does. */
+int ix_frame_json_value(const ix_framing *f, const ix_record *r, ix_sink *s, pq_error *err);
+/* `"<key>":` for text key[0..len), escaped, into a malloc'ed NUL-terminated
+ * string (*out, *out_len); -1 when out of memory. */
+int ix_json_key(const char *key, size_t len, char **out, size_t *out_len);
 
 #endif

@@ -166,8 +166,9 @@ typedef struct ix_options {
 typedef struct ix_index {
     char *dataset;
     ix_store *store;     /* where the files live (ix_store.h); owned */
-    pq_leaf column;      /* the resolved leaf (path, type, levels) */
+    pq_leaf column;      /* the resolved leaf (path, type, levels); several columns: the primary */
     ix_framing framing;
+    struct ix_column_set *columns; /* several columns (ix_others.h), else NULL; owned */
     int verify_crc;      /* check page CRCs when reading */
 
     uint32_t num_files;

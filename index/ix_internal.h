@@ -79,6 +79,9 @@ void ix_sources_free(ix_sources *ss);
  * caller owns it), then find the same leaf in every other file. */
 int ix_resolve_column(ix_source *first, const char *want, pq_nest *nest, pq_error *err);
 int ix_match_column(ix_source *s, const pq_leaf *column, const pq_nest *field, pq_error *err);
+/* The same search without choosing: *leaf is the index of the leaf in s. */
+int ix_find_column(const ix_source *s, const pq_leaf *column, const pq_nest *field, int *leaf,
+                   pq_error *err);
 
 /* ix_chunk_scan.c: the page pass over one column chunk. It reads the chunk
  * through a window of this many bytes (fewer for a smaller chunk). */

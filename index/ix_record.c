@@ -1,3 +1,5 @@
+#include <assert.h>
+
 #include "ix_record.h"
 
 static int too_many(uint32_t cap, pq_error *err)
@@ -43,7 +45,8 @@ static int list_records(const ix_shape *shape, const pq_page_values *v, uint64_t
             i++;
         } while (i < v->num_levels && rep[i] != 0);
         /* a null row: one entry defined below the output field */
-        if (def && def[start] < shape->null_def)
+        if (def && def[start] < shape->null_def &&
+            !ix_row_kept_by_others(shape, first_row + row))
             continue;
         if (k == cap)
             return too_many(cap, err);
@@ -87,4 +90,23 @@ uint32_t ix_last_row_start(const pq_page_values *v)
         if (v->rep_levels[i] == 0)
             return i;
     return v->num_levels;
+}
+
+pq_page_values ix_entries_view(const pq_page_values *v, int16_t max_def, uint32_t begin,
+                               uint32_t end)
+{
+    assert(begin <= end && end <= v->num_levels);
+    uint32_t first_value = 0, values = 0;
+    for (uint32_t i = 0; i < end; i++) {
+        int defined = !v->def_levels || v->def_levels[i] == max_def;
+        first_value += i < begin && defined;
+        values += i >= begin && defined;
+    }
+    return (pq_page_values){
+        .num_levels = end - begin,
+        .num_values = values,
+        .def_levels = v->def_levels ? v->def_levels + begin : NULL,
+        .rep_levels = v->rep_levels ? v->rep_levels + begin : NULL,
+        .values = v->values + first_value,
+    };
 }

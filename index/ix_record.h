@@ -20,7 +20,21 @@ typedef struct ix_shape {
     int16_t rep_def;  /* one list (max_rep 1): definition level at which an element exists */
     int16_t null_def; /* a row is a record when its first entry's def >= null_def */
     int nested;       /* records carry their levels (lists, structs: pq_nest_is_nested) */
+    /* Several columns per record (ix_others.h): bit r of others_any (for
+     * global rows r < others_rows) says another column has a value at row
+     * r, and the row is then a record even when this column is null there;
+     * NULL: one column, null rows are no records. */
+    const uint64_t *others_any;
+    uint64_t others_rows;
 } ix_shape;
+
+/* Whether a row where the served column is null is still a record: another
+ * column of the record has a value there. */
+static inline int ix_row_kept_by_others(const ix_shape *shape, uint64_t row)
+{
+    return shape->others_any && row < shape->others_rows &&
+           (shape->others_any[row >> 6] >> (row & 63) & 1);
+}
 
 typedef struct ix_record {
     const pq_bytes *values; /* the record's non-null leaf values, in order */
@@ -39,14 +53,17 @@ typedef struct ix_record {
 /* The record of a row of a column without repetition, its one entry of
  * definition level *def (NULL: max_def) and value *value (read only when
  * *def is max_def): 1 and *out (pointing to *value and *def), or 0 for a
- * null row. */
+ * null row that no other column keeps. */
 static inline int ix_flat_record(const ix_shape *shape, const pq_bytes *value,
                                  const uint16_t *def, uint64_t row, ix_record *out)
 {
     int has_value = !def || *def == shape->max_def;
-    if (!has_value && (!shape->nested || *def < shape->null_def))
+    if (!has_value && (!shape->nested || *def < shape->null_def) &&
+        !ix_row_kept_by_others(shape, row))
         return 0;
-    /* nested: a struct above the leaf may be a record with a null value */
+    /* nested: a struct above the leaf may be a record with a null value;
+     * several columns: a record whose num_values is 0 (flat) or whose first
+     * def is below null_def (nested) is null in this column */
     *out = (ix_record){ value, shape->nested ? def : NULL, NULL, 1, (uint32_t)has_value, row };
     return 1;
 }
@@ -68,5 +85,9 @@ int ix_page_records(const ix_shape *shape, const pq_page_values *v, uint64_t fir
 uint32_t ix_row_start(const pq_page_values *v, uint32_t from);
 /* The last entry that starts a row (v->num_levels if none). */
 uint32_t ix_last_row_start(const pq_page_values *v);
+/* Entries [begin, end) of v as values of their own, pointing into v's
+ * arrays (not owned: never freed). */
+pq_page_values ix_entries_view(const pq_page_values *v, int16_t max_def, uint32_t begin,
+                               uint32_t end);
 
 #endif

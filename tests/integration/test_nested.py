@@ -240,10 +240,3 @@ def test_nested_parts_seek_determinism(col, nc, cat, mount):
                 off = rng.randrange(len(whole) + 10)
                 n = rng.choice([1, 7, 4096, 65537])
                 assert os.pread(f.fileno(), n, off) == whole[off:off + n], f"pread({n}, {off})"
-
-
-def test_several_columns_refused_clearly(nc, cat):
-    """column=a:b (issue 13's several columns per record) is not built yet: a clear refusal."""
-    p = cat(_path(nc, VARIANTS[0]), "epoch-0.jsonl", {"column": "ll:ss"}, check=False)
-    err = p.stderr.decode("utf-8", "replace")
-    assert p.returncode != 0 and "several columns" in err and "ll:ss" in err, err

@@ -1,0 +1,61 @@
+/* ix_others.h — records of several columns (column=a:b:c, format=jsonl).
+ *
+ * A record is one row: {"a":..,"b":..,"c":..}, keys in the order given, a
+ * null field `null`, a row skipped only when every column is null there.
+ * One column, the primary, is the one the index pages (ix_index.h): its
+ * pages are the shuffle units, and the plan, the read path and the sizes
+ * are those of a single column. The primary is the column with the most
+ * compressed bytes in the first file (the long text beside an id), so the
+ * units are as many and as small as that column's pages make them.
+ *
+ * The other columns are decoded once at mount, column chunk by column
+ * chunk, page by page (rows that span pages carried over), and each row's
+ * value is kept framed as JSON (`7`, `"a"`, `null`, `[1,2]`) in an
+ * ix_others the primary's framing reads from (ix_framing_set_others): their
+ * bytes are read from storage once per mount, not per epoch, and a unit
+ * needs nothing but its primary page. Their memory is part of the index's
+ * (ix_memory_bytes), so invariant 4's bound, 1.1 x (index + mem) + 16 MiB,
+ * covers it: cheap for ids, scores, urls (about 8 bytes of offset and the
+ * JSON text per row), costly for a second long text. The values are not
+ * kept in the persistent index: a mount of several columns decodes them
+ * (and sizes the primary's pages) afresh.
+ *
+ * Not thread-safe while building; immutable afterwards.
+ */
+#ifndef IX_OTHERS_H
+#define IX_OTHERS_H
+
+#include <stdint.h>
+
+#include "ix_frame.h"
+#include "ix_internal.h"
+
+typedef struct ix_column_set {
+    uint32_t columns;    /* names given (>= 2) */
+    uint32_t own;        /* the primary's position */
+    int *leaf;           /* per position: its leaf in the first file */
+    ix_framing *framing; /* per position but own: jsonl of its values alone */
+    ix_others values;    /* the others' values, once loaded */
+} ix_column_set;
+
+/* Whether spec names several columns: it holds ':' and is no column's name
+ * in the first file. */
+int ix_columns_several(const ix_source *first, const char *spec);
+
+/* Resolve every name of spec (split at ':') in the first file; choose the
+ * primary (first->column is set to it, *own_nest is its field, the caller's
+ * to free). Fails naming the column for an unknown or repeated name, and
+ * for a format other than jsonl. */
+int ix_columns_resolve(ix_source *first, const char *spec, const ix_frame_options *fo,
+                       ix_column_set *set, pq_nest *own_nest, pq_error *err);
+
+/* Decode the other columns of every file (all with parsed footers, in
+ * global row order) into set->values. Errors name the file, row group and
+ * column. */
+int ix_columns_load(ix_column_set *set, ix_sources *ss, pq_error *err);
+
+/* Heap bytes held (for ix_memory_bytes). */
+uint64_t ix_columns_bytes(const ix_column_set *set);
+void ix_columns_free(ix_column_set *set);
+
+#endif

@@ -1,0 +1,226 @@
+"""Issue 13: several columns per record (column=a:b:c, jsonl), against pyarrow.
+
+The table has a small int column beside a long text column (so their pages start at different
+rows: a text page holds a few rows, an id page hundreds), a double, a list and a struct, with
+nulls in every column, empty lists, and rows where every column is null. Each writer (pyarrow,
+DuckDB, arrow-rs via parquet-wasm, polars) writes it with small pages.
+
+The oracle renders each column's values the way tests/CONTRACT-TYPES.md says (pyarrow's
+to_pylist(), typed_data.render_array) and joins them into one object per row, keys in the order
+given, a null field `null`, a row left out only when every named column is null there.
+
+Through `youmufs cat`: natural order byte-exact; page shuffle and row shuffle exact per row
+(rowid), every kept row once. Through the mount: st_size exact, parts hold the epoch's records,
+a read at any offset equals the sequential read, the bytes do not depend on threads or mem.
+"""
+
+import collections
+import json
+import os
+import random
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import typed_data as td
+from typed_data import WVariant, _o
+
+REQUIRE = os.environ.get("YOUMUFS_REQUIRE") == "1"
+
+SCHEMA = pa.schema([
+    ("id", pa.int64()),
+    ("text", pa.string()),
+    ("score", pa.float64()),
+    ("ll", pa.list_(pa.int32())),
+    ("ss", pa.struct([("inner", pa.struct([("v", pa.string())]))])),
+])
+COLUMNS = [f.name for f in SCHEMA]
+
+
+def columns_table(file_no: int, rows: int, large: bool) -> pa.Table:
+    rng = random.Random(1313 + file_no)
+    words = ["a", "", "ünï", 'q"\\', "line\nbreak", "word"]
+
+    def maybe(p, make):
+        return None if rng.random() < p else make()
+
+    cols = {c: [] for c in COLUMNS}
+    for r in range(rows):
+        if r % 97 == 0:  # every column null: no record
+            for c in COLUMNS:
+                cols[c].append(None)
+            continue
+        cols["id"].append(maybe(0.15, lambda: file_no * 100000 + r))
+        n = rng.choice([0, 1, 3, 30, 300, 2000])
+        cols["text"].append(maybe(0.2, lambda: " ".join(rng.choice(words) for _ in range(n))))
+        cols["score"].append(maybe(0.2, lambda: rng.choice([0.5, -0.0, 1e300, rng.random()])))
+        cols["ll"].append(maybe(0.15, lambda: [maybe(0.1, lambda: rng.randint(-2**31, 2**31 - 1))
+                                               for _ in range(rng.choice([0, 0, 1, 4]))]))
+        cols["ss"].append(maybe(0.15, lambda: {"inner": maybe(0.2, lambda: {
+            "v": maybe(0.2, lambda: rng.choice(words))})}))
+    return pa.table({c: pa.array(cols[c], SCHEMA.field(c).type) for c in COLUMNS}, schema=SCHEMA)
+
+
+VARIANTS = [
+    WVariant("pyarrow", "snappy-v1-dict", _o(compression="snappy", data_page_size=2048,
+                                             row_group_size=700)),
+    WVariant("pyarrow", "zstd-v2-plain", _o(compression="zstd", data_page_version="2.0",
+                                            use_dictionary=False, data_page_size=3000)),
+    WVariant("duckdb", "snappy", _o(COMPRESSION="snappy", ROW_GROUP_SIZE=2048)),
+    WVariant("arrowrs", "snappy-pageindex", _o(compression="SNAPPY", dataPageSize=2048,
+                                               maxRowGroupSize=600, statistics="Page",
+                                               writeBatchSize=32)),
+    WVariant("polars", "zstd", _o(compression="zstd", row_group_size=500, data_page_size=2000)),
+]
+VARIANTS = [WVariant(v.writer, v.name, v.options, False, 2, 1500, tuple(COLUMNS))
+            for v in VARIANTS]
+SETS = ["id:text", "text:id:score", "ll:id", "ss:text:ll", "score:ss.inner.v"]
+CELLS = [pytest.param(v, s, id=f"{v.id}-{s}") for v in VARIANTS for s in SETS]
+
+
+@pytest.fixture(scope="session")
+def cc(tmp_path_factory):
+    return td.TypedCache(str(tmp_path_factory.mktemp("columns")), table=columns_table)
+
+
+def _path(cc, v):
+    try:
+        return cc.path(v)
+    except td.WriterUnavailable as e:
+        if REQUIRE:
+            pytest.fail(f"{e} (YOUMUFS_REQUIRE=1)")
+        pytest.skip(str(e))
+
+
+def expected_rows(root: str, names: list) -> dict:
+    """{global row: its jsonl record with _row} for every row where some column is not null,
+    from pyarrow's reading of the files."""
+    out, base = {}, 0
+    for f in sorted(os.path.join(root, n) for n in os.listdir(root) if n.endswith(".parquet")):
+        table = pq.read_table(f)
+        rendered = []
+        for name in names:
+            arr, key, _ = td.resolve(table.column(name.split(".")[0]), name)
+            rendered.append((json.dumps(key, ensure_ascii=False), td.render_array(arr)))
+        for i in range(table.num_rows):
+            vals = [texts[i] for _k, texts in rendered]
+            if all(v is None for v in vals):
+                continue
+            body = ",".join(k + ":" + ("null" if v is None else v)
+                            for (k, _t), v in zip(rendered, vals))
+            out[base + i] = ("{" + body + f',"_row":{base + i}}}\n').encode("utf-8")
+        base += table.num_rows
+    return out
+
+
+def check_records(data: bytes, want: dict) -> str:
+    """Every record byte-exact for its _row, every expected row exactly once. '' if fine."""
+    if data and not data.endswith(b"\n"):
+        return f"does not end with a newline: {data[-60:]!r}"
+    seen, problems = set(), []
+    for rec in data.splitlines(keepends=True):
+        row = json.loads(rec)["_row"]
+        if row in seen:
+            problems.append(f"row {row} twice")
+        seen.add(row)
+        if want.get(row) != rec:
+            problems.append(f"row {row}: got {rec[:200]!r}, expected {want.get(row, b'')[:200]!r}")
+        if len(problems) > 4:
+            break
+    missing = set(want) - seen
+    if missing and len(problems) <= 4:
+        problems.append(f"{len(missing)} of {len(want)} rows never served, e.g. "
+                        f"{sorted(missing)[:5]}")
+    return "; ".join(problems)
+
+
+def test_pages_start_at_different_rows(cc):
+    """The premise: in the files, the id and text columns' pages do not share boundaries."""
+    path = _path(cc, VARIANTS[0])
+    f = sorted(os.path.join(path, n) for n in os.listdir(path) if n.endswith(".parquet"))[0]
+    md = pq.ParquetFile(f).metadata.row_group(0)
+    pages = {md.column(i).path_in_schema: md.column(i).total_compressed_size for i in range(2)}
+    assert pages["text"] > 8 * pages["id"], pages
+
+
+@pytest.mark.parametrize("v,names", CELLS)
+def test_columns_natural_order_exact(v, names, cc, cat):
+    path = _path(cc, v)
+    want = expected_rows(path, names.split(":"))
+    p = cat(path, "epoch-0.jsonl", {"column": names, "shuffle": "none", "rowid": True})
+    diff = td.first_difference(p.stdout, b"".join(want[r] for r in sorted(want)), width=60)
+    assert not diff, f"{v.id} column={names} shuffle=none: {diff}"
+
+
+@pytest.mark.parametrize("v,names", CELLS)
+@pytest.mark.parametrize("shuffle", ["page", "row"])
+def test_columns_shuffled_rowid_exact(v, names, shuffle, cc, cat):
+    path = _path(cc, v)
+    want = expected_rows(path, names.split(":"))
+    p = cat(path, "epoch-0.jsonl", {"column": names, "rowid": True, "shuffle": shuffle,
+                                    "buffer": 300})
+    problem = check_records(p.stdout, want)
+    assert not problem, f"{v.id} column={names} shuffle={shuffle}: {problem}"
+
+
+def test_columns_without_rowid(cc, cat):
+    """Keys in the order given, nothing else: {"id":..,"text":..}."""
+    path = _path(cc, VARIANTS[0])
+    want = expected_rows(path, ["id", "text"])
+    p = cat(path, "epoch-0.jsonl", {"column": "id:text", "shuffle": "none"})
+    expect = b"".join(w.rsplit(b',"_row":', 1)[0] + b"}\n" for _r, w in sorted(want.items()))
+    assert p.stdout == expect
+    first = json.loads(p.stdout.split(b"\n")[0])
+    assert list(first) == ["id", "text"]
+
+
+@pytest.mark.parametrize("names", ["id:text", "ss:text:ll"])
+def test_columns_parts_seek_determinism(names, cc, cat, mount):
+    """Invariants 2 and 3 and the parts contract for several columns."""
+    path = _path(cc, VARIANTS[0])
+    opts = {"column": names, "rowid": True, "buffer": 200}
+    whole = cat(path, "epoch-0.jsonl", opts).stdout
+    assert not check_records(whole, expected_rows(path, names.split(":")))
+    for o in ({"threads": 1}, {"threads": 3, "mem": "2M"}):
+        assert cat(path, "epoch-0.jsonl", {**opts, **o}).stdout == whole, f"{o} changed bytes"
+    assert cat(path, "epoch-1.jsonl", opts).stdout != whole, "epoch 1 has epoch 0's order"
+    with mount(path, opts) as m:
+        assert m.size("epoch-0.jsonl") == len(whole)
+        assert m.read("epoch-0.jsonl") == whole
+        parts = [m.read(f"epoch-0.part-{i}-of-3.jsonl") for i in range(3)]
+        assert sum(m.size(f"epoch-0.part-{i}-of-3.jsonl") for i in range(3)) == len(whole)
+        assert collections.Counter(b"".join(parts).splitlines()) == \
+            collections.Counter(whole.splitlines()), "parts do not hold the epoch's records"
+        rng = random.Random(names)
+        with open(m.p("epoch-0.jsonl"), "rb", buffering=0) as f:
+            for _ in range(200):
+                off = rng.randrange(len(whole) + 10)
+                n = rng.choice([1, 7, 4096, 65537])
+                assert os.pread(f.fileno(), n, off) == whole[off:off + n], f"pread({n}, {off})"
+
+
+@pytest.mark.parametrize("fmt", ["text", "len32", "raw"])
+def test_columns_one_column_formats_refused(fmt, cc, cat):
+    path = _path(cc, VARIANTS[0])
+    ext = {"raw": "bin", "text": "txt", "len32": "len32"}[fmt]
+    p = cat(path, f"epoch-0.{ext}", {"column": "id:text", "format": fmt}, check=False)
+    err = p.stderr.decode("utf-8", "replace")
+    assert p.returncode != 0 and f"format={fmt}" in err and "id:text" in err and \
+        "jsonl" in err, err
+
+
+@pytest.mark.parametrize("names,words", [("id:nope", ["nope"]), ("id:id", ["id", "twice"]),
+                                         ("id::text", ["empty"])])
+def test_columns_bad_names_refused(names, words, cc, cat):
+    p = cat(_path(cc, VARIANTS[0]), "epoch-0.jsonl", {"column": names}, check=False)
+    err = p.stderr.decode("utf-8", "replace")
+    assert p.returncode != 0 and all(w in err for w in words), err
+
+
+def test_column_name_with_colon_is_one_column(tmp_path, cat):
+    """A column whose name holds ':' is served as one column."""
+    pq.write_table(pa.table({"a:b": ["x", None, "y"], "a": [1, 2, 3]}),
+                   str(tmp_path / "c.parquet"))
+    p = cat(str(tmp_path), "epoch-0.jsonl", {"column": "a:b", "shuffle": "none"})
+    assert p.stdout == b'{"a:b":"x"}\n{"a:b":"y"}\n'
