@@ -470,7 +470,7 @@ int ix_build(const ix_options *opts, ix_index **out, pq_error *err)
     if (opts->shards > 1 && keep_shard(&b, err) < 0)
         goto done;
     if (ix->columns) {
-        if (ix_columns_load(ix->columns, &b.ss, err) < 0)
+        if (ix_columns_load(ix->columns, &b.ss, opts->others_max, err) < 0)
             goto done;
         ix_framing_set_others(&ix->framing, &ix->columns->values);
     }

@@ -18,13 +18,21 @@ int ix_columns_several(const ix_source *first, const char *spec)
     return 1;
 }
 
-/* Compressed bytes of leaf `leaf` over the file's row groups. */
-static int64_t leaf_bytes(const ix_source *s, int leaf)
+/* How large leaf `leaf`'s values are likely to be beside the others': a
+ * string, binary or list leaf before any fixed-width one (a text of few
+ * distinct values is small in the file, not once framed), then by the
+ * uncompressed bytes of its chunks in the file. */
+static int64_t leaf_weight(const ix_source *s, int leaf)
 {
-    int64_t bytes = 0;
-    for (int32_t g = 0; g < s->meta.num_row_groups; g++)
-        bytes += s->meta.row_groups[g].columns[leaf].total_compressed_size;
-    return bytes;
+    const pq_leaf *l = &s->leaves[leaf];
+    int64_t bytes = 0; /* halved sizes, saturated: the footer's figures are untrusted */
+    for (int32_t g = 0; g < s->meta.num_row_groups; g++) {
+        int64_t chunk = s->meta.row_groups[g].columns[leaf].total_uncompressed_size;
+        if (chunk > 0)
+            bytes = bytes > INT64_MAX / 2 - chunk / 2 ? INT64_MAX / 2 : bytes + chunk / 2;
+    }
+    int wide = l->type == PQ_BYTE_ARRAY || l->max_rep > 0;
+    return bytes + (wide ? INT64_MAX / 2 : 0);
 }
 
 /* Names of spec, split at ':' into a malloc'ed copy (*copy) and
@@ -66,7 +74,7 @@ static int resolve_names(ix_source *first, char **names, ix_column_set *set, pq_
         for (uint32_t j = 0; j < k; j++)
             if (strcmp(nests[j].key, nests[k].key) == 0)
                 return pq_error_set(err, "column=: %s is named twice", nests[k].key);
-        int64_t bytes = leaf_bytes(first, set->leaf[k]);
+        int64_t bytes = leaf_weight(first, set->leaf[k]);
         if (bytes > most) {
             most = bytes;
             set->own = k;
@@ -143,6 +151,7 @@ done:
 /* The values of one other column, filled row by row. */
 typedef struct column_fill {
     const ix_framing *f;
+    uint64_t *held, max; /* the set's bytes held so far, and its limit (0: none) */
     uint8_t *bytes;
     uint64_t used, cap;
     uint64_t *ends;  /* one per row of the dataset */
@@ -157,6 +166,12 @@ static int put_value(column_fill *c, const ix_record *r, pq_error *err)
         count.size = 4; /* null */
     else if (ix_frame_json_value(c->f, r, &count, err) < 0)
         return -1;
+    *c->held += count.size + sizeof *c->ends;
+    if (c->max && *c->held > c->max)
+        return pq_error_set(err, "the values of the columns beside the primary take more than "
+                            "mem=%llu bytes held in memory (%llu bytes at row %llu); give "
+                            "a larger mem= or fewer columns", (unsigned long long)c->max,
+                            (unsigned long long)*c->held, (unsigned long long)c->row);
     if (c->used + count.size > c->cap) {
         uint64_t cap = c->cap ? c->cap : 4096;
         while (cap < c->used + count.size)
@@ -335,10 +350,11 @@ static int load_chunk(column_fill *fill, const ix_source *s, int leaf, int32_t g
     return rc;
 }
 
-static int load_column(ix_column_set *set, uint32_t k, ix_sources *ss, pq_error *err)
+static int load_column(ix_column_set *set, uint32_t k, ix_sources *ss, uint64_t max,
+                       pq_error *err)
 {
     ix_others *o = &set->values;
-    column_fill fill = { .f = &set->framing[k], .any = o->any };
+    column_fill fill = { .f = &set->framing[k], .held = &set->held, .max = max, .any = o->any };
     if (!(fill.ends = malloc((o->rows ? o->rows : 1) * sizeof *fill.ends)))
         return pq_error_set(err, "out of memory for the values of several columns");
     const pq_leaf *column = &ss->files[0].leaves[set->leaf[k]];
@@ -353,13 +369,15 @@ static int load_column(ix_column_set *set, uint32_t k, ix_sources *ss, pq_error 
                 rc = pq_error_prefix(err, "%s: row group %d, column %s: ", s->name, g,
                                      column->path);
     }
-    o->bytes[k] = fill.bytes;
+    /* the values' bytes, grown by doubling, are trimmed to what they hold */
+    uint8_t *trimmed = fill.used ? realloc(fill.bytes, fill.used) : NULL;
+    o->bytes[k] = trimmed ? trimmed : fill.bytes;
     o->ends[k] = fill.ends;
     assert(rc < 0 || fill.row == o->rows);
     return rc;
 }
 
-int ix_columns_load(ix_column_set *set, ix_sources *ss, pq_error *err)
+int ix_columns_load(ix_column_set *set, ix_sources *ss, uint64_t max, pq_error *err)
 {
     ix_others *o = &set->values;
     o->rows = 0;
@@ -368,7 +386,7 @@ int ix_columns_load(ix_column_set *set, ix_sources *ss, pq_error *err)
     if (!(o->any = calloc(o->rows / 64 + 1, sizeof *o->any)))
         return pq_error_set(err, "out of memory for the values of several columns");
     for (uint32_t k = 0; k < set->columns; k++)
-        if (k != set->own && load_column(set, k, ss, err) < 0)
+        if (k != set->own && load_column(set, k, ss, max, err) < 0)
             return -1;
     return 0;
 }

@@ -4,9 +4,10 @@
  * null field `null`, a row skipped only when every column is null there.
  * One column, the primary, is the one the index pages (ix_index.h): its
  * pages are the shuffle units, and the plan, the read path and the sizes
- * are those of a single column. The primary is the column with the most
- * compressed bytes in the first file (the long text beside an id), so the
- * units are as many and as small as that column's pages make them.
+ * are those of a single column. The primary is the column whose values are
+ * likely the largest (the long text beside an id): a string, binary or
+ * list leaf before a fixed-width one, then the most uncompressed bytes in
+ * the first file; so the values held beside it are the smallest.
  *
  * The other columns are decoded once at mount, column chunk by column
  * chunk, page by page (rows that span pages carried over), and each row's
@@ -16,7 +17,8 @@
  * needs nothing but its primary page. Their memory is part of the index's
  * (ix_memory_bytes), so invariant 4's bound, 1.1 x (index + mem) + 16 MiB,
  * covers it: cheap for ids, scores, urls (about 8 bytes of offset and the
- * JSON text per row), costly for a second long text. The values are not
+ * JSON text per row), costly for a second long text, so a mount lets them
+ * take at most mem= bytes and refuses beyond, naming the size. They are not
  * kept in the persistent index: a mount of several columns decodes them
  * (and sizes the primary's pages) afresh.
  *
@@ -36,6 +38,7 @@ typedef struct ix_column_set {
     int *leaf;           /* per position: its leaf in the first file */
     ix_framing *framing; /* per position but own: jsonl of its values alone */
     ix_others values;    /* the others' values, once loaded */
+    uint64_t held;       /* bytes of values and row ends loaded so far */
 } ix_column_set;
 
 /* Whether spec names several columns: it holds ':' and is no column's name
@@ -50,9 +53,10 @@ int ix_columns_resolve(ix_source *first, const char *spec, const ix_frame_option
                        ix_column_set *set, pq_nest *own_nest, pq_error *err);
 
 /* Decode the other columns of every file (all with parsed footers, in
- * global row order) into set->values. Errors name the file, row group and
- * column. */
-int ix_columns_load(ix_column_set *set, ix_sources *ss, pq_error *err);
+ * global row order) into set->values, holding at most max bytes (0: no
+ * limit; mounts pass mem=): past that the load fails saying how much the
+ * columns would need. Errors name the file, row group and column. */
+int ix_columns_load(ix_column_set *set, ix_sources *ss, uint64_t max, pq_error *err);
 
 /* Heap bytes held (for ix_memory_bytes). */
 uint64_t ix_columns_bytes(const ix_column_set *set);

@@ -224,3 +224,20 @@ def test_column_name_with_colon_is_one_column(tmp_path, cat):
                    str(tmp_path / "c.parquet"))
     p = cat(str(tmp_path), "epoch-0.jsonl", {"column": "a:b", "shuffle": "none"})
     assert p.stdout == b'{"a:b":"x"}\n{"a:b":"y"}\n'
+
+
+def test_columns_beside_primary_limited_by_mem(tmp_path, cat):
+    """The columns beside the primary are held in memory (decoded once at mount) and may take at
+    most mem= bytes: two long texts over mem=1M are refused at mount naming the column and the
+    size, and served under a larger mem=. The primary is the string column, whatever its order
+    or how well it compresses (a text of one value is smaller in the file than the ids)."""
+    n = 20000
+    pq.write_table(pa.table({"id": list(range(n)), "a": ["x" * 300] * n,
+                             "b": [f"{i:0300d}" for i in range(n)]}), str(tmp_path / "t.parquet"))
+    p = cat(str(tmp_path), "epoch-0.jsonl", {"column": "a:b", "mem": "1M"}, check=False)
+    err = p.stderr.decode("utf-8", "replace")
+    assert p.returncode != 0 and "t.parquet" in err and "mem=" in err, err
+    p = cat(str(tmp_path), "epoch-0.jsonl", {"column": "a:b", "mem": "16M", "shuffle": "none"})
+    assert p.stdout.count(b"\n") == n
+    p = cat(str(tmp_path), "epoch-0.jsonl", {"column": "id:a", "mem": "1M", "shuffle": "none"})
+    assert p.stdout.split(b"\n")[1] == b'{"id":1,"a":"' + b"x" * 300 + b'"}'
