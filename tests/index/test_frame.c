@@ -188,3 +188,54 @@ Test(frame, word_at_a_time_scan_matches_a_bytewise_reference)
         ix_framing_free(&f);
     }
 }
+
+/* Several columns: the framing's own column sits at others.own among keys
+ * in the order given; the others' values come framed; a record of a row
+ * where the own column is null (kept by ix_row_kept_by_others) says null. */
+Test(frame, several_columns_in_order_with_nulls)
+{
+    ix_framing f;
+    init(&f, IX_FORMAT_JSONL, 1, 0, "text");
+    char *key[3];
+    size_t key_len[3];
+    pq_error err;
+    const char *names[3] = { "id", "text", "s\"q" };
+    for (int k = 0; k < 3; k++)
+        cr_assert_eq(ix_json_key(names[k], strlen(names[k]), &key[k], &key_len[k]), 0);
+    cr_assert_str_eq(key[2], "\"s\\\"q\":");
+    /* rows 0..2: id 7, null, 9; s "a", null, [] */
+    uint8_t ids[] = "7null9", ss[] = "\"a\"null[]";
+    uint64_t id_ends[] = { 1, 5, 6 }, s_ends[] = { 3, 7, 9 };
+    uint8_t *bytes[3] = { ids, NULL, ss };
+    uint64_t *ends[3] = { id_ends, NULL, s_ends };
+    uint64_t any[1] = { 0x5 }; /* rows 0 and 2 */
+    ix_others o = { 3, 1, key, key_len, bytes, ends, 3, any };
+    ix_framing_set_others(&f, &o);
+    CHECK(&f, "x", 0, "{\"id\":7,\"text\":\"x\",\"s\\\"q\":\"a\",\"_row\":0}\n");
+    CHECK(&f, "", 1, "{\"id\":null,\"text\":\"\",\"s\\\"q\":null,\"_row\":1}\n");
+
+    /* A null of the own column: no record at row 1 (no other column has a
+     * value), a record saying null at row 2, none beyond the rows indexed. */
+    uint16_t def = 0;
+    pq_bytes none = { NULL, 0 };
+    ix_record r;
+    cr_assert_eq(ix_flat_record(&f.shape, &none, &def, 1, &r), 0);
+    cr_assert_eq(ix_flat_record(&f.shape, &none, &def, 64 * 9, &r), 0);
+    cr_assert_eq(ix_flat_record(&f.shape, &none, &def, 2, &r), 1);
+    uint8_t out[128];
+    ix_sink s = ix_sink_buffer(out, sizeof out);
+    cr_assert_eq(ix_frame(&f, &r, &s, &err), 0, "%s", err.msg);
+    const char want[] = "{\"id\":9,\"text\":null,\"s\\\"q\":[],\"_row\":2}\n";
+    cr_assert_eq(s.size, sizeof want - 1);
+    cr_assert_eq(memcmp(out, want, sizeof want - 1), 0, "%.*s", (int)s.size, out);
+
+    /* A record beyond the rows the others hold is refused, naming it. */
+    pq_bytes v = { (const uint8_t *)"x", 1 };
+    ix_record far = { &v, NULL, NULL, 1, 1, 3 };
+    ix_sink count = ix_sink_counter();
+    cr_assert_eq(ix_frame(&f, &far, &count, &err), -1);
+    cr_assert(strstr(err.msg, "row 3"), "%s", err.msg);
+    for (int k = 0; k < 3; k++)
+        free(key[k]);
+    ix_framing_free(&f);
+}
