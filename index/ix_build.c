@@ -322,13 +322,15 @@ static char *cache_key(const build *b)
     const pq_logical *t = &l->logical;
     char *real = realpath(o->dataset, NULL);
     char *key;
-    if (asprintf(&key, "dataset=%s\ncolumn=%s\nleaf=%d:%d def=%d rep=%d:%d map=%d "
+    /* several columns: every one, since the others' values are in the framed sizes */
+    const char *others = b->ix->columns ? b->ix->columns->key : "";
+    if (asprintf(&key, "dataset=%s\n%scolumn=%s\nleaf=%d:%d def=%d rep=%d:%d map=%d "
                  "logical=%d:%d:%d:%d:%d:%d:%d\nfield=%s\n"
                  "format=%s rowid=%d dtype=%s sep=%d:%lld\n",
-                 real ? real : o->dataset, l->path, l->type, (int)l->type_length, l->max_def,
-                 l->max_rep, l->rep_def, l->in_map, t->kind, (int)t->scale, (int)t->precision,
-                 t->bit_width, t->is_signed, t->unit, t->utc, b->ix->framing.nest.key,
-                 ix_format_name(o->frame.format),
+                 real ? real : o->dataset, others, l->path, l->type, (int)l->type_length,
+                 l->max_def, l->max_rep, l->rep_def, l->in_map, t->kind, (int)t->scale,
+                 (int)t->precision, t->bit_width, t->is_signed, t->unit, t->utc,
+                 b->ix->framing.nest.key, ix_format_name(o->frame.format),
                  o->frame.rowid, ix_dtype_name(o->frame.dtype), o->frame.has_sep,
                  (long long)o->frame.sep) < 0)
         key = NULL;
@@ -338,8 +340,7 @@ static char *cache_key(const build *b)
 
 static void open_cache(build *b)
 {
-    /* several columns: their values are decoded at every mount (ix_others.h) */
-    char *key = b->opts->cache_dir && !b->ix->columns ? cache_key(b) : NULL;
+    char *key = b->opts->cache_dir ? cache_key(b) : NULL;
     b->cache = ix_cache_open(key ? b->opts->cache_dir : NULL, key ? key : "",
                              b->ix->cache_note, sizeof b->ix->cache_note);
     free(key);
@@ -472,6 +473,7 @@ int ix_build(const ix_options *opts, ix_index **out, pq_error *err)
     if (ix->columns) {
         if (ix_columns_load(ix->columns, &b.ss, opts->others_max, err) < 0)
             goto done;
+        ix->bytes_scanned += ix->columns->bytes_read;
         ix_framing_set_others(&ix->framing, &ix->columns->values);
     }
     if (plan_scans(&b, err) < 0)

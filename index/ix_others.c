@@ -1,5 +1,6 @@
 /* ix_others: the other columns of a record of several, decoded at mount. */
 #include <assert.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,6 +99,25 @@ static int keys_init(ix_others *o, const pq_nest *nests)
     return 0;
 }
 
+/* "columns=<field> <leaf> type def rep logical...\n" for every position. */
+static char *columns_key(const ix_source *first, const ix_column_set *set, const pq_nest *nests)
+{
+    char *key = strdup("");
+    for (uint32_t k = 0; key && k < set->columns; k++) {
+        const pq_leaf *l = &first->leaves[set->leaf[k]];
+        const pq_logical *t = &l->logical;
+        char *longer;
+        if (asprintf(&longer, "%scolumns=%s %s %d:%d def=%d rep=%d:%d logical=%d:%d:%d:%d:%d:"
+                     "%d:%d\n", key, nests[k].key, l->path, l->type, (int)l->type_length,
+                     l->max_def, l->max_rep, l->rep_def, t->kind, (int)t->scale,
+                     (int)t->precision, t->bit_width, t->is_signed, t->unit, t->utc) < 0)
+            longer = NULL;
+        free(key);
+        key = longer;
+    }
+    return key;
+}
+
 int ix_columns_resolve(ix_source *first, const char *spec, const ix_frame_options *fo,
                        ix_column_set *set, pq_nest *own_nest, pq_error *err)
 {
@@ -135,6 +155,10 @@ int ix_columns_resolve(ix_source *first, const char *spec, const ix_frame_option
             pq_error_prefix(err, "%s: ", first->name);
             goto done;
         }
+    }
+    if (!(set->key = columns_key(first, set, nests))) {
+        pq_error_set(err, "out of memory");
+        goto done;
     }
     *own_nest = nests[set->own];
     memset(&nests[set->own], 0, sizeof nests[set->own]);
@@ -325,7 +349,8 @@ static int walk_chunk(chunk_walk *w, const uint8_t *buf, size_t len,
 }
 
 /* The column at position k in file s, row group g. */
-static int load_chunk(column_fill *fill, const ix_source *s, int leaf, int32_t g, pq_error *err)
+static int load_chunk(column_fill *fill, const ix_source *s, int leaf, int32_t g,
+                      uint64_t *bytes_read, pq_error *err)
 {
     const pq_leaf *l = &s->leaves[leaf];
     const pq_row_group *rg = &s->meta.row_groups[g];
@@ -343,7 +368,13 @@ static int load_chunk(column_fill *fill, const ix_source *s, int leaf, int32_t g
     chunk_walk w = { fill, &desc, { 0 }, (uint64_t)rg->num_rows };
     uint8_t *buf = NULL;
     size_t len = 0;
+    if (fill->max && m->total_compressed_size > 0 &&
+        (uint64_t)m->total_compressed_size > fill->max)
+        return pq_error_set(err, "a column chunk of %lld bytes beside the primary is more "
+                            "than mem=%llu bytes", (long long)m->total_compressed_size,
+                            (unsigned long long)fill->max);
     int rc = rg->num_rows == 0 ? 0 : read_chunk(s, m, &buf, &len, err);
+    *bytes_read += len;
     if (rc == 0 && rg->num_rows > 0)
         rc = walk_chunk(&w, buf, len, &bounds, err);
     free(buf);
@@ -362,10 +393,9 @@ static int load_column(ix_column_set *set, uint32_t k, ix_sources *ss, uint64_t 
     for (size_t i = 0; rc == 0 && i < ss->count; i++) {
         const ix_source *s = &ss->files[i];
         int leaf;
-        assert(s->has_footer);
         rc = ix_find_column(s, column, &fill.f->nest, &leaf, err);
         for (int32_t g = 0; rc == 0 && g < s->meta.num_row_groups; g++)
-            if (load_chunk(&fill, s, leaf, g, err) < 0)
+            if (load_chunk(&fill, s, leaf, g, &set->bytes_read, err) < 0)
                 rc = pq_error_prefix(err, "%s: row group %d, column %s: ", s->name, g,
                                      column->path);
     }
@@ -381,8 +411,14 @@ int ix_columns_load(ix_column_set *set, ix_sources *ss, uint64_t max, pq_error *
 {
     ix_others *o = &set->values;
     o->rows = 0;
-    for (size_t i = 0; i < ss->count; i++)
-        o->rows += ix_source_rows(&ss->files[i]);
+    for (size_t i = 0; i < ss->count; i++) {
+        ix_source *s = &ss->files[i];
+        /* a file from the persistent index: its primary's pages are known,
+         * the other columns are read from its footer's chunks */
+        if (!s->has_footer && ix_source_read_footer(s, NULL, err) < 0)
+            return -1;
+        o->rows += ix_source_rows(s);
+    }
     if (!(o->any = calloc(o->rows / 64 + 1, sizeof *o->any)))
         return pq_error_set(err, "out of memory for the values of several columns");
     for (uint32_t k = 0; k < set->columns; k++)
@@ -425,5 +461,6 @@ void ix_columns_free(ix_column_set *set)
     free(o->any);
     free(set->leaf);
     free(set->framing);
+    free(set->key);
     memset(set, 0, sizeof *set);
 }

@@ -19,8 +19,9 @@
  * covers it: cheap for ids, scores, urls (about 8 bytes of offset and the
  * JSON text per row), costly for a second long text, so a mount lets them
  * take at most mem= bytes and refuses beyond, naming the size. They are not
- * kept in the persistent index: a mount of several columns decodes them
- * (and sizes the primary's pages) afresh.
+ * kept in the persistent index, which holds the primary's pages (sized with
+ * the others' values: its key names every column): a mount of several
+ * columns reads every file's footer and decodes the others afresh.
  *
  * Not thread-safe while building; immutable afterwards.
  */
@@ -39,6 +40,9 @@ typedef struct ix_column_set {
     ix_framing *framing; /* per position but own: jsonl of its values alone */
     ix_others values;    /* the others' values, once loaded */
     uint64_t held;       /* bytes of values and row ends loaded so far */
+    uint64_t bytes_read; /* from storage by the load */
+    char *key;           /* for the persistent index's key: every column and its leaf as
+                          * the first file describes it, one line each */
 } ix_column_set;
 
 /* Whether spec names several columns: it holds ':' and is no column's name
@@ -52,8 +56,9 @@ int ix_columns_several(const ix_source *first, const char *spec);
 int ix_columns_resolve(ix_source *first, const char *spec, const ix_frame_options *fo,
                        ix_column_set *set, pq_nest *own_nest, pq_error *err);
 
-/* Decode the other columns of every file (all with parsed footers, in
- * global row order) into set->values, holding at most max bytes (0: no
+/* Decode the other columns of every file (in global row order; a footer
+ * not parsed yet, of a file from the persistent index, is read) into
+ * set->values, holding at most max bytes (0: no
  * limit; mounts pass mem=): past that the load fails saying how much the
  * columns would need. Errors name the file, row group and column. */
 int ix_columns_load(ix_column_set *set, ix_sources *ss, uint64_t max, pq_error *err);

@@ -241,3 +241,19 @@ def test_columns_beside_primary_limited_by_mem(tmp_path, cat):
     assert p.stdout.count(b"\n") == n
     p = cat(str(tmp_path), "epoch-0.jsonl", {"column": "id:a", "mem": "1M", "shuffle": "none"})
     assert p.stdout.split(b"\n")[1] == b'{"id":1,"a":"' + b"x" * 300 + b'"}'
+
+
+def test_columns_persistent_index(cc, cat, tmp_path):
+    """The persistent index keeps the primary's pages of a several-column mount under a key
+    naming every column: a second mount reuses every file and serves the same bytes; another
+    order or set of columns does not take those sizes."""
+    path = _path(cc, VARIANTS[0])
+    cache = str(tmp_path / "cache")
+    for names in ["id:text", "text:id", "id:text:score"]:
+        opts = {"column": names, "rowid": True}
+        fresh = cat(path, "epoch-0.jsonl", {**opts, "cache": "none"}).stdout
+        assert not check_records(fresh, expected_rows(path, names.split(":")))
+        for _ in range(2):
+            assert cat(path, "epoch-0.jsonl", {**opts, "cache": cache}).stdout == fresh, names
+        idx = json.loads(cat(path, ".youmufs/index.json", {**opts, "cache": cache}).stdout)
+        assert idx["persistent_index"]["files_reused"] == 2, idx["persistent_index"]
