@@ -13,6 +13,9 @@
                          pages of ~100 MB in which rows (lists) continue on the next page
   e-pyarrow-int32-jsonl  list<int32> `input_ids`, pyarrow defaults, served as jsonl
 
+A text shape's name with "+id" (a-pyarrow-text-1m+id) is the same documents with an int64
+`id` column beside them (the row's number in the shape), for column=id:text (issue 13).
+
 SHAPES gives each one's column, mount options and epoch file extension. Full scale is about
 1.5 GB of decoded data per shape (text: epoch bytes; tokens: 512M ids, a 1 GB u16 epoch);
 --small (0.2: DuckDB's token pages still hold rows that span pages) is what
@@ -125,13 +128,19 @@ def token_lists(rng, total, dtype):
     return pa.ListArray.from_arrays(pa.array(offsets), values)
 
 
-def write_text(out, seed, scale, log_mean, log_sigma, lo, hi, **writer_opts):
+def write_text(out, seed, scale, log_mean, log_sigma, lo, hi, ids=False, **writer_opts):
+    """The documents; with ids, an int64 `id` column after `text` (page_table takes the first
+    field for the served one)."""
     base = base_text(seed)
     rng = np.random.default_rng(seed + 1)
+    first = 0
     for f in range(FILES):
         docs = text_docs(rng, base, int(TEXT_BYTES * scale), log_mean, log_sigma, lo, hi)
-        pq.write_table(pa.table({"text": pa.array(docs, pa.string())}),
-                       os.path.join(out, f"part-{f:03d}.parquet"), **writer_opts)
+        cols = {"text": pa.array(docs, pa.string())}
+        if ids:
+            cols["id"] = pa.array(np.arange(first, first + len(docs), dtype=np.int64))
+        first += len(docs)
+        pq.write_table(pa.table(cols), os.path.join(out, f"part-{f:03d}.parquet"), **writer_opts)
 
 
 def write_tokens(out, seed, total, dtype, **writer_opts):
@@ -150,14 +159,14 @@ def duckdb_problem():
     return None
 
 
-def duckdb_rewrite(src_dir, out, column):
+def duckdb_rewrite(src_dir, out, columns):
     """Every part of src_dir rewritten by DuckDB with its default Parquet writer settings."""
     problem = duckdb_problem()
     if problem:
         raise RuntimeError(f"DuckDB writer unavailable: {problem}")
     srcs = sorted(x for x in os.listdir(src_dir) if x.endswith(".parquet"))
     spec = {"sources": [{"parquet": os.path.join(src_dir, x)} for x in srcs], "out_dir": out,
-            "options": {}, "columns": [column]}
+            "options": {}, "columns": columns}
     spec_path = os.path.join(out, ".spec.json")
     with open(spec_path, "w") as fh:
         json.dump(spec, fh)
@@ -174,6 +183,11 @@ def generate(root, name, scale=1.0, seed=10):
     d = os.path.join(root, name)
     if os.path.isdir(d):
         return d
+    ids = name.endswith("+id")
+    if ids:
+        name = name[:-len("+id")]
+        if not name.startswith(("a-", "b-", "c-")):
+            raise ValueError(f"+id: only the text shapes have an id variant, not {name!r}")
     if name == "d-duckdb-tokens":
         generate(root, "d-pyarrow-tokens", scale, seed)     # the same lists, rewritten
     tmp = d + ".tmp"
@@ -182,12 +196,12 @@ def generate(root, name, scale=1.0, seed=10):
     t0 = time.monotonic()
     doc1k = dict(log_mean=6.5, log_sigma=0.8, lo=20, hi=60_000)       # mean ~0.9 KB
     if name == "a-pyarrow-text-1m":
-        write_text(tmp, seed, scale, **doc1k)
+        write_text(tmp, seed, scale, ids=ids, **doc1k)
     elif name == "b-pyarrow-text-64k":
         src = tmp + "-src"
         shutil.rmtree(src, ignore_errors=True)
         os.makedirs(src)
-        write_text(src, seed, scale, **doc1k)               # the documents of (a)
+        write_text(src, seed, scale, ids=ids, **doc1k)      # the documents of (a)
         quality.small_pages(src, tmp, 64 << 10, 16)
         shutil.rmtree(src)
     elif name == "c-duckdb-text":
@@ -195,13 +209,13 @@ def generate(root, name, scale=1.0, seed=10):
         shutil.rmtree(src, ignore_errors=True)
         os.makedirs(src)
         write_text(src, seed + 2, scale, log_mean=8.45, log_sigma=0.35, lo=500, hi=40_000,
-                   compression="none", use_dictionary=False)   # mean ~5 KB
-        duckdb_rewrite(src, tmp, "text")
+                   ids=ids, compression="none", use_dictionary=False)   # mean ~5 KB
+        duckdb_rewrite(src, tmp, ["text", "id"] if ids else ["text"])
         shutil.rmtree(src)
     elif name == "d-pyarrow-tokens":
         write_tokens(tmp, seed + 3, int(TOKENS * scale), "int64", compression="zstd")
     elif name == "d-duckdb-tokens":
-        duckdb_rewrite(os.path.join(root, "d-pyarrow-tokens"), tmp, "input_ids")
+        duckdb_rewrite(os.path.join(root, "d-pyarrow-tokens"), tmp, ["input_ids"])
     elif name == "e-pyarrow-int32-jsonl":
         write_tokens(tmp, seed + 4, int(TOKENS_E * scale), "int32")
     else:
@@ -331,8 +345,8 @@ def main():
     scale = args.scale if args.scale else (SMALL if args.small else 1.0)
     names = args.shapes or list(SHAPES)
     for n in names:
-        if n not in SHAPES:
-            sys.exit(f"unknown shape {n!r} (known: {', '.join(SHAPES)})")
+        if n.removesuffix("+id") not in SHAPES:
+            sys.exit(f"unknown shape {n!r} (known: {', '.join(SHAPES)}, and text shapes +id)")
     if not args.describe:
         for n in names:
             generate(args.root, n, scale)
@@ -340,7 +354,7 @@ def main():
     for n in names:
         d = os.path.join(args.root, n)
         if os.path.isdir(d):
-            print(describe_line(n, describe(d, SHAPES[n].column)), flush=True)
+            print(describe_line(n, describe(d, SHAPES[n.removesuffix("+id")].column)), flush=True)
 
 
 if __name__ == "__main__":
