@@ -29,7 +29,7 @@ int pq_nest_equal(const pq_nest *a, const pq_nest *b)
     for (int i = 0; i < a->num_steps; i++) {
         const pq_step *x = &a->steps[i], *y = &b->steps[i];
         if (x->kind != y->kind || x->def != y->def || x->elem_def != y->elem_def ||
-            x->rep != y->rep || (x->name != NULL) != (y->name != NULL) ||
+            x->rep != y->rep || x->is_map != y->is_map || (x->name != NULL) != (y->name != NULL) ||
             (x->name && strcmp(x->name, y->name) != 0))
             return 0;
     }
@@ -111,25 +111,34 @@ static int build_steps(pq_nest *n, const node *path, int i, int len, pq_error *e
         if (is_repeated(at) && !as_element) {
             /* a repeated field outside a LIST: a non-null list of it */
             if (add_step(n, (pq_step){ PQ_STEP_LIST, (int16_t)(at->def - 1), at->def, at->rep,
-                                       NULL }, err) < 0)
+                                       0, NULL }, err) < 0)
                 return -1;
             as_element = 1;
             continue;
         }
         as_element = 0;
         if (!is_group(at))
-            return add_step(n, (pq_step){ PQ_STEP_LEAF, at->def, 0, 0, NULL }, err);
+            return add_step(n, (pq_step){ PQ_STEP_LEAF, at->def, 0, 0, 0, NULL }, err);
         if (i + 1 >= len)
             return pq_error_set(err, "group %s has no leaf below it", at->e->name);
         const node *child = &path[i + 1];
-        if (at->e->logical.kind == PQ_LOGICAL_MAP)
-            return pq_error_set(err, "%s is a map; youmufs serves maps once several leaf "
-                                "columns can make one field", at->e->name);
+        if (at->e->logical.kind == PQ_LOGICAL_MAP && !is_repeated(at)) {
+            /* its repeated key_value group is the element: a struct of key and value */
+            if (!is_repeated(child) || !is_group(child) || at->e->num_children != 1)
+                return pq_error_set(err, "MAP group %s does not hold exactly one repeated "
+                                    "group", at->e->name);
+            if (add_step(n, (pq_step){ PQ_STEP_LIST, at->def, child->def, child->rep, 1, NULL },
+                         err) < 0)
+                return -1;
+            i++;
+            as_element = 1;
+            continue;
+        }
         if (at->e->logical.kind == PQ_LOGICAL_LIST && !is_repeated(at)) {
             if (!is_repeated(child) || at->e->num_children != 1)
                 return pq_error_set(err, "LIST group %s does not hold exactly one repeated "
                                     "field", at->e->name);
-            if (add_step(n, (pq_step){ PQ_STEP_LIST, at->def, child->def, child->rep, NULL },
+            if (add_step(n, (pq_step){ PQ_STEP_LIST, at->def, child->def, child->rep, 0, NULL },
                          err) < 0)
                 return -1;
             i++; /* the repeated child */
@@ -139,7 +148,7 @@ static int build_steps(pq_nest *n, const node *path, int i, int len, pq_error *e
                 i++;            /* its only field is the element */
             continue;
         }
-        if (add_step(n, (pq_step){ PQ_STEP_STRUCT, at->def, 0, 0, child->e->name }, err) < 0)
+        if (add_step(n, (pq_step){ PQ_STEP_STRUCT, at->def, 0, 0, 0, child->e->name }, err) < 0)
             return -1;
         i++;
     }
@@ -237,8 +246,8 @@ int pq_nest_simple(const pq_leaf *leaf, pq_nest *out, pq_error *err)
     }
     if (leaf->max_rep == 1)
         out->steps[out->num_steps++] = (pq_step){ PQ_STEP_LIST, (int16_t)(leaf->rep_def - 1),
-                                                  leaf->rep_def, 1, NULL };
-    out->steps[out->num_steps++] = (pq_step){ PQ_STEP_LEAF, leaf->max_def, 0, 0, NULL };
+                                                  leaf->rep_def, 1, 0, NULL };
+    out->steps[out->num_steps++] = (pq_step){ PQ_STEP_LEAF, leaf->max_def, 0, 0, 0, NULL };
     out->max_def = leaf->max_def;
     out->max_rep = leaf->max_rep;
     return 0;

@@ -9,7 +9,9 @@
  * in the legacy 2-level forms (a repeated primitive, a repeated group of
  * several fields, or one named "array" or "<list>_tuple") the repeated node
  * is itself the (non-null) element; a repeated field outside a LIST is a
- * non-null list of non-null elements; any other group is a struct.
+ * non-null list of non-null elements; a MAP-annotated group is a list
+ * (is_map) whose element is its repeated key_value group, a struct of the
+ * key and the value; any other group is a struct.
  *
  * The result is a chain of steps from the named field down to the leaf.
  * pq_nest_walk turns the level entries of one row into events (open a struct
@@ -38,6 +40,7 @@ typedef struct pq_step {
     int16_t def;      /* the node is present (not null) when an entry's def >= def */
     int16_t elem_def; /* LIST: the list has an element when def >= elem_def (else empty) */
     int16_t rep;      /* LIST: the repetition level that starts its next element */
+    int is_map;       /* LIST: a MAP's key_value list (its element: a struct of key, value) */
     char *name;       /* STRUCT: the field the next step is (owned) */
 } pq_step;
 
@@ -52,9 +55,10 @@ typedef struct pq_nest {
  * `named_depth` components of its path (1: the top-level field). When the
  * named field lies inside a list or map (a leaf's path such as
  * "ids.list.element"), the output field is raised to the list itself (the
- * LIST group, or the repeated field of a bare list): a value inside a list
- * is not one value per row. Maps are refused here (their keys and values
- * are two leaves). On success *out is owned by the caller (pq_nest_free). */
+ * LIST group, or the repeated field of a bare list; a map): a value inside
+ * a list is not one value per row. A map's key and value are two leaves:
+ * the nesting of either is one path of the map (pq_tree.h joins them). On
+ * success *out is owned by the caller (pq_nest_free). */
 int pq_nest_of(const pq_file_meta *m, const pq_leaf *leaf, int named_depth, pq_nest *out,
                pq_error *err);
 /* The nesting of a leaf as its levels alone describe it: the leaf itself

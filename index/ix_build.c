@@ -410,9 +410,15 @@ static int resolve_column(build *b, pq_error *err)
     ix_index *ix = b->ix;
     ix_source *first = &b->ss.files[0];
     pq_nest nest;
-    if (ix_columns_several(first, b->opts->column)
-            ? resolve_columns(b, &nest, err) < 0
-            : ix_resolve_column(first, b->opts->column, &nest, err) < 0)
+    int several = ix_columns_several(first, b->opts->column);
+    if (!several) {
+        several = ix_resolve_column(first, b->opts->column, &nest, err);
+        if (several < 0)
+            return -1;
+        if (several) /* a field of several leaves */
+            pq_nest_free(&nest);
+    }
+    if (several && resolve_columns(b, &nest, err) < 0)
         return -1;
     const pq_leaf *leaf = &first->leaves[first->column];
     if (copy_leaf(&ix->column, leaf) < 0) {

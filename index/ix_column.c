@@ -1,4 +1,5 @@
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ix_internal.h"
@@ -39,38 +40,42 @@ static int depth_of(const char *name)
     return n;
 }
 
-/* The output field of the chosen leaf (pq_nest_of), which must be a field
- * of that one leaf: a map, or a struct of several leaves, needs several
- * leaf columns assembled into one value. */
+/* Leaves of s below field `key` (or that leaf itself). */
+static uint32_t leaves_of(const ix_source *s, const char *key)
+{
+    uint32_t n = 0;
+    for (int i = 0; i < s->num_leaves; i++)
+        n += (uint32_t)names_leaf(&s->leaves[i], key);
+    return n;
+}
+
+/* The output field of the chosen leaf (pq_nest_of): 0 when the field is of
+ * that one leaf, 1 when it has several (a struct of several fields, a list
+ * of them, a map). */
 static int field_of(const ix_source *s, const pq_leaf *l, const char *want, pq_nest *nest,
                     pq_error *err)
 {
-    if (l->in_map)
-        return pq_error_set(err, "%s: column %s is part of a map; youmufs does not serve maps "
-                            "yet (their keys and values are two leaf columns)", s->name,
-                            l->path);
     if (pq_nest_of(&s->meta, l, depth_of(want ? want : l->path), nest, err) < 0)
         return pq_error_prefix(err, "%s: ", s->name);
-    int leaves = 0;
-    for (int i = 0; i < s->num_leaves; i++)
-        leaves += names_leaf(&s->leaves[i], nest->key);
-    if (leaves > 1) {
-        char names[PQ_ERROR_MAX / 2] = "";
-        size_t used = 0;
-        for (int i = 0; i < s->num_leaves && used < sizeof names; i++) {
-            if (!names_leaf(&s->leaves[i], nest->key))
-                continue;
-            int n = snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "",
-                             s->leaves[i].path);
-            if (n < 0)
-                break;
-            used += (size_t)n;
-        }
-        pq_error_set(err, "%s: column %s is field %s of %d leaf columns (%s); youmufs serves "
-                     "a field of one leaf column for now", s->name, l->path, nest->key, leaves,
-                     names);
-        pq_nest_free(nest);
-        return -1;
+    return leaves_of(s, nest->key) > 1;
+}
+
+int ix_field_nests(const ix_source *s, const char *key, int **leaves, pq_nest **nests,
+                   uint32_t *count, pq_error *err)
+{
+    uint32_t n = leaves_of(s, key), k = 0;
+    *leaves = calloc(n ? n : 1, sizeof **leaves);
+    *nests = calloc(n ? n : 1, sizeof **nests);
+    *count = 0;
+    if (!*leaves || !*nests)
+        return pq_error_set(err, "out of memory");
+    for (int i = 0; i < s->num_leaves && k < n; i++) {
+        if (!names_leaf(&s->leaves[i], key))
+            continue;
+        if (pq_nest_of(&s->meta, &s->leaves[i], depth_of(key), &(*nests)[k], err) < 0)
+            return pq_error_prefix(err, "%s: ", s->name);
+        (*leaves)[k] = i;
+        *count = ++k;
     }
     return 0;
 }
@@ -79,16 +84,17 @@ int ix_resolve_column(ix_source *first, const char *want, pq_nest *nest, pq_erro
 {
 
     char names[PQ_ERROR_MAX / 2] = "";
-    int found = -1, matches = 0;
+    int found = -1, first_found = -1, matches = 0;
     for (int i = 0; i < first->num_leaves; i++) {
         const pq_leaf *l = &first->leaves[i];
         if (want && strcmp(l->path, want) == 0) {
-            found = i; /* an exact path wins over any prefix match */
+            found = first_found = i; /* an exact path wins over any prefix match */
             matches = 1;
             break;
         }
         if (want ? names_leaf(l, want) : is_string_leaf(l)) {
             found = i;
+            first_found = first_found < 0 ? i : first_found;
             matches++;
         }
     }
@@ -96,6 +102,17 @@ int ix_resolve_column(ix_source *first, const char *want, pq_nest *nest, pq_erro
     if (matches == 1) {
         first->column = found;
         return field_of(first, &first->leaves[found], want, nest, err);
+    }
+    if (want && matches > 1) {
+        /* a group: one field of several leaves when they are all below it */
+        int rc = field_of(first, &first->leaves[first_found], want, nest, err);
+        if (rc < 0)
+            return -1;
+        if (rc == 1 && leaves_of(first, nest->key) == (uint32_t)matches) {
+            first->column = first_found;
+            return 1;
+        }
+        pq_nest_free(nest);
     }
     if (want && matches == 0) {
         list_leaves(first, NULL, names, sizeof names);

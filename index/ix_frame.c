@@ -273,7 +273,7 @@ int ix_framing_init(ix_framing *f, const ix_frame_options *o, const pq_leaf *lea
     assert(f->nest.num_steps > 0 && f->nest.max_def == leaf->max_def &&
            f->nest.max_rep == leaf->max_rep);
     f->shape = (ix_shape){ leaf->max_def, leaf->max_rep, leaf->rep_def, f->nest.steps[0].def,
-                           pq_nest_is_nested(&f->nest), NULL, 0 };
+                           pq_nest_is_nested(&f->nest), NULL, 0, 0 };
     if (o->rowid && o->format != IX_FORMAT_JSONL)
         return pq_error_set(err, "rowid: only format=jsonl can carry the row number");
     if (o->format != IX_FORMAT_RAW && (o->dtype != IX_DT_NONE || o->has_sep))
@@ -302,10 +302,12 @@ int ix_framing_init(ix_framing *f, const ix_frame_options *o, const pq_leaf *lea
 
 void ix_framing_set_others(ix_framing *f, const ix_others *others)
 {
-    assert(f->format == IX_FORMAT_JSONL && others->columns >= 2);
+    assert(f->format == IX_FORMAT_JSONL && others->columns >= 1 &&
+           others->own <= others->columns);
     f->others = others;
     f->shape.others_any = others->any;
     f->shape.others_rows = others->rows;
+    f->shape.own_hidden = others->own == others->columns;
 }
 
 void ix_framing_free(ix_framing *f)
@@ -352,23 +354,29 @@ static int next_element(elements *it, const pq_bytes **elem)
     return 0;
 }
 
-/* JSON of one element (NULL: null). */
-static int json_element(const ix_framing *f, const pq_bytes *v, ix_sink *s, pq_error *err)
+/* JSON of one value of type t (NULL: null). */
+static int json_typed(const ix_value_type *t, const pq_bytes *v, ix_sink *s, pq_error *err)
 {
     if (!v) {
         put(s, "null", 4);
         return 0;
     }
-    if (ix_value_is_text(&f->type)) {
-        json_string(s, v->ptr, v->len, f->type.kind == IX_KIND_BINARY);
+    if (ix_value_is_text(t)) {
+        json_string(s, v->ptr, v->len, t->kind == IX_KIND_BINARY);
         return 0;
     }
     char buf[IX_JSON_SCALAR_MAX];
-    int n = ix_json_scalar(&f->type, *v, buf, err);
+    int n = ix_json_scalar(t, *v, buf, err);
     if (n < 0)
         return -1;
     put(s, buf, (size_t)n);
     return 0;
+}
+
+/* JSON of one element of the framing's column (NULL: null). */
+static int json_element(const ix_framing *f, const pq_bytes *v, ix_sink *s, pq_error *err)
+{
+    return json_typed(&f->type, v, s, err);
 }
 
 /* The row number in decimal. */
@@ -564,4 +572,101 @@ int ix_frame(const ix_framing *f, const ix_record *r, ix_sink *s, pq_error *err)
         rc = pq_error_set(err, "its %llu bytes do not fit in the room left for it",
                           (unsigned long long)(s->size - start));
     return rc < 0 ? pq_error_prefix(err, "row %llu: ", (unsigned long long)r->row) : 0;
+}
+
+/* Fields of several leaves (ix_frame.h): JSON from the events of pq_tree_walk. */
+
+int ix_tree_framing_init(ix_tree_framing *tf, pq_tree *tree, const pq_leaf *const *leaves,
+                         pq_error *err)
+{
+    memset(tf, 0, sizeof *tf);
+    tf->tree = *tree;
+    memset(tree, 0, sizeof *tree);
+    if (!(tf->types = calloc(tf->tree.num_leaves, sizeof *tf->types)))
+        return pq_error_set(err, "out of memory");
+    for (uint32_t k = 0; k < tf->tree.num_leaves; k++)
+        tf->types[k] = ix_value_type_of(leaves[k]);
+    return 0;
+}
+
+void ix_tree_framing_free(ix_tree_framing *tf)
+{
+    pq_tree_free(&tf->tree);
+    free(tf->types);
+    memset(tf, 0, sizeof *tf);
+}
+
+typedef struct tree_json {
+    const ix_tree_framing *tf;
+    const pq_bytes *const *values;
+    ix_sink *s;
+    pq_error *err;
+} tree_json;
+
+/* A map is a JSON object when its keys are strings (a text leaf), else an
+ * array of [key, value] pairs. entry: the map's key_value struct. */
+static int string_keys(const ix_tree_framing *tf, const pq_tree_node *entry)
+{
+    const pq_tree_node *key = entry->children[0];
+    return key->kind == PQ_STEP_LEAF && ix_value_is_text(&tf->types[key->leaf]) &&
+           tf->types[key->leaf].kind != IX_KIND_BINARY;
+}
+
+/* What opens (or closes) node n: a struct '{', a list '[', a map '{' or
+ * '[' by its keys, a map entry nothing (an object's key: value) or '[' (a
+ * pair). */
+static char bracket(const pq_tree_node *n, int object_map, int open)
+{
+    char c;
+    if (n->map_entry)
+        c = object_map ? 0 : '[';
+    else
+        c = n->kind == PQ_STEP_STRUCT || object_map ? '{' : '[';
+    return c && !open ? (char)(c + 2) : c; /* '{' + 2 == '}', '[' + 2 == ']' */
+}
+
+static int tree_event(void *ctx, pq_tree_event ev, const pq_tree_node *n, uint32_t index,
+                      uint32_t value)
+{
+    tree_json *w = ctx;
+    int object_map = n->is_map ? string_keys(w->tf, n->children[0])
+                               : n->map_entry && string_keys(w->tf, n);
+    switch (ev) {
+    case PQ_TE_OPEN:
+    case PQ_TE_CLOSE: {
+        char b = bracket(n, object_map, ev == PQ_TE_OPEN);
+        if (b)
+            put_byte(w->s, (uint8_t)b);
+        return 0;
+    }
+    case PQ_TE_FIELD:
+        if (n->map_entry) {
+            if (index == 1)
+                put_byte(w->s, object_map ? ':' : ',');
+            return 0;
+        }
+        if (index)
+            put_byte(w->s, ',');
+        json_string(w->s, (const uint8_t *)n->names[index], (uint32_t)strlen(n->names[index]),
+                    0);
+        put_byte(w->s, ':');
+        return 0;
+    case PQ_TE_NEXT: put_byte(w->s, ','); return 0;
+    case PQ_TE_NULL: put(w->s, "null", 4); return 0;
+    case PQ_TE_EMPTY: put(w->s, object_map ? "{}" : "[]", 2); return 0;
+    case PQ_TE_VALUE: return json_typed(&w->tf->types[index], &w->values[index][value], w->s,
+                                        w->err);
+
+    }
+    return 0;
+}
+
+int ix_frame_tree_value(const ix_tree_framing *tf, const pq_tree_row *rows,
+                        const pq_bytes *const *values, ix_sink *s, pq_error *err)
+{
+    tree_json w = { tf, values, s, err };
+    int rc = pq_tree_walk(&tf->tree, rows, tree_event, &w, err) != 0 ? -1 : 0;
+    if (rc == 0 && s->passed_end)
+        rc = pq_error_set(err, "the value does not fit in the room left for it");
+    return rc;
 }

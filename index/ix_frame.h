@@ -27,6 +27,7 @@
 #include "ix_record.h"
 #include "ix_value.h"
 #include "pq_nest.h"
+#include "pq_tree.h"
 
 typedef enum ix_format {
     IX_FORMAT_JSONL = 0,
@@ -48,8 +49,9 @@ typedef struct ix_frame_options {
  * follow the order given; the framing's own column sits at `own`, the
  * others' values come framed already, one JSON value per global row. */
 typedef struct ix_others {
-    uint32_t columns;        /* in the record, the framing's own included (>= 2) */
-    uint32_t own;            /* position of the framing's own column */
+    uint32_t columns;        /* in the record, the framing's own included, if written */
+    uint32_t own;            /* position of the framing's own column; `columns`: its
+                              * values are not written, only the others' */
     char **key;              /* per position: `"<key>":`, escaped */
     size_t *key_len;
     /* per position (NULL at `own`): row r's value is
@@ -130,5 +132,25 @@ int ix_frame_json_value(const ix_framing *f, const ix_record *r, ix_sink *s, pq_
 /* `"<key>":` for text key[0..len), escaped, into a malloc'ed NUL-terminated
  * string (*out, *out_len); -1 when out of memory. */
 int ix_json_key(const char *key, size_t len, char **out, size_t *out_len);
+
+
+/* A field of several leaf columns (a struct of several fields, a list of
+ * structs, a map: pq_tree.h), written as jsonl writes values: structs as
+ * objects, lists as arrays, a map as an object when its keys are strings
+ * and as an array of [key, value] pairs otherwise, nulls as null. */
+typedef struct ix_tree_framing {
+    pq_tree tree;          /* owned */
+    ix_value_type *types;  /* per leaf */
+} ix_tree_framing;
+
+/* Take over *tree (left empty) with leaves[k] the leaf of tree leaf k. */
+int ix_tree_framing_init(ix_tree_framing *tf, pq_tree *tree, const pq_leaf *const *leaves,
+                         pq_error *err);
+void ix_tree_framing_free(ix_tree_framing *tf);
+/* The JSON value of one row: rows[k] and values[k] are leaf k's entries and
+ * values in it. Fails on levels that are not one row of the tree (pq_tree_walk), a value
+ * its type refuses, a buffer sink without room. */
+int ix_frame_tree_value(const ix_tree_framing *tf, const pq_tree_row *rows,
+                        const pq_bytes *const *values, ix_sink *s, pq_error *err);
 
 #endif

@@ -76,8 +76,16 @@ void ix_sources_free(ix_sources *ss);
 
 /* ix_column.c: choose the leaf of the first file (want == NULL: the only
  * string column) and the field it is served as (*nest, pq_nest_of: the
- * caller owns it), then find the same leaf in every other file. */
+ * caller owns it), then find the same leaf in every other file.
+ * ix_resolve_column returns 0 for a field of that one leaf, 1 for a field of
+ * several leaves (a struct of several fields, a list of them, a map: *nest
+ * is its first leaf's, first->column that leaf), -1 with a message. */
 int ix_resolve_column(ix_source *first, const char *want, pq_nest *nest, pq_error *err);
+/* The leaves of field `key` in s, in schema order: their indices and
+ * nestings below the field (*leaves, *nests: malloc'ed, the caller frees
+ * the nests and both arrays, also on failure; *count of them). */
+int ix_field_nests(const ix_source *s, const char *key, int **leaves, pq_nest **nests,
+                   uint32_t *count, pq_error *err);
 int ix_match_column(ix_source *s, const pq_leaf *column, const pq_nest *field, pq_error *err);
 /* The same search without choosing: *leaf is the index of the leaf in s. */
 int ix_find_column(const ix_source *s, const pq_leaf *column, const pq_nest *field, int *leaf,

@@ -60,28 +60,68 @@ static int split_names(const char *spec, char **copy, char ***names, uint32_t *c
     return 0;
 }
 
+/* A field of several leaves at position k: its tree, from the first file. */
+static int resolve_tree(ix_source *first, ix_column_set *set, uint32_t k, const char *key,
+                        pq_error *err)
+{
+    pq_tree tree = { 0 };
+    ix_column_tree *t = &set->trees[k];
+    int rc = ix_field_nests(first, key, &t->leaves, &t->nests, &t->count, err);
+    for (uint32_t j = 0; rc == 0 && j < t->count; j++)
+        rc = pq_tree_add(&tree, &t->nests[j], err);
+    if (rc == 0)
+        rc = pq_tree_finish(&tree, err);
+    const pq_leaf **leaves = calloc(t->count ? t->count : 1, sizeof *leaves);
+    if (rc == 0 && !leaves)
+        rc = pq_error_set(err, "out of memory");
+    for (uint32_t j = 0; rc == 0 && j < t->count; j++)
+        leaves[j] = &first->leaves[t->leaves[j]];
+    if (rc == 0)
+        rc = ix_tree_framing_init(&t->framing, &tree, leaves, err);
+    free(leaves);
+    pq_tree_free(&tree);
+    return rc < 0 ? pq_error_prefix(err, "%s: ", first->name) : 0;
+}
+
 /* Resolve names[0..count) in first: leaves, fields (nests[k], owned by the
- * caller), and the primary. */
+ * caller; of a field of several leaves, its first leaf's), and the
+ * primary: the heaviest leaf of one-leaf columns, else of every leaf (then
+ * hidden: own == columns). */
 static int resolve_names(ix_source *first, char **names, ix_column_set *set, pq_nest *nests,
                          pq_error *err)
 {
-    int64_t most = -1;
+    int64_t most = -1, most_hidden = -1;
+    int hidden = -1;
+    set->own = set->columns;
     for (uint32_t k = 0; k < set->columns; k++) {
         if (!names[k][0])
             return pq_error_set(err, "column=: an empty name between ':'");
-        if (ix_resolve_column(first, names[k], &nests[k], err) < 0)
+        int several = ix_resolve_column(first, names[k], &nests[k], err);
+        if (several < 0)
             return -1;
         set->leaf[k] = first->column;
         for (uint32_t j = 0; j < k; j++)
             if (strcmp(nests[j].key, nests[k].key) == 0)
                 return pq_error_set(err, "column=: %s is named twice", nests[k].key);
-        int64_t bytes = leaf_weight(first, set->leaf[k]);
-        if (bytes > most) {
-            most = bytes;
+        if (several) {
+            if (resolve_tree(first, set, k, nests[k].key, err) < 0)
+                return -1;
+            for (uint32_t j = 0; j < set->trees[k].count; j++) {
+                int64_t w = leaf_weight(first, set->trees[k].leaves[j]);
+                if (w > most_hidden) {
+                    most_hidden = w;
+                    hidden = set->trees[k].leaves[j];
+                }
+            }
+            continue;
+        }
+        int64_t w = leaf_weight(first, set->leaf[k]);
+        if (w > most) {
+            most = w;
             set->own = k;
         }
     }
-    first->column = set->leaf[set->own];
+    first->column = set->own < set->columns ? set->leaf[set->own] : hidden;
     return 0;
 }
 
@@ -99,23 +139,61 @@ static int keys_init(ix_others *o, const pq_nest *nests)
     return 0;
 }
 
-/* "columns=<field> <leaf> type def rep logical...\n" for every position. */
+/* Append "columns=<field> <leaf> type def rep logical...\n" of leaf l. */
+static char *key_line(char *key, const char *field, const pq_leaf *l)
+{
+    const pq_logical *t = &l->logical;
+    char *longer;
+    if (asprintf(&longer, "%scolumns=%s %s %d:%d def=%d rep=%d:%d logical=%d:%d:%d:%d:%d:%d:"
+                 "%d\n", key, field, l->path, l->type, (int)l->type_length, l->max_def,
+                 l->max_rep, l->rep_def, t->kind, (int)t->scale, (int)t->precision,
+                 t->bit_width, t->is_signed, t->unit, t->utc) < 0)
+        longer = NULL;
+    free(key);
+    return longer;
+}
+
+/* Every column's every leaf, for the persistent index's key. */
 static char *columns_key(const ix_source *first, const ix_column_set *set, const pq_nest *nests)
 {
     char *key = strdup("");
     for (uint32_t k = 0; key && k < set->columns; k++) {
-        const pq_leaf *l = &first->leaves[set->leaf[k]];
-        const pq_logical *t = &l->logical;
-        char *longer;
-        if (asprintf(&longer, "%scolumns=%s %s %d:%d def=%d rep=%d:%d logical=%d:%d:%d:%d:%d:"
-                     "%d:%d\n", key, nests[k].key, l->path, l->type, (int)l->type_length,
-                     l->max_def, l->max_rep, l->rep_def, t->kind, (int)t->scale,
-                     (int)t->precision, t->bit_width, t->is_signed, t->unit, t->utc) < 0)
-            longer = NULL;
-        free(key);
-        key = longer;
+        const ix_column_tree *t = &set->trees[k];
+        if (!t->count)
+            key = key_line(key, nests[k].key, &first->leaves[set->leaf[k]]);
+        for (uint32_t j = 0; key && j < t->count; j++)
+            key = key_line(key, nests[k].key, &first->leaves[t->leaves[j]]);
     }
     return key;
+}
+
+/* The hidden primary's nesting: its leaf's below its field. */
+static int hidden_nest(const ix_column_set *set, int leaf, pq_nest *out, pq_error *err)
+{
+    for (uint32_t k = 0; k < set->columns; k++)
+        for (uint32_t j = 0; j < set->trees[k].count; j++)
+            if (set->trees[k].leaves[j] == leaf) {
+                const pq_nest *n = &set->trees[k].nests[j];
+                *out = *n;
+                out->key = strdup(n->key);
+                out->steps = malloc((size_t)n->num_steps * sizeof *out->steps);
+                if (!out->key || !out->steps) {
+                    free(out->key);
+                    free(out->steps);
+                    memset(out, 0, sizeof *out);
+                    return pq_error_set(err, "out of memory");
+                }
+                for (int i = 0; i < n->num_steps; i++) {
+                    out->steps[i] = n->steps[i];
+                    if (n->steps[i].name && !(out->steps[i].name = strdup(n->steps[i].name))) {
+                        out->num_steps = i;
+                        pq_nest_free(out);
+                        return pq_error_set(err, "out of memory");
+                    }
+                }
+                return 0;
+            }
+    return pq_error_set(err, "the primary leaf is in no column");
 }
 
 int ix_columns_resolve(ix_source *first, const char *spec, const ix_frame_options *fo,
@@ -128,13 +206,14 @@ int ix_columns_resolve(ix_source *first, const char *spec, const ix_frame_option
     if (split_names(spec, &copy, &names, &set->columns) < 0 ||
         !(nests = calloc(set->columns, sizeof *nests)) ||
         !(set->leaf = calloc(set->columns, sizeof *set->leaf)) ||
-        !(set->framing = calloc(set->columns, sizeof *set->framing))) {
+        !(set->framing = calloc(set->columns, sizeof *set->framing)) ||
+        !(set->trees = calloc(set->columns, sizeof *set->trees))) {
         pq_error_set(err, "out of memory");
         goto done;
     }
     if (fo->format != IX_FORMAT_JSONL) {
-        pq_error_set(err, "column=%s names %u columns; format=%s takes one (several columns "
-                     "are one JSON object per row: format=jsonl)", spec, set->columns,
+        pq_error_set(err, "column=%s: format=%s takes one column of one leaf (several "
+                     "columns, and fields of several leaves, are JSON: format=jsonl)", spec,
                      ix_format_name(fo->format));
         goto done;
     }
@@ -142,13 +221,13 @@ int ix_columns_resolve(ix_source *first, const char *spec, const ix_frame_option
         goto done;
     set->values.columns = set->columns;
     set->values.own = set->own;
-    if (keys_init(&set->values, nests) < 0) {
+    if (keys_init(&set->values, nests) < 0 || !(set->key = columns_key(first, set, nests))) {
         pq_error_set(err, "out of memory");
         goto done;
     }
     const ix_frame_options alone = { .format = IX_FORMAT_JSONL };
     for (uint32_t k = 0; k < set->columns; k++) {
-        if (k == set->own)
+        if (k == set->own || set->trees[k].count)
             continue;
         if (ix_framing_init(&set->framing[k], &alone, &first->leaves[set->leaf[k]], &nests[k],
                             err) < 0) {
@@ -156,12 +235,12 @@ int ix_columns_resolve(ix_source *first, const char *spec, const ix_frame_option
             goto done;
         }
     }
-    if (!(set->key = columns_key(first, set, nests))) {
-        pq_error_set(err, "out of memory");
+    if (set->own < set->columns) {
+        *own_nest = nests[set->own];
+        memset(&nests[set->own], 0, sizeof nests[set->own]);
+    } else if (hidden_nest(set, first->column, own_nest, err) < 0) {
         goto done;
     }
-    *own_nest = nests[set->own];
-    memset(&nests[set->own], 0, sizeof nests[set->own]);
     rc = 0;
 done:
     for (uint32_t k = 0; nests && k < set->columns; k++)
@@ -174,7 +253,6 @@ done:
 
 /* The values of one other column, filled row by row. */
 typedef struct column_fill {
-    const ix_framing *f;
     uint64_t *held, max; /* the set's bytes held so far, and its limit (0: none) */
     uint8_t *bytes;
     uint64_t used, cap;
@@ -183,12 +261,29 @@ typedef struct column_fill {
     uint64_t row;    /* next global row to fill */
 } column_fill;
 
-static int put_value(column_fill *c, const ix_record *r, pq_error *err)
+/* How one row's value is framed (a one-leaf record or a tree row). */
+typedef struct value_src {
+    const ix_framing *f;      /* one leaf: its record r */
+    const ix_record *r;
+    const ix_tree_framing *t; /* several: rows and values per leaf */
+    const pq_tree_row *rows;
+    const pq_bytes *const *values;
+} value_src;
+
+static int frame_src(const value_src *v, ix_sink *s, pq_error *err)
+{
+    if (v->f)
+        return ix_frame_json_value(v->f, v->r, s, err);
+    return ix_frame_tree_value(v->t, v->rows, v->values, s, err);
+}
+
+/* The next row's value (v NULL: null). */
+static int put_value(column_fill *c, const value_src *v, pq_error *err)
 {
     ix_sink count = ix_sink_counter();
-    if (!r)
+    if (!v)
         count.size = 4; /* null */
-    else if (ix_frame_json_value(c->f, r, &count, err) < 0)
+    else if (frame_src(v, &count, err) < 0)
         return -1;
     *c->held += count.size + sizeof *c->ends;
     if (c->max && *c->held > c->max)
@@ -206,9 +301,9 @@ static int put_value(column_fill *c, const ix_record *r, pq_error *err)
         c->bytes = grown;
         c->cap = cap;
     }
-    if (r) {
+    if (v) {
         ix_sink sink = ix_sink_buffer(c->bytes + c->used, count.size);
-        if (ix_frame_json_value(c->f, r, &sink, err) < 0)
+        if (frame_src(v, &sink, err) < 0)
             return -1;
         assert(sink.size == count.size);
         c->any[c->row >> 6] |= (uint64_t)1 << (c->row & 63);
@@ -220,21 +315,27 @@ static int put_value(column_fill *c, const ix_record *r, pq_error *err)
     return 0;
 }
 
-/* The rows of v (whole rows), whose first is global row c->row. */
-static int put_rows(column_fill *c, const pq_page_values *v, uint64_t rows_left, pq_error *err)
+/* A column chunk decoded whole: its pages (and dictionary) kept, their
+ * level entries and values in one view. */
+typedef struct chunk_values {
+    pq_page_values *pages;
+    uint32_t num_pages;
+    pq_dictionary dict;
+    int has_dict;
+    pq_page_values all; /* a view: its arrays below, the values' bytes in pages and dict */
+} chunk_values;
+
+static void chunk_values_free(chunk_values *cv)
 {
-    ix_record *recs = malloc((v->num_levels ? v->num_levels : 1) * sizeof *recs);
-    if (!recs)
-        return pq_error_set(err, "out of memory");
-    uint32_t count, rows;
-    int rc = ix_page_records(&c->f->shape, v, c->row, recs, v->num_levels, &count, &rows, err);
-    if (rc == 0 && rows > rows_left)
-        rc = pq_error_set(err, "the pages hold more rows than the row group");
-    uint64_t end = c->row + rows;
-    for (uint32_t k = 0; rc == 0 && c->row < end;)
-        rc = put_value(c, k < count && recs[k].row == c->row ? &recs[k++] : NULL, err);
-    free(recs);
-    return rc;
+    for (uint32_t i = 0; i < cv->num_pages; i++)
+        pq_page_values_free(&cv->pages[i]);
+    free(cv->pages);
+    if (cv->has_dict)
+        pq_dictionary_free(&cv->dict);
+    free(cv->all.def_levels);
+    free(cv->all.rep_levels);
+    free(cv->all.values);
+    memset(cv, 0, sizeof *cv);
 }
 
 /* A column chunk's bytes, read whole. */
@@ -257,148 +358,249 @@ static int read_chunk(const ix_source *s, const pq_column_meta *m, uint8_t **buf
     return ix_store_read(s->store, s->fd, s->name, *buf, *len, (uint64_t)start, err);
 }
 
-/* Rows whose last entries may follow on the next page wait in `carry`. */
-typedef struct chunk_walk {
-    column_fill *fill;
-    const pq_column_desc *desc;
-    pq_page_values carry;
-    uint64_t rows_left;
-} chunk_walk;
-
-static int put_whole(chunk_walk *w, const pq_page_values *v, pq_error *err)
+static int keep_page(chunk_values *cv, pq_page_values *v, pq_error *err)
 {
-    uint64_t before = w->fill->row;
-    if (put_rows(w->fill, v, w->rows_left, err) < 0)
-        return -1;
-    w->rows_left -= w->fill->row - before;
+    pq_page_values *grown = realloc(cv->pages, (cv->num_pages + 1) * sizeof *grown);
+    if (!grown) {
+        pq_page_values_free(v);
+        return pq_error_set(err, "out of memory");
+    }
+    cv->pages = grown;
+    cv->pages[cv->num_pages++] = *v;
     return 0;
 }
 
-/* One decoded data page: complete the carried row, put the rows it
- * completes, carry its last row (a repeated column's may go on). */
-static int take_page(chunk_walk *w, const pq_page_values *v, pq_error *err)
+/* Decode every page of the chunk in buf[0..len). */
+static int decode_pages(chunk_values *cv, const pq_column_desc *desc, const uint8_t *buf,
+                        size_t len, const ix_chunk_bounds *bounds, pq_error *err)
 {
-    int16_t max_def = w->desc->max_def;
-    if (w->desc->max_rep == 0)
-        return put_whole(w, v, err);
-    uint32_t first = ix_row_start(v, 0);
-    if (first > 0 && !w->carry.num_levels)
-        return pq_error_set(err, "a page starts in the middle of a row that no page began");
-    if (w->carry.num_levels &&
-        pq_page_values_append(&w->carry, v, 0, first, max_def, err) < 0)
-        return -1;
-    if (first == v->num_levels)
-        return 0; /* the carried row goes on */
-    if (w->carry.num_levels) {
-        if (put_whole(w, &w->carry, err) < 0)
-            return -1;
-        pq_page_values_free(&w->carry);
-        memset(&w->carry, 0, sizeof w->carry);
-    }
-    uint32_t last = ix_last_row_start(v);
-    pq_page_values rows = ix_entries_view(v, max_def, first, last);
-    if (put_whole(w, &rows, err) < 0)
-        return -1;
-    return pq_page_values_append(&w->carry, v, last, v->num_levels, max_def, err);
-}
-
-static int walk_chunk(chunk_walk *w, const uint8_t *buf, size_t len,
-                      const ix_chunk_bounds *bounds, pq_error *err)
-{
-    pq_dictionary dict = { 0 };
-    int has_dict = 0, rc = 0;
-    for (size_t off = 0; rc == 0 && off < len && w->rows_left > 0;) {
+    for (size_t off = 0; off < len;) {
         pq_page_header h;
         if (pq_page_header_parse(buf + off, len - off, &h, err) < 0 ||
-            ix_page_claims_check(&h, bounds, err) < 0) {
-            rc = pq_error_prefix(err, "page at chunk byte %zu: ", off);
-            break;
-        }
+            ix_page_claims_check(&h, bounds, err) < 0)
+            return pq_error_prefix(err, "page at chunk byte %zu: ", off);
         size_t body = off + h.header_len;
-        if ((uint64_t)h.compressed_size > len - body) {
-            rc = pq_error_set(err, "page at chunk byte %zu: its %d bytes pass the chunk's end",
-                              off, h.compressed_size);
-            break;
-        }
+        if ((uint64_t)h.compressed_size > len - body)
+            return pq_error_set(err, "page at chunk byte %zu: its %d bytes pass the chunk's "
+                                "end", off, h.compressed_size);
         if (h.type == PQ_PAGE_DICTIONARY) {
-            if (has_dict)
-                pq_dictionary_free(&dict);
-            rc = pq_dictionary_decode(w->desc, &h, buf + body, (size_t)h.compressed_size,
-                                      &dict, err);
-            has_dict = rc == 0;
+            if (cv->has_dict)
+                return pq_error_set(err, "a second dictionary page at chunk byte %zu", off);
+            if (pq_dictionary_decode(desc, &h, buf + body, (size_t)h.compressed_size,
+                                     &cv->dict, err) < 0)
+                return -1;
+            cv->has_dict = 1;
         } else if (h.type == PQ_PAGE_DATA || h.type == PQ_PAGE_DATA_V2) {
             pq_page_values v;
-            rc = pq_page_decode(w->desc, &h, buf + body, (size_t)h.compressed_size,
-                                has_dict ? &dict : NULL, &v, err);
-            if (rc == 0) {
-                rc = take_page(w, &v, err);
-                pq_page_values_free(&v);
-            }
+            if (pq_page_decode(desc, &h, buf + body, (size_t)h.compressed_size,
+                               cv->has_dict ? &cv->dict : NULL, &v, err) < 0 ||
+                keep_page(cv, &v, err) < 0)
+                return -1;
         }
         off = body + (size_t)h.compressed_size;
     }
-    if (rc == 0 && w->carry.num_levels)
-        rc = put_whole(w, &w->carry, err);
-    if (rc == 0 && w->rows_left)
-        rc = pq_error_set(err, "the pages hold %llu rows fewer than the row group",
-                          (unsigned long long)w->rows_left);
-    if (has_dict)
-        pq_dictionary_free(&dict);
-    pq_page_values_free(&w->carry);
-    return rc;
+    return 0;
 }
 
-/* The column at position k in file s, row group g. */
-static int load_chunk(column_fill *fill, const ix_source *s, int leaf, int32_t g,
+/* Join the pages' entries and values into cv->all. */
+static int join_pages(chunk_values *cv, const pq_column_desc *desc, pq_error *err)
+{
+    uint64_t levels = 0, values = 0;
+    for (uint32_t i = 0; i < cv->num_pages; i++) {
+        levels += cv->pages[i].num_levels;
+        values += cv->pages[i].num_values;
+    }
+    if (levels > UINT32_MAX)
+        return pq_error_set(err, "more than 2^32 level entries in a chunk");
+    pq_page_values *a = &cv->all;
+    size_t n = levels ? (size_t)levels : 1;
+    if ((desc->max_def > 0 && !(a->def_levels = malloc(n * sizeof *a->def_levels))) ||
+        (desc->max_rep > 0 && !(a->rep_levels = malloc(n * sizeof *a->rep_levels))) ||
+        !(a->values = malloc((values ? (size_t)values : 1) * sizeof *a->values)))
+        return pq_error_set(err, "out of memory");
+    for (uint32_t i = 0; i < cv->num_pages; i++) {
+        const pq_page_values *p = &cv->pages[i];
+        if (a->def_levels)
+            memcpy(a->def_levels + a->num_levels, p->def_levels,
+                   p->num_levels * sizeof *a->def_levels);
+        if (a->rep_levels)
+            memcpy(a->rep_levels + a->num_levels, p->rep_levels,
+                   p->num_levels * sizeof *a->rep_levels);
+        memcpy(a->values + a->num_values, p->values, p->num_values * sizeof *a->values);
+        a->num_levels += p->num_levels;
+        a->num_values += p->num_values;
+    }
+    return 0;
+}
+
+/* Leaf `leaf` of s, row group g, decoded whole into cv. */
+static int load_chunk(chunk_values *cv, const ix_source *s, int leaf, int32_t g, uint64_t max,
                       uint64_t *bytes_read, pq_error *err)
 {
     const pq_leaf *l = &s->leaves[leaf];
     const pq_row_group *rg = &s->meta.row_groups[g];
     const pq_column_meta *m = &rg->columns[leaf];
+    memset(cv, 0, sizeof *cv);
     if (m->encrypted)
         return pq_error_set(err, "column %s is encrypted; youmufs cannot read encrypted "
                             "Parquet", l->path);
     if (m->type != l->type)
-        return pq_error_set(err, "column chunk type %d differs from the schema's %d", m->type,
-                            l->type);
+        return pq_error_set(err, "column %s: chunk type %d differs from the schema's %d",
+                            l->path, m->type, l->type);
     if (rg->num_rows < 0)
         return pq_error_set(err, "a negative row count");
+    if (rg->num_rows == 0)
+        return 0;
+    if (max && m->total_compressed_size > 0 && (uint64_t)m->total_compressed_size > max)
+        return pq_error_set(err, "column %s: a chunk of %lld bytes beside the primary is more "
+                            "than mem=%llu bytes", l->path, (long long)m->total_compressed_size,
+                            (unsigned long long)max);
     pq_column_desc desc = { l->type, l->type_length, l->max_def, l->max_rep, m->codec };
     ix_chunk_bounds bounds = { m->total_uncompressed_size, m->num_values };
-    chunk_walk w = { fill, &desc, { 0 }, (uint64_t)rg->num_rows };
     uint8_t *buf = NULL;
     size_t len = 0;
-    if (fill->max && m->total_compressed_size > 0 &&
-        (uint64_t)m->total_compressed_size > fill->max)
-        return pq_error_set(err, "a column chunk of %lld bytes beside the primary is more "
-                            "than mem=%llu bytes", (long long)m->total_compressed_size,
-                            (unsigned long long)fill->max);
-    int rc = rg->num_rows == 0 ? 0 : read_chunk(s, m, &buf, &len, err);
+    int rc = read_chunk(s, m, &buf, &len, err);
     *bytes_read += len;
-    if (rc == 0 && rg->num_rows > 0)
-        rc = walk_chunk(&w, buf, len, &bounds, err);
+    if (rc == 0)
+        rc = decode_pages(cv, &desc, buf, len, &bounds, err);
     free(buf);
+    if (rc == 0)
+        rc = join_pages(cv, &desc, err);
+    return rc < 0 ? pq_error_prefix(err, "column %s: ", l->path) : 0;
+}
+
+/* One leaf's rows of the row group, from the chunk's records. */
+static int put_leaf_rows(column_fill *c, const ix_framing *f, const chunk_values *cv,
+                         uint64_t rows_want, pq_error *err)
+{
+    const pq_page_values *v = &cv->all;
+    ix_record *recs = malloc((v->num_levels ? v->num_levels : 1) * sizeof *recs);
+    if (!recs)
+        return pq_error_set(err, "out of memory");
+    uint32_t count = 0, rows = 0;
+    int rc = v->num_levels ? ix_page_records(&f->shape, v, c->row, recs, v->num_levels, &count,
+                                             &rows, err)
+                           : 0;
+    if (rc == 0 && rows != rows_want)
+        rc = pq_error_set(err, "the pages hold %u rows, the row group %llu", rows,
+                          (unsigned long long)rows_want);
+    uint64_t end = c->row + rows;
+    for (uint32_t k = 0; rc == 0 && c->row < end;) {
+        value_src src = { .f = f, .r = k < count ? &recs[k] : NULL };
+        rc = put_value(c, k < count && recs[k].row == c->row ? (k++, &src) : NULL, err);
+    }
+    free(recs);
     return rc;
+}
+
+/* Rows of a field of several leaves: cv[j] is leaf j's chunk. */
+static int put_tree_rows(column_fill *c, const ix_tree_framing *tf, const chunk_values *cv,
+                         uint64_t rows_want, pq_error *err)
+{
+    uint32_t n = tf->tree.num_leaves;
+    pq_tree_row *rows = calloc(n, sizeof *rows);
+    const pq_bytes **values = calloc(n, sizeof *values);
+    uint32_t *at = calloc(2 * (size_t)n, sizeof *at), *value = at + n;
+    int rc = rows && values && at ? 0 : pq_error_set(err, "out of memory");
+    for (uint64_t r = 0; rc == 0 && r < rows_want; r++) {
+        int null = 0;
+        for (uint32_t j = 0; rc == 0 && j < n; j++) {
+            const pq_page_values *v = &cv[j].all;
+            uint32_t b = at[j], e = b + 1, vals = 0;
+            if (b >= v->num_levels) {
+                rc = pq_error_set(err, "leaf %u holds fewer rows than the row group's %llu", j,
+                                  (unsigned long long)rows_want);
+                break;
+            }
+            while (e < v->num_levels && v->rep_levels && v->rep_levels[e] != 0)
+                e++;
+            for (uint32_t i = b; i < e; i++)
+                vals += !v->def_levels || v->def_levels[i] == tf->tree.max_def[j];
+            if (value[j] + vals > v->num_values) {
+                rc = pq_error_set(err, "leaf %u: its levels define more values than it holds",
+                                  j);
+                break;
+            }
+            rows[j] = (pq_tree_row){ v->def_levels ? v->def_levels + b : NULL,
+                                     v->rep_levels ? v->rep_levels + b : NULL, e - b, vals };
+            values[j] = v->values + value[j];
+            at[j] = e;
+            value[j] += vals;
+        }
+        if (rc)
+            break;
+        null = pq_tree_row_is_null(&tf->tree, rows);
+        value_src src = { .t = tf, .rows = rows, .values = values };
+        rc = put_value(c, null ? NULL : &src, err);
+    }
+    for (uint32_t j = 0; rc == 0 && j < n; j++)
+        if (at[j] != cv[j].all.num_levels)
+            rc = pq_error_set(err, "leaf %u holds more rows than the row group's %llu", j,
+                              (unsigned long long)rows_want);
+    free(rows);
+    free(values);
+    free(at);
+    return rc;
+}
+
+/* Position k's values in row group g of s. */
+static int load_group(ix_column_set *set, uint32_t k, column_fill *fill, const ix_source *s,
+                      const int *leaves, int32_t g, uint64_t max, pq_error *err)
+{
+    const ix_column_tree *t = &set->trees[k];
+    uint32_t n = t->count ? t->count : 1;
+    chunk_values *cv = calloc(n, sizeof *cv);
+    if (!cv)
+        return pq_error_set(err, "out of memory");
+    uint64_t rows = (uint64_t)s->meta.row_groups[g].num_rows;
+    int rc = 0;
+    for (uint32_t j = 0; rc == 0 && j < n; j++)
+        rc = load_chunk(&cv[j], s, leaves[j], g, max, &set->bytes_read, err);
+    if (rc == 0 && s->meta.row_groups[g].num_rows > 0)
+        rc = t->count ? put_tree_rows(fill, &t->framing, cv, rows, err)
+                      : put_leaf_rows(fill, &set->framing[k], cv, rows, err);
+    for (uint32_t j = 0; j < n; j++)
+        chunk_values_free(&cv[j]);
+    free(cv);
+    return rc;
+}
+
+/* The leaves of position k in s (as many as in the first file). */
+static int find_leaves(const ix_column_set *set, uint32_t k, const ix_source *first,
+                       const ix_source *s, int *leaves, pq_error *err)
+{
+    const ix_column_tree *t = &set->trees[k];
+    if (!t->count)
+        return ix_find_column(s, &first->leaves[set->leaf[k]], &set->framing[k].nest,
+                              &leaves[0], err);
+    for (uint32_t j = 0; j < t->count; j++)
+        if (ix_find_column(s, &first->leaves[t->leaves[j]], &t->nests[j], &leaves[j], err) < 0)
+            return -1;
+    return 0;
 }
 
 static int load_column(ix_column_set *set, uint32_t k, ix_sources *ss, uint64_t max,
                        pq_error *err)
 {
     ix_others *o = &set->values;
-    column_fill fill = { .f = &set->framing[k], .held = &set->held, .max = max, .any = o->any };
-    if (!(fill.ends = malloc((o->rows ? o->rows : 1) * sizeof *fill.ends)))
+    column_fill fill = { .held = &set->held, .max = max, .any = o->any };
+    uint32_t n = set->trees[k].count ? set->trees[k].count : 1;
+    int *leaves = calloc(n, sizeof *leaves);
+    if (!leaves || !(fill.ends = malloc((o->rows ? o->rows : 1) * sizeof *fill.ends))) {
+        free(leaves);
         return pq_error_set(err, "out of memory for the values of several columns");
-    const pq_leaf *column = &ss->files[0].leaves[set->leaf[k]];
+    }
+    const char *field = (const char *)o->key[k];
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < ss->count; i++) {
         const ix_source *s = &ss->files[i];
-        int leaf;
-        rc = ix_find_column(s, column, &fill.f->nest, &leaf, err);
+        rc = find_leaves(set, k, &ss->files[0], s, leaves, err);
         for (int32_t g = 0; rc == 0 && g < s->meta.num_row_groups; g++)
-            if (load_chunk(&fill, s, leaf, g, &set->bytes_read, err) < 0)
-                rc = pq_error_prefix(err, "%s: row group %d, column %s: ", s->name, g,
-                                     column->path);
+            if (load_group(set, k, &fill, s, leaves, g, max, err) < 0)
+                rc = pq_error_prefix(err, "%s: row group %d, field %.*s: ", s->name, g,
+                                     (int)o->key_len[k] - 1, field);
     }
+    free(leaves);
     /* the values' bytes, grown by doubling, are trimmed to what they hold */
     uint8_t *trimmed = fill.used ? realloc(fill.bytes, fill.used) : NULL;
     o->bytes[k] = trimmed ? trimmed : fill.bytes;
@@ -453,6 +655,14 @@ void ix_columns_free(ix_column_set *set)
             free(o->ends[k]);
         if (set->framing && k != set->own)
             ix_framing_free(&set->framing[k]);
+        if (set->trees) {
+            ix_column_tree *t = &set->trees[k];
+            ix_tree_framing_free(&t->framing);
+            for (uint32_t j = 0; t->nests && j < t->count; j++)
+                pq_nest_free(&t->nests[j]);
+            free(t->nests);
+            free(t->leaves);
+        }
     }
     free(o->key);
     free(o->key_len);
@@ -461,6 +671,7 @@ void ix_columns_free(ix_column_set *set)
     free(o->any);
     free(set->leaf);
     free(set->framing);
+    free(set->trees);
     free(set->key);
     memset(set, 0, sizeof *set);
 }

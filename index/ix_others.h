@@ -2,6 +2,9 @@
  *
  * A record is one row: {"a":..,"b":..,"c":..}, keys in the order given, a
  * null field `null`, a row skipped only when every column is null there.
+ * A field of several leaves (a struct of several fields, a list of structs
+ * such as chat `messages`, a map) is served the same way, alone or beside
+ * others: its rows are assembled from all its leaves (pq_tree.h) at mount.
  * One column, the primary, is the one the index pages (ix_index.h): its
  * pages are the shuffle units, and the plan, the read path and the sizes
  * are those of a single column. The primary is the column whose values are
@@ -33,11 +36,23 @@
 #include "ix_frame.h"
 #include "ix_internal.h"
 
+/* A field of several leaves (a struct of several fields, a list of
+ * structs, a map), named at one position. */
+typedef struct ix_column_tree {
+    uint32_t count;          /* its leaves; 0: the position is a field of one leaf */
+    int *leaves;             /* in the first file, in schema order */
+    pq_nest *nests;          /* each leaf's nesting below the field */
+    ix_tree_framing framing; /* its rows as JSON */
+} ix_column_tree;
+
 typedef struct ix_column_set {
-    uint32_t columns;    /* names given (>= 2) */
-    uint32_t own;        /* the primary's position */
-    int *leaf;           /* per position: its leaf in the first file */
-    ix_framing *framing; /* per position but own: jsonl of its values alone */
+    uint32_t columns;    /* names given (>= 1) */
+    uint32_t own;        /* the primary's position; `columns` when the primary is a leaf
+                          * of a field of several leaves, whose value it does not write
+                          * (column=messages: the longest leaf is paged, the field held) */
+    int *leaf;           /* per position: its leaf (of a field of several, the first) */
+    ix_framing *framing; /* per position of one leaf but own: jsonl of its values alone */
+    ix_column_tree *trees; /* per position: a field of several leaves, or count 0 */
     ix_others values;    /* the others' values, once loaded */
     uint64_t held;       /* bytes of values and row ends loaded so far */
     uint64_t bytes_read; /* from storage by the load */
@@ -46,7 +61,8 @@ typedef struct ix_column_set {
 } ix_column_set;
 
 /* Whether spec names several columns: it holds ':' and is no column's name
- * in the first file. */
+ * in the first file. (A field of several leaves, named alone, is found by
+ * ix_resolve_column.) */
 int ix_columns_several(const ix_source *first, const char *spec);
 
 /* Resolve every name of spec (split at ':') in the first file; choose the

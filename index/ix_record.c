@@ -45,8 +45,7 @@ static int list_records(const ix_shape *shape, const pq_page_values *v, uint64_t
             i++;
         } while (i < v->num_levels && rep[i] != 0);
         /* a null row: one entry defined below the output field */
-        if (def && def[start] < shape->null_def &&
-            !ix_row_kept_by_others(shape, first_row + row))
+        if (!ix_row_is_record(shape, def && def[start] < shape->null_def, first_row + row))
             continue;
         if (k == cap)
             return too_many(cap, err);

@@ -26,14 +26,24 @@ typedef struct ix_shape {
      * NULL: one column, null rows are no records. */
     const uint64_t *others_any;
     uint64_t others_rows;
+    int own_hidden;   /* the column is paged but not written (ix_others.h): only the
+                       * others decide which rows are records */
 } ix_shape;
 
-/* Whether a row where the served column is null is still a record: another
- * column of the record has a value there. */
+/* Whether another column of the record has a value at `row`. */
 static inline int ix_row_kept_by_others(const ix_shape *shape, uint64_t row)
 {
     return shape->others_any && row < shape->others_rows &&
            (shape->others_any[row >> 6] >> (row & 63) & 1);
+}
+
+/* Whether a row is a record, the served column being null there or not
+ * (own_null): one column, when it is not null; several, when any is not. */
+static inline int ix_row_is_record(const ix_shape *shape, int own_null, uint64_t row)
+{
+    if (shape->own_hidden)
+        return ix_row_kept_by_others(shape, row);
+    return !own_null || ix_row_kept_by_others(shape, row);
 }
 
 typedef struct ix_record {
@@ -58,8 +68,7 @@ static inline int ix_flat_record(const ix_shape *shape, const pq_bytes *value,
                                  const uint16_t *def, uint64_t row, ix_record *out)
 {
     int has_value = !def || *def == shape->max_def;
-    if (!has_value && (!shape->nested || *def < shape->null_def) &&
-        !ix_row_kept_by_others(shape, row))
+    if (!ix_row_is_record(shape, !has_value && (!shape->nested || *def < shape->null_def), row))
         return 0;
     /* nested: a struct above the leaf may be a record with a null value;
      * several columns: a record whose num_values is 0 (flat) or whose first

@@ -83,8 +83,7 @@ int ix_row_add(ix_row *r, const pq_stream_entry *e, pq_error *err)
 int ix_row_record(ix_row *r, const ix_shape *shape, uint64_t row, ix_record *out)
 {
     /* a null row: its first entry is defined below the output field (ix_record.c) */
-    if (r->entries == 0 ||
-        (r->defs[0] < shape->null_def && !ix_row_kept_by_others(shape, row)))
+    if (r->entries == 0 || !ix_row_is_record(shape, r->defs[0] < shape->null_def, row))
         return 0;
     /* the bytes may have moved since the values were added */
     static const uint8_t none[1];

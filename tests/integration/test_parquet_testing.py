@@ -7,13 +7,12 @@ reason printed.
 For each leaf column, decided from the schema alone (the data of a refused column is never read
 by the oracle: large_string_map.brotli.parquet decompresses to more than 2 GB). column=LEAF
 serves a field (typed_data.served_field): the leaf, or the list or map it is inside.
-  serve     a field of this one leaf, at any depth of structs and lists:
+  serve     the field, at any depth of structs, lists and maps:
             `youmufs cat -o column=PATH,shuffle=none,rowid` must be byte-exactly the contract's
             records of pyarrow's values in natural order (binary columns: JSON-equal, see
             typed_data.fmt_latin1); where a *_expect.csv is present the values must also equal
-            its cells; numeric columns and lists of numbers also format=raw
-  refuse    a map, or a field of several leaf columns (not served yet): non-zero exit, a message
-            naming the column
+            its cells; numeric columns and lists of numbers also format=raw. Maps and fields of
+            several leaf columns (structs of several fields, lists of them) too (issue 13).
   either    FLOAT16, which CONTRACT-TYPES.md does not define: a clear refusal, or a valid epoch
             with one record per non-null row
 Files whose page CRCs do not match may also be refused, with a message saying so. Encrypted
@@ -64,6 +63,21 @@ def _float16_in(t):
     return False
 
 
+def _bomb(path, key):
+    """Whether a column chunk of the field `key` claims more than 1024 x its compressed bytes
+    plus 16 MiB (large_string_map.brotli.parquet: 2 GB from a few KB), which
+    CONTRACT-TYPES.md's limit on hostile files refuses."""
+    md = pq.read_metadata(path)
+    for g in range(md.num_row_groups):
+        rg = md.row_group(g)
+        for j in range(rg.num_columns):
+            c = rg.column(j)
+            if (c.path_in_schema == key or c.path_in_schema.startswith(key + ".")) and \
+                    c.total_uncompressed_size > 1024 * c.total_compressed_size + (16 << 20):
+                return True
+    return False
+
+
 def classify(path, leaf, rep):
     """serve | refuse | either for column=leaf, with the served field's key and why."""
     try:
@@ -76,13 +90,10 @@ def classify(path, leaf, rep):
         key, t = td.served_field(schema.field(top).type, leaf)
     except (KeyError, td.Unsupported) as e:
         return "either", f"no arrow field for {leaf}: {e}"
-    if pa.types.is_map(t):
-        return "refuse", "map"
-    under = [p for p in leaves if p == key or p.startswith(key + ".")]
-    if len(under) > 1:
-        return "refuse", f"field {key} of {len(under)} leaf columns"
     if _float16_in(t):
         return "either", "FLOAT16 (not in CONTRACT-TYPES.md)"
+    if _bomb(path, key):
+        return "either", "a chunk over 1024 x its compressed size (CONTRACT-TYPES.md's limit)"
     return "serve", str(t)
 
 

@@ -119,6 +119,23 @@ def render_array(arr) -> list:
                 for i, c in enumerate(arr.flatten())]
         return ["{" + ",".join(k + ":" + ("null" if c[r] is None else c[r]) for k, c in kids)
                 + "}" if valid[r] else None for r in range(len(arr))]
+    if pa.types.is_map(t):
+        # an object when the keys are strings, else [key, value] pairs (CONTRACT-TYPES.md)
+        offs = arr.offsets.to_pylist()
+        keys, items = render_array(arr.keys), render_array(arr.items)
+        valid = arr.is_valid().to_pylist()
+        obj = pa.types.is_string(t.key_type) or pa.types.is_large_string(t.key_type)
+        out = []
+        for i in range(len(arr)):
+            pairs = [(keys[j], "null" if items[j] is None else items[j])
+                     for j in range(offs[i], offs[i + 1])]
+            if not valid[i]:
+                out.append(None)
+            elif obj:
+                out.append("{" + ",".join(k + ":" + v for k, v in pairs) + "}")
+            else:
+                out.append("[" + ",".join("[" + k + "," + v + "]" for k, v in pairs) + "]")
+        return out
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         offs = arr.offsets.to_pylist()
         child = render_array(arr.values)
@@ -294,11 +311,9 @@ def served_field(top_type, path: str):
 
 
 def resolve(table_column, path: str):
-    """(array, key, is_list) of the field `path` serves inside a top-level column (served_field).
-    Raises Unsupported for maps (two leaf columns)."""
+    """(array, key, is_list) of the field `path` serves inside a top-level column
+    (served_field)."""
     key, t = served_field(table_column.type, path)
-    if pa.types.is_map(t):
-        raise Unsupported("map")
     arr = table_column
     for name in key.split(".")[1:]:
         arr = _struct_child(arr, name)
