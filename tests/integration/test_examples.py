@@ -166,3 +166,20 @@ def test_example_resume_across_remount(mount, tmp_path):
         p = run(py("resume.py", m.path, "--phase", "resume", "--workdir", work), tmp_path)
         expect_ok(p, r"resuming epoch-0.jsonl at byte \d+ \(record 1200;",
                   rf"OK resumed: {sample_records()} records", r"OK resume$")
+
+
+def test_example_chat_sft(mount, tmp_path):
+    """Issue 13: chat `messages` (list<struct<role, content>>) beside an id, through the
+    Hugging Face json loader and a PyTorch IterableDataset over the parts."""
+    need("torch", "datasets")
+    src = tmp_path / "chat"
+    p = run(py("chat_sft.py", "make", src, "--rows", 2000), tmp_path)
+    expect_ok(p, r"wrote 2000 conversations")
+    t = pq.read_table(str(src))
+    records = sum(1 for r in t.to_pylist() if r["id"] is not None or r["messages"] is not None)
+    with mount(str(src), "column=id:messages") as m:
+        assert sum(1 for _ in open(m.p("epoch-0.jsonl"), "rb")) == records
+        p = run(py("chat_sft.py", m.path, "--source", src), tmp_path)
+    expect_ok(p, rf"OK datasets json loader: {records} conversations = the source's",
+              rf"OK IterableDataset, 2 workers over the parts: {records} conversations once",
+              r"OK \d+ training steps on assistant tokens", r"OK chat_sft$")
