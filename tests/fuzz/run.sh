@@ -15,7 +15,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 secs=${1:-20}
-targets=${FUZZ_TARGETS:-"fuzz_thrift fuzz_footer fuzz_page fuzz_stream fuzz_nest"}
+targets=${FUZZ_TARGETS:-"fuzz_thrift fuzz_footer fuzz_page fuzz_stream fuzz_nest fuzz_tree"}
 build="$root/build-fuzz"
 jobs=$(nproc 2>/dev/null || echo 2)
 
