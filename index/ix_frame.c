@@ -273,7 +273,7 @@ int ix_framing_init(ix_framing *f, const ix_frame_options *o, const pq_leaf *lea
     assert(f->nest.num_steps > 0 && f->nest.max_def == leaf->max_def &&
            f->nest.max_rep == leaf->max_rep);
     f->shape = (ix_shape){ leaf->max_def, leaf->max_rep, leaf->rep_def, f->nest.steps[0].def,
-                           pq_nest_is_nested(&f->nest), NULL, 0, 0 };
+                           pq_nest_is_nested(&f->nest), NULL, 0 };
     if (o->rowid && o->format != IX_FORMAT_JSONL)
         return pq_error_set(err, "rowid: only format=jsonl can carry the row number");
     if (o->format != IX_FORMAT_RAW && (o->dtype != IX_DT_NONE || o->has_sep))
@@ -302,12 +302,10 @@ int ix_framing_init(ix_framing *f, const ix_frame_options *o, const pq_leaf *lea
 
 void ix_framing_set_others(ix_framing *f, const ix_others *others)
 {
-    assert(f->format == IX_FORMAT_JSONL && others->columns >= 1 &&
-           others->own <= others->columns);
+    assert(f->format == IX_FORMAT_JSONL && others->own < others->columns);
     f->others = others;
     f->shape.others_any = others->any;
     f->shape.others_rows = others->rows;
-    f->shape.own_hidden = others->own == others->columns;
 }
 
 void ix_framing_free(ix_framing *f)
@@ -474,8 +472,10 @@ static int is_null_here(const ix_framing *f, const ix_record *r)
     return r->num_values == 0;
 }
 
+static int own_tree_value(const ix_framing *f, const ix_record *r, ix_sink *s, pq_error *err);
+
 /* Every column's key and value, in the order given: the own column's from
- * r, the others' as framed at mount. */
+ * r (and its sibling leaves held at mount), the others' as framed at mount. */
 static int columns_values(const ix_framing *f, const ix_record *r, ix_sink *s, pq_error *err)
 {
     const ix_others *o = f->others;
@@ -489,7 +489,7 @@ static int columns_values(const ix_framing *f, const ix_record *r, ix_sink *s, p
             put(s, o->bytes[p] + from, o->ends[p][r->row] - from);
         } else if (is_null_here(f, r)) {
             put(s, "null", 4);
-        } else if (json_value(f, r, s, err) < 0) {
+        } else if (o->own_tree ? own_tree_value(f, r, s, err) < 0 : json_value(f, r, s, err) < 0) {
             return -1;
         }
     }
@@ -668,5 +668,118 @@ int ix_frame_tree_value(const ix_tree_framing *tf, const pq_tree_row *rows,
     int rc = pq_tree_walk(&tf->tree, rows, tree_event, &w, err) != 0 ? -1 : 0;
     if (rc == 0 && s->passed_end)
         rc = pq_error_set(err, "the value does not fit in the room left for it");
+    return rc;
+}
+
+static void put_u32(ix_sink *s, uint32_t v)
+{
+    uint8_t b[4] = { (uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24) };
+    put(s, b, 4);
+}
+
+void ix_tree_siblings_put(const ix_tree_framing *tf, uint32_t own, const pq_tree_row *rows,
+                          const pq_bytes *const *values, ix_sink *s)
+{
+    for (uint32_t j = 0; j < tf->tree.num_leaves; j++) {
+        if (j == own)
+            continue;
+        const pq_tree_row *r = &rows[j];
+        put_u32(s, r->entries);
+        for (uint32_t i = 0; i < r->entries; i++) {
+            uint16_t d = r->defs ? r->defs[i] : (uint16_t)tf->tree.max_def[j];
+            uint8_t b[2] = { (uint8_t)d, (uint8_t)(d >> 8) };
+            put(s, b, 2);
+        }
+        for (uint32_t i = 0; i < r->entries; i++) {
+            uint16_t v = r->reps ? r->reps[i] : 0;
+            uint8_t b[2] = { (uint8_t)v, (uint8_t)(v >> 8) };
+            put(s, b, 2);
+        }
+        put_u32(s, r->values);
+        for (uint32_t i = 0; i < r->values; i++) {
+            put_u32(s, values[j][i].len);
+            put(s, values[j][i].ptr, values[j][i].len);
+        }
+    }
+}
+
+/* Reads back what ix_tree_siblings_put wrote (bytes made at mount: a
+ * mismatch is a bug, still refused with a message rather than read past). */
+typedef struct held {
+    const uint8_t *at, *end;
+} held;
+
+static int get_u32(held *h, uint32_t *v)
+{
+    if (h->end - h->at < 4)
+        return -1;
+    *v = (uint32_t)h->at[0] | (uint32_t)h->at[1] << 8 | (uint32_t)h->at[2] << 16 |
+         (uint32_t)h->at[3] << 24;
+    h->at += 4;
+    return 0;
+}
+
+static int get_levels(held *h, uint32_t n, uint16_t *out)
+{
+    if ((size_t)(h->end - h->at) / 2 < n)
+        return -1;
+    for (uint32_t i = 0; i < n; i++, h->at += 2)
+        out[i] = (uint16_t)(h->at[0] | h->at[1] << 8);
+    return 0;
+}
+
+static int get_leaf(held *h, pq_tree_row *row, uint16_t **levels, pq_bytes **values)
+{
+    uint32_t n, m;
+    if (get_u32(h, &n) < 0 || (size_t)(h->end - h->at) / 4 < n)
+        return -1;
+    if (!(*levels = malloc(2 * (size_t)(n ? n : 1) * sizeof **levels)) ||
+        get_levels(h, n, *levels) < 0 || get_levels(h, n, *levels + n) < 0 ||
+        get_u32(h, &m) < 0 || (size_t)(h->end - h->at) / 4 < m ||
+        !(*values = malloc((m ? m : 1) * sizeof **values)))
+        return -1;
+    for (uint32_t i = 0; i < m; i++) {
+        uint32_t len;
+        if (get_u32(h, &len) < 0 || (size_t)(h->end - h->at) < len)
+            return -1;
+        (*values)[i] = (pq_bytes){ h->at, len };
+        h->at += len;
+    }
+    *row = (pq_tree_row){ *levels, *levels + n, n, m };
+    return 0;
+}
+
+static int own_tree_value(const ix_framing *f, const ix_record *r, ix_sink *s, pq_error *err)
+{
+    const ix_others *o = f->others;
+    const ix_tree_framing *tf = o->own_tree;
+    uint32_t n = tf->tree.num_leaves;
+    pq_tree_row *rows = calloc(n, sizeof *rows);
+    const pq_bytes **values = calloc(n, sizeof *values);
+    uint16_t **levels = calloc(n, sizeof *levels);
+    pq_bytes **vals = calloc(n, sizeof *vals);
+    uint64_t from = r->row ? o->ends[o->own][r->row - 1] : 0;
+    held h = { o->bytes[o->own] + from, o->bytes[o->own] + o->ends[o->own][r->row] };
+    int rc = rows && values && levels && vals ? 0 : pq_error_set(err, "out of memory");
+    for (uint32_t j = 0; rc == 0 && j < n; j++) {
+        if (j == o->own_leaf) {
+            rows[j] = (pq_tree_row){ r->defs, r->reps, r->levels, r->num_values };
+            values[j] = r->values;
+        } else if (get_leaf(&h, &rows[j], &levels[j], &vals[j]) < 0) {
+            rc = pq_error_set(err, "the held entries of field %s are damaged", tf->tree.key);
+        } else {
+            values[j] = vals[j];
+        }
+    }
+    if (rc == 0)
+        rc = ix_frame_tree_value(tf, rows, values, s, err);
+    for (uint32_t j = 0; levels && vals && j < n; j++) {
+        free(levels[j]);
+        free(vals[j]);
+    }
+    free(rows);
+    free(values);
+    free(levels);
+    free(vals);
     return rc;
 }

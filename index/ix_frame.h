@@ -50,8 +50,7 @@ typedef struct ix_frame_options {
  * others' values come framed already, one JSON value per global row. */
 typedef struct ix_others {
     uint32_t columns;        /* in the record, the framing's own included, if written */
-    uint32_t own;            /* position of the framing's own column; `columns`: its
-                              * values are not written, only the others' */
+    uint32_t own;            /* position of the framing's own column */
     char **key;              /* per position: `"<key>":`, escaped */
     size_t *key_len;
     /* per position (NULL at `own`): row r's value is
@@ -60,6 +59,12 @@ typedef struct ix_others {
     uint64_t **ends;
     uint64_t rows;           /* rows of the dataset */
     uint64_t *any;           /* bit r: some other column is not null at row r */
+    /* The own column a field of several leaves (ix_others.h): the framing's
+     * leaf is own_leaf of own_tree, and bytes[own] hold the other leaves'
+     * entries of each row (ix_tree_siblings_put), which the framing joins
+     * to its record's. NULL: the own column is of its one leaf. */
+    const struct ix_tree_framing *own_tree;
+    uint32_t own_leaf;
 } ix_others;
 
 typedef struct ix_framing {
@@ -152,5 +157,11 @@ void ix_tree_framing_free(ix_tree_framing *tf);
  * its type refuses, a buffer sink without room. */
 int ix_frame_tree_value(const ix_tree_framing *tf, const pq_tree_row *rows,
                         const pq_bytes *const *values, ix_sink *s, pq_error *err);
+/* One row's entries and values of every leaf but `own`, in a form the
+ * framing of leaf `own` reads back (ix_others.own_tree): per leaf, u32
+ * entries, their u16 defs and u16 reps, u32 values, each as u32 length and
+ * bytes (little-endian). */
+void ix_tree_siblings_put(const ix_tree_framing *tf, uint32_t own, const pq_tree_row *rows,
+                          const pq_bytes *const *values, ix_sink *s);
 
 #endif

@@ -85,14 +85,13 @@ static int resolve_tree(ix_source *first, ix_column_set *set, uint32_t k, const 
 
 /* Resolve names[0..count) in first: leaves, fields (nests[k], owned by the
  * caller; of a field of several leaves, its first leaf's), and the
- * primary: the heaviest leaf of one-leaf columns, else of every leaf (then
- * hidden: own == columns). */
+ * primary: the heaviest leaf of every column (of a field of several leaves:
+ * own_leaf of it, its other leaves held). */
 static int resolve_names(ix_source *first, char **names, ix_column_set *set, pq_nest *nests,
                          pq_error *err)
 {
-    int64_t most = -1, most_hidden = -1;
-    int hidden = -1;
-    set->own = set->columns;
+    int64_t most = -1;
+    int primary = -1;
     for (uint32_t k = 0; k < set->columns; k++) {
         if (!names[k][0])
             return pq_error_set(err, "column=: an empty name between ':'");
@@ -103,25 +102,21 @@ static int resolve_names(ix_source *first, char **names, ix_column_set *set, pq_
         for (uint32_t j = 0; j < k; j++)
             if (strcmp(nests[j].key, nests[k].key) == 0)
                 return pq_error_set(err, "column=: %s is named twice", nests[k].key);
-        if (several) {
-            if (resolve_tree(first, set, k, nests[k].key, err) < 0)
-                return -1;
-            for (uint32_t j = 0; j < set->trees[k].count; j++) {
-                int64_t w = leaf_weight(first, set->trees[k].leaves[j]);
-                if (w > most_hidden) {
-                    most_hidden = w;
-                    hidden = set->trees[k].leaves[j];
-                }
+        if (several && resolve_tree(first, set, k, nests[k].key, err) < 0)
+            return -1;
+        uint32_t leaves = several ? set->trees[k].count : 1;
+        for (uint32_t j = 0; j < leaves; j++) {
+            int leaf = several ? set->trees[k].leaves[j] : set->leaf[k];
+            int64_t w = leaf_weight(first, leaf);
+            if (w > most) {
+                most = w;
+                set->own = k;
+                set->own_leaf = j;
+                primary = leaf;
             }
-            continue;
-        }
-        int64_t w = leaf_weight(first, set->leaf[k]);
-        if (w > most) {
-            most = w;
-            set->own = k;
         }
     }
-    first->column = set->own < set->columns ? set->leaf[set->own] : hidden;
+    first->column = primary; /* ix_resolve_column set it to each name's leaf in turn */
     return 0;
 }
 
@@ -167,8 +162,9 @@ static char *columns_key(const ix_source *first, const ix_column_set *set, const
     return key;
 }
 
-/* The hidden primary's nesting: its leaf's below its field. */
-static int hidden_nest(const ix_column_set *set, int leaf, pq_nest *out, pq_error *err)
+/* The primary's nesting when it is a leaf of a field of several leaves:
+ * its own below the field. */
+static int leaf_nest(const ix_column_set *set, int leaf, pq_nest *out, pq_error *err)
 {
     for (uint32_t k = 0; k < set->columns; k++)
         for (uint32_t j = 0; j < set->trees[k].count; j++)
@@ -235,11 +231,14 @@ int ix_columns_resolve(ix_source *first, const char *spec, const ix_frame_option
             goto done;
         }
     }
-    if (set->own < set->columns) {
+    if (!set->trees[set->own].count) {
         *own_nest = nests[set->own];
         memset(&nests[set->own], 0, sizeof nests[set->own]);
-    } else if (hidden_nest(set, first->column, own_nest, err) < 0) {
-        goto done;
+    } else {
+        if (leaf_nest(set, first->column, own_nest, err) < 0)
+            goto done;
+        set->values.own_tree = &set->trees[set->own].framing;
+        set->values.own_leaf = set->own_leaf;
     }
     rc = 0;
 done:
@@ -254,6 +253,8 @@ done:
 /* The values of one other column, filled row by row. */
 typedef struct column_fill {
     uint64_t *held, max; /* the set's bytes held so far, and its limit (0: none) */
+    int own;             /* the primary's field: its other leaves' entries, no any bit */
+    uint32_t own_leaf;
     uint8_t *bytes;
     uint64_t used, cap;
     uint64_t *ends;  /* one per row of the dataset */
@@ -268,12 +269,18 @@ typedef struct value_src {
     const ix_tree_framing *t; /* several: rows and values per leaf */
     const pq_tree_row *rows;
     const pq_bytes *const *values;
+    int siblings;             /* the primary's field: every leaf's entries but own_leaf */
+    uint32_t own_leaf;
 } value_src;
 
 static int frame_src(const value_src *v, ix_sink *s, pq_error *err)
 {
     if (v->f)
         return ix_frame_json_value(v->f, v->r, s, err);
+    if (v->siblings) {
+        ix_tree_siblings_put(v->t, v->own_leaf, v->rows, v->values, s);
+        return s->passed_end ? pq_error_set(err, "held entries pass their room") : 0;
+    }
     return ix_frame_tree_value(v->t, v->rows, v->values, s, err);
 }
 
@@ -306,7 +313,8 @@ static int put_value(column_fill *c, const value_src *v, pq_error *err)
         if (frame_src(v, &sink, err) < 0)
             return -1;
         assert(sink.size == count.size);
-        c->any[c->row >> 6] |= (uint64_t)1 << (c->row & 63);
+        if (!c->own)
+            c->any[c->row >> 6] |= (uint64_t)1 << (c->row & 63);
     } else {
         memcpy(c->bytes + c->used, "null", 4);
     }
@@ -506,6 +514,8 @@ static int put_tree_rows(column_fill *c, const ix_tree_framing *tf, const chunk_
         int null = 0;
         for (uint32_t j = 0; rc == 0 && j < n; j++) {
             const pq_page_values *v = &cv[j].all;
+            if (c->own && j == c->own_leaf)
+                continue; /* paged: its entries come with each record */
             uint32_t b = at[j], e = b + 1, vals = 0;
             if (b >= v->num_levels) {
                 rc = pq_error_set(err, "leaf %u holds fewer rows than the row group's %llu", j,
@@ -529,12 +539,13 @@ static int put_tree_rows(column_fill *c, const ix_tree_framing *tf, const chunk_
         }
         if (rc)
             break;
-        null = pq_tree_row_is_null(&tf->tree, rows);
-        value_src src = { .t = tf, .rows = rows, .values = values };
+        value_src src = { .t = tf, .rows = rows, .values = values, .siblings = c->own,
+                          .own_leaf = c->own_leaf };
+        null = !c->own && pq_tree_row_is_null(&tf->tree, rows);
         rc = put_value(c, null ? NULL : &src, err);
     }
     for (uint32_t j = 0; rc == 0 && j < n; j++)
-        if (at[j] != cv[j].all.num_levels)
+        if (!(c->own && j == c->own_leaf) && at[j] != cv[j].all.num_levels)
             rc = pq_error_set(err, "leaf %u holds more rows than the row group's %llu", j,
                               (unsigned long long)rows_want);
     free(rows);
@@ -555,7 +566,8 @@ static int load_group(ix_column_set *set, uint32_t k, column_fill *fill, const i
     uint64_t rows = (uint64_t)s->meta.row_groups[g].num_rows;
     int rc = 0;
     for (uint32_t j = 0; rc == 0 && j < n; j++)
-        rc = load_chunk(&cv[j], s, leaves[j], g, max, &set->bytes_read, err);
+        if (!(fill->own && j == fill->own_leaf))
+            rc = load_chunk(&cv[j], s, leaves[j], g, max, &set->bytes_read, err);
     if (rc == 0 && s->meta.row_groups[g].num_rows > 0)
         rc = t->count ? put_tree_rows(fill, &t->framing, cv, rows, err)
                       : put_leaf_rows(fill, &set->framing[k], cv, rows, err);
@@ -583,7 +595,8 @@ static int load_column(ix_column_set *set, uint32_t k, ix_sources *ss, uint64_t 
                        pq_error *err)
 {
     ix_others *o = &set->values;
-    column_fill fill = { .held = &set->held, .max = max, .any = o->any };
+    column_fill fill = { .held = &set->held, .max = max, .own = k == set->own,
+                         .own_leaf = set->own_leaf, .any = o->any };
     uint32_t n = set->trees[k].count ? set->trees[k].count : 1;
     int *leaves = calloc(n, sizeof *leaves);
     if (!leaves || !(fill.ends = malloc((o->rows ? o->rows : 1) * sizeof *fill.ends))) {
@@ -624,7 +637,7 @@ int ix_columns_load(ix_column_set *set, ix_sources *ss, uint64_t max, pq_error *
     if (!(o->any = calloc(o->rows / 64 + 1, sizeof *o->any)))
         return pq_error_set(err, "out of memory for the values of several columns");
     for (uint32_t k = 0; k < set->columns; k++)
-        if (k != set->own && load_column(set, k, ss, max, err) < 0)
+        if ((k != set->own || set->trees[k].count) && load_column(set, k, ss, max, err) < 0)
             return -1;
     return 0;
 }
@@ -634,7 +647,7 @@ uint64_t ix_columns_bytes(const ix_column_set *set)
     const ix_others *o = &set->values;
     uint64_t bytes = (o->rows / 64 + 1) * sizeof *o->any;
     for (uint32_t k = 0; k < set->columns; k++) {
-        if (k == set->own || !o->ends || !o->ends[k])
+        if (!o->ends || !o->ends[k])
             continue;
         bytes += o->rows * sizeof *o->ends[k];
         if (o->rows)

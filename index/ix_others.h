@@ -1,30 +1,34 @@
-/* ix_others.h — records of several columns (column=a:b:c, format=jsonl).
+/* ix_others.h — records of several columns (column=a:b:c, format=jsonl),
+ * and fields of several leaf columns (a struct of several fields, a list of
+ * structs such as chat `messages`, a map: their rows assembled from all
+ * their leaves, pq_tree.h).
  *
  * A record is one row: {"a":..,"b":..,"c":..}, keys in the order given, a
  * null field `null`, a row skipped only when every column is null there.
- * A field of several leaves (a struct of several fields, a list of structs
- * such as chat `messages`, a map) is served the same way, alone or beside
- * others: its rows are assembled from all its leaves (pq_tree.h) at mount.
- * One column, the primary, is the one the index pages (ix_index.h): its
+ * One leaf, the primary, is the one the index pages (ix_index.h): its
  * pages are the shuffle units, and the plan, the read path and the sizes
- * are those of a single column. The primary is the column whose values are
- * likely the largest (the long text beside an id): a string, binary or
- * list leaf before a fixed-width one, then the most uncompressed bytes in
- * the first file; so the values held beside it are the smallest.
+ * are those of a single column. The primary is the leaf, of all the
+ * columns' leaves, whose values are likely the largest (the long text
+ * beside an id, a conversation's contents): a string, binary or list leaf
+ * before a fixed-width one, then the most uncompressed bytes in the first
+ * file; so what is held beside it is the smallest.
  *
- * The other columns are decoded once at mount, column chunk by column
- * chunk, page by page (rows that span pages carried over), and each row's
- * value is kept framed as JSON (`7`, `"a"`, `null`, `[1,2]`) in an
- * ix_others the primary's framing reads from (ix_framing_set_others): their
- * bytes are read from storage once per mount, not per epoch, and a unit
- * needs nothing but its primary page. Their memory is part of the index's
- * (ix_memory_bytes), so invariant 4's bound, 1.1 x (index + mem) + 16 MiB,
- * covers it: cheap for ids, scores, urls (about 8 bytes of offset and the
- * JSON text per row), costly for a second long text, so a mount lets them
- * take at most mem= bytes and refuses beyond, naming the size. They are not
- * kept in the persistent index, which holds the primary's pages (sized with
- * the others' values: its key names every column): a mount of several
- * columns reads every file's footer and decodes the others afresh.
+ * The rest is decoded once at mount, column chunk by column chunk (each
+ * decoded whole), and held in an ix_others the primary's framing reads
+ * from (ix_framing_set_others): each other column's rows as JSON (`7`,
+ * `"a"`, `null`, `[1,2]`, `{"role":..}`), and, when the primary is a leaf
+ * of a field of several, the other leaves' level entries and values of
+ * each row (ix_tree_siblings_put), which the framing joins to the primary
+ * record's to assemble the field. Their bytes are read from storage once
+ * per mount, not per epoch, and a unit needs nothing but its primary page.
+ * Their memory is part of the index's (ix_memory_bytes), so invariant 4's
+ * bound, 1.1 x (index + mem) + 16 MiB, covers it: cheap for ids, scores,
+ * urls and roles (a few bytes and an 8-byte offset per row), costly for a
+ * second long text, so a mount lets them take at most mem= bytes and
+ * refuses beyond, naming the size. They are not kept in the persistent
+ * index, which holds the primary's pages (sized with the others' values:
+ * its key names every column and leaf): a mount reads every file's footer
+ * and decodes them afresh.
  *
  * Not thread-safe while building; immutable afterwards.
  */
@@ -47,9 +51,9 @@ typedef struct ix_column_tree {
 
 typedef struct ix_column_set {
     uint32_t columns;    /* names given (>= 1) */
-    uint32_t own;        /* the primary's position; `columns` when the primary is a leaf
-                          * of a field of several leaves, whose value it does not write
-                          * (column=messages: the longest leaf is paged, the field held) */
+    uint32_t own;        /* the primary's position */
+    uint32_t own_leaf;   /* of a field of several leaves there: the primary's leaf in it
+                          * (the others are held as entries: ix_tree_siblings_put) */
     int *leaf;           /* per position: its leaf (of a field of several, the first) */
     ix_framing *framing; /* per position of one leaf but own: jsonl of its values alone */
     ix_column_tree *trees; /* per position: a field of several leaves, or count 0 */

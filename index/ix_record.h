@@ -26,8 +26,6 @@ typedef struct ix_shape {
      * NULL: one column, null rows are no records. */
     const uint64_t *others_any;
     uint64_t others_rows;
-    int own_hidden;   /* the column is paged but not written (ix_others.h): only the
-                       * others decide which rows are records */
 } ix_shape;
 
 /* Whether another column of the record has a value at `row`. */
@@ -41,8 +39,6 @@ static inline int ix_row_kept_by_others(const ix_shape *shape, uint64_t row)
  * (own_null): one column, when it is not null; several, when any is not. */
 static inline int ix_row_is_record(const ix_shape *shape, int own_null, uint64_t row)
 {
-    if (shape->own_hidden)
-        return ix_row_kept_by_others(shape, row);
     return !own_null || ix_row_kept_by_others(shape, row);
 }
 

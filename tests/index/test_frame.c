@@ -209,7 +209,7 @@ Test(frame, several_columns_in_order_with_nulls)
     uint8_t *bytes[3] = { ids, NULL, ss };
     uint64_t *ends[3] = { id_ends, NULL, s_ends };
     uint64_t any[1] = { 0x5 }; /* rows 0 and 2 */
-    ix_others o = { 3, 1, key, key_len, bytes, ends, 3, any };
+    ix_others o = { 3, 1, key, key_len, bytes, ends, 3, any, NULL, 0 };
     ix_framing_set_others(&f, &o);
     CHECK(&f, "x", 0, "{\"id\":7,\"text\":\"x\",\"s\\\"q\":\"a\",\"_row\":0}\n");
     CHECK(&f, "", 1, "{\"id\":null,\"text\":\"\",\"s\\\"q\":null,\"_row\":1}\n");

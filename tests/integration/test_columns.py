@@ -201,8 +201,7 @@ def test_columns_parts_seek_determinism(names, cc, cat, mount):
     opts = {"column": names, "rowid": True, "buffer": 200}
     whole = cat(path, "epoch-0.jsonl", opts).stdout
     assert not check_records(whole, expected_rows(path, names.split(":")))
-    # mem=5M: fields of several leaves are held whole at mount (2.1 MB of messages here)
-    for o in ({"threads": 1}, {"threads": 3, "mem": "5M"}):
+    for o in ({"threads": 1}, {"threads": 3, "mem": "2M"}):
         assert cat(path, "epoch-0.jsonl", {**opts, **o}).stdout == whole, f"{o} changed bytes"
     assert cat(path, "epoch-1.jsonl", opts).stdout != whole, "epoch 1 has epoch 0's order"
     with mount(path, opts) as m:
@@ -289,3 +288,22 @@ def test_field_of_several_leaves_by_inner_name(name, cc, cat):
     want = expected_rows(path, [key])
     diff = td.first_difference(p.stdout, b"".join(want[r] for r in sorted(want)), width=60)
     assert not diff, f"column={name}: {diff}"
+
+
+def test_long_field_of_several_leaves_within_mem(tmp_path, cat):
+    """column=messages: the longest leaf (content) is paged like one column; only the other
+    leaves' entries (role) are held, so 21 MB of conversations are served under mem=2M, exactly,
+    and index.json names content as the paged column."""
+    n = 20000
+    msgs = [[{"role": "user", "content": f"q{i} " * 60}, {"role": "assistant",
+                                                        "content": f"a{i} " * 140}]
+            for i in range(n)]
+    pq.write_table(pa.table({"messages": pa.array(msgs)}), str(tmp_path / "c.parquet"))
+    p = cat(str(tmp_path), "epoch-0.jsonl", {"column": "messages", "mem": "2M", "rowid": True})
+    assert len(p.stdout) > 10 * (2 << 20)
+    problem = check_records(p.stdout, expected_rows(str(tmp_path), ["messages"]))
+    assert not problem, problem
+    idx = json.loads(cat(str(tmp_path), ".youmufs/index.json",
+                         {"column": "messages", "mem": "2M"}).stdout)
+    assert idx["column"] == "messages.list.element.content", idx["column"]
+    assert idx["index_memory_bytes"] < (2 << 20), idx["index_memory_bytes"]
