@@ -10,6 +10,8 @@ caught).
   checked against pyarrow's metadata of the same files (record count; raw: exact byte count
   and one separator per row), so a read that serves too little cannot pass.
   The text shapes also with an int64 id beside the text, as column=id:text (issue 13).
+- test_chat_messages_within_bound: chat `messages` (list<struct<role, content>>) as
+  column=messages (the content paged, the roles held), 8 parts at once under mem=64M.
 - test_mixed_readers_within_bound: one sequential epoch, then 4 part readers and 4 random
   readers at once, on the shared text corpus.
 
@@ -237,3 +239,65 @@ def test_even_and_resumed_parts_within_bound(big_dataset, mount):
     assert len(set(lines[:4])) == 1 and len(set(lines[4:])) == 1, f"unequal parts: {lines}"
     assert peak <= b, (f"peak RSS {peak / MIB:.0f} MiB with 8 even/resumed readers > 1.1 x "
                        f"(index + mem {MEM / MIB:.0f} MiB) + 16 MiB = {b / MIB:.0f} MiB")
+
+
+@pytest.fixture(scope="module")
+def chat_dataset(ds):
+    """8 files x 12,000 conversations (list<struct<role, content>>, 2-4 turns of 50-1,500
+    bytes): ~150 MB of jsonl, several times the bound at mem=64M."""
+    import pyarrow as pa
+    d = os.path.join(ds.root, "memory-chat")
+    if not os.path.isdir(d):
+        rng = random.Random(13)
+        words = "the a cat sat on mat why how ok yes no please thanks".split()
+        base = " ".join(rng.choice(words) for _ in range(200000))
+        os.makedirs(d + ".tmp", exist_ok=True)
+        for f in range(8):
+            convs = []
+            for _ in range(12000):
+                turns = []
+                for t in range(rng.choice([2, 3, 4])):
+                    o = rng.randrange(len(base) - 1600)
+                    turns.append({"role": ["user", "assistant"][t % 2],
+                                  "content": base[o:o + rng.randint(50, 1500)]})
+                convs.append(turns)
+            pq.write_table(pa.table({"messages": pa.array(convs)}), f"{d}.tmp/c{f}.parquet")
+        os.rename(d + ".tmp", d)
+    return d
+
+
+def test_chat_messages_within_bound(chat_dataset, mount):
+    """Issue 13: column=messages pages the content leaf and holds the roles; 8 parts read at
+    once under mem=64M stay within 1.1 x (index + mem) + 16 MiB, every conversation served."""
+    _skip_if_asan()
+    rows, _values = _oracle(chat_dataset, "messages")
+    with mount(chat_dataset, f"column=messages,mem={MEM}") as m:
+        b = bound(_index_bytes(m), MEM)
+        size = m.size("epoch-0.jsonl")
+        assert size > 2 * b, f"epoch of {size} B is too small to test a {b:.0f} B bound"
+        lines, errors = [0] * PARTS, []
+
+        def reader(i):
+            try:
+                with open(m.p(f"epoch-0.part-{i}-of-{PARTS}.jsonl"), "rb", buffering=0) as f:
+                    while True:
+                        buf = f.read(1 << 20)
+                        if not buf:
+                            break
+                        lines[i] += buf.count(b"\n")
+            except OSError as e:      # reported below
+                errors.append(f"part {i}: {e!r}")
+        threads = [threading.Thread(target=reader, args=(i,)) for i in range(PARTS)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=200)
+        assert not any(t.is_alive() for t in threads), "a reader hung"
+        peak = _hwm(m.proc.pid)
+    assert not errors, errors
+    assert sum(lines) == rows, f"{sum(lines)} conversations served, pyarrow counts {rows}"
+    print(f"column=messages: epoch {size / MIB:.0f} MiB, peak {peak / MIB:.0f} MiB, "
+          f"bound {b / MIB:.0f} MiB")
+    assert peak <= b, (f"column=messages: peak RSS {peak / MIB:.0f} MiB with {PARTS} parts at "
+                       f"once > 1.1 x (index + mem {MEM / MIB:.0f} MiB) + 16 MiB = "
+                       f"{b / MIB:.0f} MiB")
