@@ -268,7 +268,7 @@ def test_columns_persistent_index(cc, cat, tmp_path):
     order or set of columns does not take those sizes."""
     path = _path(cc, VARIANTS[0])
     cache = str(tmp_path / "cache")
-    for names in ["id:text", "text:id", "id:text:score"]:
+    for names in ["id:text", "text:id", "id:text:score", "id:messages", "st:m"]:
         opts = {"column": names, "rowid": True}
         fresh = cat(path, "epoch-0.jsonl", {**opts, "cache": "none"}).stdout
         assert not check_records(fresh, expected_rows(path, names.split(":")))
