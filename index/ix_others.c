@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ix_chunk_whole.h"
 #include "ix_others.h"
 
 int ix_columns_several(const ix_source *first, const char *spec)
@@ -323,162 +324,8 @@ static int put_value(column_fill *c, const value_src *v, pq_error *err)
     return 0;
 }
 
-/* A column chunk decoded whole: its pages (and dictionary) kept, their
- * level entries and values in one view. */
-typedef struct chunk_values {
-    pq_page_values *pages;
-    uint32_t num_pages;
-    pq_dictionary dict;
-    int has_dict;
-    pq_page_values all; /* a view: its arrays below, the values' bytes in pages and dict */
-} chunk_values;
-
-static void chunk_values_free(chunk_values *cv)
-{
-    for (uint32_t i = 0; i < cv->num_pages; i++)
-        pq_page_values_free(&cv->pages[i]);
-    free(cv->pages);
-    if (cv->has_dict)
-        pq_dictionary_free(&cv->dict);
-    free(cv->all.def_levels);
-    free(cv->all.rep_levels);
-    free(cv->all.values);
-    memset(cv, 0, sizeof *cv);
-}
-
-/* A column chunk's bytes, read whole. */
-static int read_chunk(const ix_source *s, const pq_column_meta *m, uint8_t **buf,
-                      size_t *len, pq_error *err)
-{
-    int64_t start = m->data_page_offset;
-    if (m->dictionary_page_offset > 0 && m->dictionary_page_offset < start)
-        start = m->dictionary_page_offset;
-    if (start < 4 || m->total_compressed_size <= 0 ||
-        (uint64_t)m->total_compressed_size > (uint64_t)s->st.st_size ||
-        (uint64_t)start > (uint64_t)s->st.st_size - (uint64_t)m->total_compressed_size)
-        return pq_error_set(err, "the column chunk's bytes (offset %lld, %lld bytes) lie "
-                            "outside the file", (long long)start,
-                            (long long)m->total_compressed_size);
-    *len = (size_t)m->total_compressed_size;
-    *buf = malloc(*len);
-    if (!*buf)
-        return pq_error_set(err, "out of memory for a column chunk of %zu bytes", *len);
-    return ix_store_read(s->store, s->fd, s->name, *buf, *len, (uint64_t)start, err);
-}
-
-static int keep_page(chunk_values *cv, pq_page_values *v, pq_error *err)
-{
-    pq_page_values *grown = realloc(cv->pages, (cv->num_pages + 1) * sizeof *grown);
-    if (!grown) {
-        pq_page_values_free(v);
-        return pq_error_set(err, "out of memory");
-    }
-    cv->pages = grown;
-    cv->pages[cv->num_pages++] = *v;
-    return 0;
-}
-
-/* Decode every page of the chunk in buf[0..len). */
-static int decode_pages(chunk_values *cv, const pq_column_desc *desc, const uint8_t *buf,
-                        size_t len, const ix_chunk_bounds *bounds, pq_error *err)
-{
-    for (size_t off = 0; off < len;) {
-        pq_page_header h;
-        if (pq_page_header_parse(buf + off, len - off, &h, err) < 0 ||
-            ix_page_claims_check(&h, bounds, err) < 0)
-            return pq_error_prefix(err, "page at chunk byte %zu: ", off);
-        size_t body = off + h.header_len;
-        if ((uint64_t)h.compressed_size > len - body)
-            return pq_error_set(err, "page at chunk byte %zu: its %d bytes pass the chunk's "
-                                "end", off, h.compressed_size);
-        if (h.type == PQ_PAGE_DICTIONARY) {
-            if (cv->has_dict)
-                return pq_error_set(err, "a second dictionary page at chunk byte %zu", off);
-            if (pq_dictionary_decode(desc, &h, buf + body, (size_t)h.compressed_size,
-                                     &cv->dict, err) < 0)
-                return -1;
-            cv->has_dict = 1;
-        } else if (h.type == PQ_PAGE_DATA || h.type == PQ_PAGE_DATA_V2) {
-            pq_page_values v;
-            if (pq_page_decode(desc, &h, buf + body, (size_t)h.compressed_size,
-                               cv->has_dict ? &cv->dict : NULL, &v, err) < 0 ||
-                keep_page(cv, &v, err) < 0)
-                return -1;
-        }
-        off = body + (size_t)h.compressed_size;
-    }
-    return 0;
-}
-
-/* Join the pages' entries and values into cv->all. */
-static int join_pages(chunk_values *cv, const pq_column_desc *desc, pq_error *err)
-{
-    uint64_t levels = 0, values = 0;
-    for (uint32_t i = 0; i < cv->num_pages; i++) {
-        levels += cv->pages[i].num_levels;
-        values += cv->pages[i].num_values;
-    }
-    if (levels > UINT32_MAX)
-        return pq_error_set(err, "more than 2^32 level entries in a chunk");
-    pq_page_values *a = &cv->all;
-    size_t n = levels ? (size_t)levels : 1;
-    if ((desc->max_def > 0 && !(a->def_levels = malloc(n * sizeof *a->def_levels))) ||
-        (desc->max_rep > 0 && !(a->rep_levels = malloc(n * sizeof *a->rep_levels))) ||
-        !(a->values = malloc((values ? (size_t)values : 1) * sizeof *a->values)))
-        return pq_error_set(err, "out of memory");
-    for (uint32_t i = 0; i < cv->num_pages; i++) {
-        const pq_page_values *p = &cv->pages[i];
-        if (a->def_levels)
-            memcpy(a->def_levels + a->num_levels, p->def_levels,
-                   p->num_levels * sizeof *a->def_levels);
-        if (a->rep_levels)
-            memcpy(a->rep_levels + a->num_levels, p->rep_levels,
-                   p->num_levels * sizeof *a->rep_levels);
-        memcpy(a->values + a->num_values, p->values, p->num_values * sizeof *a->values);
-        a->num_levels += p->num_levels;
-        a->num_values += p->num_values;
-    }
-    return 0;
-}
-
-/* Leaf `leaf` of s, row group g, decoded whole into cv. */
-static int load_chunk(chunk_values *cv, const ix_source *s, int leaf, int32_t g, uint64_t max,
-                      uint64_t *bytes_read, pq_error *err)
-{
-    const pq_leaf *l = &s->leaves[leaf];
-    const pq_row_group *rg = &s->meta.row_groups[g];
-    const pq_column_meta *m = &rg->columns[leaf];
-    memset(cv, 0, sizeof *cv);
-    if (m->encrypted)
-        return pq_error_set(err, "column %s is encrypted; youmufs cannot read encrypted "
-                            "Parquet", l->path);
-    if (m->type != l->type)
-        return pq_error_set(err, "column %s: chunk type %d differs from the schema's %d",
-                            l->path, m->type, l->type);
-    if (rg->num_rows < 0)
-        return pq_error_set(err, "a negative row count");
-    if (rg->num_rows == 0)
-        return 0;
-    if (max && m->total_compressed_size > 0 && (uint64_t)m->total_compressed_size > max)
-        return pq_error_set(err, "column %s: a chunk of %lld bytes beside the primary is more "
-                            "than mem=%llu bytes", l->path, (long long)m->total_compressed_size,
-                            (unsigned long long)max);
-    pq_column_desc desc = { l->type, l->type_length, l->max_def, l->max_rep, m->codec };
-    ix_chunk_bounds bounds = { m->total_uncompressed_size, m->num_values };
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    int rc = read_chunk(s, m, &buf, &len, err);
-    *bytes_read += len;
-    if (rc == 0)
-        rc = decode_pages(cv, &desc, buf, len, &bounds, err);
-    free(buf);
-    if (rc == 0)
-        rc = join_pages(cv, &desc, err);
-    return rc < 0 ? pq_error_prefix(err, "column %s: ", l->path) : 0;
-}
-
 /* One leaf's rows of the row group, from the chunk's records. */
-static int put_leaf_rows(column_fill *c, const ix_framing *f, const chunk_values *cv,
+static int put_leaf_rows(column_fill *c, const ix_framing *f, const ix_chunk_whole *cv,
                          uint64_t rows_want, pq_error *err)
 {
     const pq_page_values *v = &cv->all;
@@ -502,7 +349,7 @@ static int put_leaf_rows(column_fill *c, const ix_framing *f, const chunk_values
 }
 
 /* Rows of a field of several leaves: cv[j] is leaf j's chunk. */
-static int put_tree_rows(column_fill *c, const ix_tree_framing *tf, const chunk_values *cv,
+static int put_tree_rows(column_fill *c, const ix_tree_framing *tf, const ix_chunk_whole *cv,
                          uint64_t rows_want, pq_error *err)
 {
     uint32_t n = tf->tree.num_leaves;
@@ -560,19 +407,19 @@ static int load_group(ix_column_set *set, uint32_t k, column_fill *fill, const i
 {
     const ix_column_tree *t = &set->trees[k];
     uint32_t n = t->count ? t->count : 1;
-    chunk_values *cv = calloc(n, sizeof *cv);
+    ix_chunk_whole *cv = calloc(n, sizeof *cv);
     if (!cv)
         return pq_error_set(err, "out of memory");
     uint64_t rows = (uint64_t)s->meta.row_groups[g].num_rows;
     int rc = 0;
     for (uint32_t j = 0; rc == 0 && j < n; j++)
         if (!(fill->own && j == fill->own_leaf))
-            rc = load_chunk(&cv[j], s, leaves[j], g, max, &set->bytes_read, err);
+            rc = ix_chunk_whole_load(&cv[j], s, leaves[j], g, max, &set->bytes_read, err);
     if (rc == 0 && s->meta.row_groups[g].num_rows > 0)
         rc = t->count ? put_tree_rows(fill, &t->framing, cv, rows, err)
                       : put_leaf_rows(fill, &set->framing[k], cv, rows, err);
     for (uint32_t j = 0; j < n; j++)
-        chunk_values_free(&cv[j]);
+        ix_chunk_whole_free(&cv[j]);
     free(cv);
     return rc;
 }
