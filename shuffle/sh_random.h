@@ -26,7 +26,8 @@ enum {
     SH_PURPOSE_ROWS = 2,
     SH_PURPOSE_CHUNKS = 3,
     SH_PURPOSE_RECORDS = 4,
-    SH_PURPOSE_UNITS = 5
+    SH_PURPOSE_UNITS = 5,
+    SH_PURPOSE_SOURCES = 6 /* a mixture source's passes (sh_mix.h) */
 };
 
 uint64_t sh_derive_seed(uint64_t seed, uint64_t epoch, uint64_t purpose, uint64_t index);
