@@ -8,7 +8,9 @@
 
 #include "pq_page.h"
 
-#define MAX_RECLAIMERS 8
+/* A mount registers 5; the mounts of a mixture's sources (at most
+ * SH_MIX_MAX_SOURCES, 100) share one accountant. */
+#define MAX_RECLAIMERS 512
 
 /* A demand reservation waiting for room, in the accountant's FIFO list. */
 typedef struct waiter {

@@ -99,7 +99,7 @@ typedef uint64_t (*yfs_reclaim_fn)(void *ctx, uint64_t need, int demand);
 yfs_budget *yfs_budget_new(uint64_t limit, yfs_stats *stats);
 /* Every byte must have been released (asserted). */
 void yfs_budget_free(yfs_budget *b);
-/* Register a reclaimer (at most 8; before any reservation is made). */
+/* Register a reclaimer (at most 512; before any reservation is made). */
 void yfs_budget_add_reclaimer(yfs_budget *b, yfs_reclaim_fn fn, void *ctx);
 
 /* Reserve `bytes` of `kind` for `hold` (NULL: the caller holds nothing and

@@ -88,7 +88,7 @@ static int stat_ino(session *s, fuse_ino_t ino, struct stat *st)
     yfs_name n;
     if (yfs_ino_name(s->names, ino, &n) < 0)
         return -ENOENT;
-    if (n.parts == 0) {
+    if (n.parts == 0 && !m->mix) {
         st->st_size = (off_t)m->ix->framed_bytes;
     } else {
         yfs_view *v;

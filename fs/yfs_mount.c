@@ -10,6 +10,8 @@
 #include "yfs_budget.h"
 #include "yfs_cache.h"
 #include "yfs_io.h"
+#include "yfs_mix.h"
+#include "yfs_mixture.h"
 #include "yfs_streams.h"
 #include "yfs_wants.h"
 #include "yfs_dicts.h"
@@ -148,6 +150,14 @@ ix_options yfs_index_options(const yfs_options *opts, const char *dataset, int p
 int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, yfs_mount **out,
                    pq_error *err)
 {
+    if (yfs_is_mixture(dataset))
+        return yfs_mix_open(opts, dataset, progress, out, err);
+    return yfs_mount_open_source(opts, dataset, progress, NULL, out, err);
+}
+
+int yfs_mount_open_source(const yfs_options *opts, const char *dataset, int progress,
+                          yfs_budget *budget, yfs_mount **out, pq_error *err)
+{
     yfs_mount *m = calloc(1, sizeof *m);
     if (!m)
         return pq_error_set(err, "out of memory");
@@ -184,7 +194,8 @@ int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, y
         /* shuffle=row reads pages on their own: it has no chunks */
         .chunk_bytes = opts->shuffle == SH_SHUFFLE_ROW ? 0 : opts->chunk,
     };
-    if (!(m->budget = yfs_budget_new(yfs_mount_data_budget(m), &m->stats)))
+    m->shares_budget = budget != NULL;
+    if (!(m->budget = budget ? budget : yfs_budget_new(yfs_mount_data_budget(m), &m->stats)))
         goto oom;
     m->loaded = yfs_pages_new(m->budget, yfs_mount_loaded_budget(m), &m->stats);
     m->framed = yfs_pages_new(m->budget, yfs_mount_framed_budget(m), &m->stats);
@@ -225,6 +236,8 @@ fail:
 
 int yfs_mount_start(yfs_mount *m, pq_error *err)
 {
+    if (m->mix && yfs_mix_start(m->mix, err) < 0)
+        return -1;
     if (yfs_io_start(m->io, err) < 0)
         return -1;
     return yfs_cache_start(m->cache, m->opts.threads, err);
@@ -234,6 +247,7 @@ void yfs_mount_close(yfs_mount *m)
 {
     if (!m)
         return;
+    yfs_mix_free(m->mix); /* the other sources first: they share m's accountant */
     yfs_cache_free(m->cache); /* first: its workers use plans and dictionaries */
     yfs_io_free(m->io);       /* then: its threads use plans and the stores */
     yfs_streams_free(m->streams); /* before the dictionaries its streams hold */
@@ -242,7 +256,8 @@ void yfs_mount_close(yfs_mount *m)
     yfs_plans_free(m->plans);
     yfs_pages_free(m->loaded);
     yfs_pages_free(m->framed);
-    yfs_budget_free(m->budget); /* last: everything above has released its bytes */
+    if (!m->shares_budget)
+        yfs_budget_free(m->budget); /* last: everything above has released its bytes */
     free(m->page_summary);
     free(m->page_storage);
     free(m->units.first_unit);

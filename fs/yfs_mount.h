@@ -25,6 +25,7 @@ typedef struct yfs_budget yfs_budget;
 typedef struct yfs_streams yfs_streams;
 typedef struct yfs_wants yfs_wants;
 typedef struct yfs_io yfs_io;
+typedef struct yfs_mix yfs_mix;
 
 /* The plan's shuffle units (sh_plan.h sh_cut), from the index's cut pages
  * (ix_index.h): cut.first_unit is NULL when no page is cut, and then every
@@ -45,6 +46,8 @@ typedef struct yfs_mount {
     uint32_t *record_bytes;        /* shuffle=row: framed size of every record (yfs_rows.h) */
     uint64_t *page_first_record;   /* shuffle=row: ix->num_pages+1 record-number starts */
     yfs_budget *budget;    /* every byte held for data (yfs_budget.h) */
+    int shares_budget;     /* budget is another mount's (a mixture's source 0 owns it) */
+    yfs_mix *mix;          /* a mixture (yfs_mix.h): this mount is its source 0; else NULL */
     yfs_plans *plans;
     yfs_dicts *dicts;
     yfs_cache *cache;
@@ -66,9 +69,16 @@ typedef struct yfs_mount {
 ix_options yfs_index_options(const yfs_options *opts, const char *dataset, int progress);
 
 /* Build the index of `dataset` with `opts` (copied). progress: report
- * mount-time progress on stderr. */
+ * mount-time progress on stderr. A mixture file (yfs_mixture.h) opens every
+ * source (yfs_mix.h) and returns its source 0, the mount its files are
+ * read through. */
 int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, yfs_mount **out,
                    pq_error *err);
+/* One dataset (not a mixture file). budget NULL: the mount makes its own
+ * accountant; else it shares that one (a mixture's other sources), which
+ * must outlive it. */
+int yfs_mount_open_source(const yfs_options *opts, const char *dataset, int progress,
+                          yfs_budget *budget, yfs_mount **out, pq_error *err);
 int yfs_mount_start(yfs_mount *m, pq_error *err);
 void yfs_mount_close(yfs_mount *m);
 

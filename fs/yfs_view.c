@@ -7,6 +7,7 @@
 #include "sh_deal.h"
 #include "yfs_budget.h"
 #include "yfs_io.h"
+#include "yfs_mixview.h"
 #include "yfs_plans.h"
 
 /* How far a reader's prefetch runs ahead: at most readahead= segments, and
@@ -23,6 +24,7 @@
 
 struct yfs_view {
     yfs_mount *m;
+    yfs_mixview *mix; /* a mixture's file (yfs_mixview.h): nothing below is used */
     yfs_plan *plan;
     sh_part part;
     uint64_t io_next; /* the part's first segment whose loads are not queued (yfs_io.h,
@@ -78,6 +80,14 @@ int yfs_view_open(yfs_mount *m, const yfs_name *n, yfs_view **out, pq_error *err
     if (!v)
         return pq_error_set(err, "out of memory");
     v->m = m;
+    if (m->mix) {
+        if (yfs_mixview_open(m->mix, n, &v->mix, err) < 0) {
+            free(v);
+            return -1;
+        }
+        *out = v;
+        return 0;
+    }
     if (yfs_plans_get(m->plans, n->epoch, &v->plan, err) < 0) {
         free(v);
         return -1;
@@ -99,6 +109,11 @@ void yfs_view_close(yfs_view *v)
 {
     if (!v)
         return;
+    if (v->mix) {
+        yfs_mixview_close(v->mix);
+        free(v);
+        return;
+    }
     yfs_io_forget(v->m->io, v);
     sh_part_free(&v->part);
     yfs_plans_put(v->m->plans, v->plan);
@@ -107,6 +122,8 @@ void yfs_view_close(yfs_view *v)
 
 uint64_t yfs_view_size(const yfs_view *v)
 {
+    if (v->mix)
+        return yfs_mixview_size(v->mix);
     return sh_part_size(&v->part);
 }
 
@@ -126,6 +143,8 @@ static void prefetch_after(yfs_view *v, uint64_t k)
 int yfs_view_read(yfs_view *v, uint64_t offset, size_t size, uint8_t *out, size_t *got,
                   pq_error *err)
 {
+    if (v->mix)
+        return yfs_mixview_read(v->mix, offset, size, out, got, err);
     uint64_t file_size = yfs_view_size(v);
     *got = 0;
     if (offset >= file_size || size == 0)

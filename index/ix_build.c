@@ -326,13 +326,14 @@ static char *cache_key(const build *b)
     const char *others = b->ix->columns ? b->ix->columns->key : "";
     if (asprintf(&key, "dataset=%s\n%scolumn=%s\nleaf=%d:%d def=%d rep=%d:%d map=%d "
                  "logical=%d:%d:%d:%d:%d:%d:%d\nfield=%s\n"
-                 "format=%s rowid=%d dtype=%s sep=%d:%lld\n",
+                 "format=%s rowid=%d dtype=%s sep=%d:%lld key=%s source=%d:%u\n",
                  real ? real : o->dataset, others, l->path, l->type, (int)l->type_length,
                  l->max_def, l->max_rep, l->rep_def, l->in_map, t->kind, (int)t->scale,
                  (int)t->precision, t->bit_width, t->is_signed, t->unit, t->utc,
                  b->ix->framing.nest.key, ix_format_name(o->frame.format),
                  o->frame.rowid, ix_dtype_name(o->frame.dtype), o->frame.has_sep,
-                 (long long)o->frame.sep) < 0)
+                 (long long)o->frame.sep, o->frame.key ? o->frame.key : "",
+                 o->frame.has_source, o->frame.source) < 0)
         key = NULL;
     free(real);
     return key;

@@ -9,6 +9,8 @@
 
 /* ",\"_row\":" written before the row number in jsonl records. */
 static const char ROWID_KEY[] = ",\"_row\":";
+/* ",\"_source\":" written before a mixture source's number under rowid. */
+static const char SOURCE_KEY[] = ",\"_source\":";
 /* Digits of the largest row number. */
 #define ROW_DIGITS_MAX 20
 
@@ -215,10 +217,12 @@ int ix_json_key(const char *key, size_t len, char **out, size_t *out_len)
 }
 
 /* The record's prefix (the output field's key) and every struct step's. */
-static int jsonl_prefixes(ix_framing *f)
+static int jsonl_prefixes(ix_framing *f, const char *key)
 {
     const pq_nest *n = &f->nest;
-    if (object_prefix(n->key, strlen(n->key), &f->prefix, &f->prefix_len) < 0)
+    if (!key)
+        key = n->key;
+    if (object_prefix(key, strlen(key), &f->prefix, &f->prefix_len) < 0)
         return -1;
     f->step_prefix = calloc((size_t)n->num_steps, sizeof *f->step_prefix);
     f->step_prefix_len = calloc((size_t)n->num_steps, sizeof *f->step_prefix_len);
@@ -263,6 +267,8 @@ int ix_framing_init(ix_framing *f, const ix_frame_options *o, const pq_leaf *lea
     memset(f, 0, sizeof *f);
     f->format = o->format;
     f->rowid = o->rowid;
+    f->has_source = o->rowid && o->has_source;
+    f->source = o->source;
     f->type = ix_value_type_of(leaf);
     if (nest) {
         f->nest = *nest;
@@ -280,7 +286,7 @@ int ix_framing_init(ix_framing *f, const ix_frame_options *o, const pq_leaf *lea
         return pq_error_set(err, "dtype= and sep= apply to format=raw only");
     switch (o->format) {
     case IX_FORMAT_JSONL:
-        if (jsonl_prefixes(f) < 0)
+        if (jsonl_prefixes(f, o->key) < 0)
             return pq_error_set(err, "out of memory");
         return 0;
     case IX_FORMAT_TEXT:
@@ -509,6 +515,10 @@ static int jsonl_record(const ix_framing *f, const ix_record *r, ix_sink *s, pq_
     if (f->rowid) {
         put(s, ROWID_KEY, sizeof ROWID_KEY - 1);
         decimal(s, r->row);
+    }
+    if (f->has_source) {
+        put(s, SOURCE_KEY, sizeof SOURCE_KEY - 1);
+        decimal(s, f->source);
     }
     put(s, "}\n", 2);
     return 0;

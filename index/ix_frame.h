@@ -4,7 +4,8 @@
  * framing cannot carry are refused then); the read path writes them. Both
  * are ix_frame, into two kinds of sink, so sizes and bytes cannot disagree.
  *
- *   jsonl  {"<key>":<value>}\n, with ,"_row":<row> before the } under rowid.
+ *   jsonl  {"<key>":<value>}\n, with ,"_row":<row> before the } under rowid
+ *          (and ,"_source":<i> after it for source i of a mixture).
  *          Strings as JSON strings (`"` `\` and bytes < 0x20 escaped, the
  *          rest copied; binary columns escape bytes >= 0x80 as \u0080..
  *          \u00ff, so value.encode("latin-1") recovers them); numbers, dates
@@ -42,6 +43,9 @@ typedef struct ix_frame_options {
     ix_dtype dtype;  /* raw: IX_DT_NONE for the column's own */
     int has_sep;     /* raw: append sep after each record */
     int64_t sep;
+    const char *key; /* jsonl: the record's key; NULL: the output field's name */
+    int has_source;  /* jsonl with rowid: also append "_source":<source> (mixtures) */
+    uint32_t source;
 } ix_frame_options;
 
 /* The other columns of a record of several (column=a:b:c, jsonl only;
@@ -70,6 +74,8 @@ typedef struct ix_others {
 typedef struct ix_framing {
     ix_format format;
     int rowid;
+    int has_source;  /* with rowid: "_source":<source> after "_row" */
+    uint32_t source;
     ix_value_type type;
     ix_shape shape;
     pq_nest nest;    /* the output field's steps down to the leaf (owned) */

@@ -10,7 +10,7 @@ void sh_pieces_free(sh_pieces *l)
     memset(l, 0, sizeof *l);
 }
 
-static int push(sh_pieces *l, sh_piece p)
+int sh_pieces_push(sh_pieces *l, sh_piece p)
 {
     assert(p.end >= p.first);
     if (l->n == l->cap) {
@@ -52,7 +52,7 @@ static int advance(cursor *c, uint64_t count, sh_pieces *dst, int wrap)
         uint32_t left = p->end - p->first - c->at;
         uint32_t take = count < left ? (uint32_t)count : left;
         if (take > 0 && dst &&
-            push(dst, (sh_piece){ p->segment, p->first + c->at, p->first + c->at + take }) < 0)
+            sh_pieces_push(dst, (sh_piece){ p->segment, p->first + c->at, p->first + c->at + take }) < 0)
             return -1;
         count -= take;
         c->at += take;
@@ -74,7 +74,7 @@ int sh_epoch_stream(const sh_plan *plan, sh_pieces *out)
 {
     memset(out, 0, sizeof *out);
     for (uint64_t s = 0; s < plan->num_segments; s++)
-        if (push(out, (sh_piece){ s, 0, plan->segments[s].records }) < 0) {
+        if (sh_pieces_push(out, (sh_piece){ s, 0, plan->segments[s].records }) < 0) {
             sh_pieces_free(out);
             return -1;
         }
@@ -99,8 +99,8 @@ static int64_t strided(const sh_pieces *stream, uint64_t i, uint64_t parts, uint
         uint32_t to_head = room < len ? (uint32_t)room : len;
         sh_piece first = { pc.segment, pc.first, pc.first + to_head };
         sh_piece after = { pc.segment, pc.first + to_head, pc.end };
-        if ((to_head && head && push(head, first) < 0) ||
-            (to_head < len && tail && push(tail, after) < 0))
+        if ((to_head && head && sh_pieces_push(head, first) < 0) ||
+            (to_head < len && tail && sh_pieces_push(tail, after) < 0))
             return -1;
         records += len;
     }
@@ -158,7 +158,7 @@ static int keep_part(void *ctx, uint64_t part, const sh_pieces *l)
     if (part != k->want)
         return 0;
     for (uint64_t j = 0; j < l->n; j++)
-        if (push(k->out, l->v[j]) < 0)
+        if (sh_pieces_push(k->out, l->v[j]) < 0)
             return -1;
     return FOUND;
 }
@@ -216,4 +216,22 @@ int sh_resume_part(const sh_plan *plan, uint64_t given_parts, uint64_t given, ui
         rc = sh_deal_one(&left, part, parts, even, out);
     sh_pieces_free(&left);
     return rc;
+}
+
+int sh_epoch_slice(const sh_plan *plan, uint64_t first, uint64_t end, uint64_t tag,
+                   sh_pieces *out)
+{
+    assert(first <= end && end <= plan->total_records);
+    uint64_t at = 0; /* records before segment s */
+    for (uint64_t s = 0; s < plan->num_segments && at < end; s++) {
+        uint64_t records = plan->segments[s].records;
+        if (at + records > first) {
+            uint64_t from = first > at ? first - at : 0;
+            uint64_t to = end - at < records ? end - at : records;
+            if (sh_pieces_push(out, (sh_piece){ tag | s, (uint32_t)from, (uint32_t)to }) < 0)
+                return -1;
+        }
+        at += records;
+    }
+    return 0;
 }

@@ -42,6 +42,15 @@ typedef struct sh_pieces {
 } sh_pieces;
 
 void sh_pieces_free(sh_pieces *l);
+/* Append a piece. Returns 0, or -1 on allocation failure. */
+int sh_pieces_push(sh_pieces *l, sh_piece p);
+
+/* Append the records [first, end) of the epoch of `plan` (every segment in
+ * plan order) to out, as pieces whose segment numbers carry `tag` (or-ed
+ * in: a mixture tells its passes apart by it, yfs_mixview.h). end must not
+ * pass the plan's records. Returns 0, or -1 on allocation failure. */
+int sh_epoch_slice(const sh_plan *plan, uint64_t first, uint64_t end, uint64_t tag,
+                   sh_pieces *out);
 
 /* The epoch of `plan`: every segment, whole, in plan order. -1: no memory. */
 int sh_epoch_stream(const sh_plan *plan, sh_pieces *out);

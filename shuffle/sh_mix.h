@@ -33,8 +33,9 @@
 
 #include <stdint.h>
 
-/* Sources a mixture may have. */
-#define SH_MIX_MAX_SOURCES 4096
+/* Sources a mixture may have (each is a mount with its own workers,
+ * sharing one memory budget). */
+#define SH_MIX_MAX_SOURCES 100
 
 /* counts[0..n) of an epoch of `records` records over sources of
  * weights[0..n) (above). Returns 0, or -1 when n is 0 or more than

@@ -1,0 +1,563 @@
+#include "yfs_mixview.h"
+
+#include <assert.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sh_deal.h"
+#include "sh_mix.h"
+#include "yfs_cache.h"
+#include "yfs_plans.h"
+
+/* A piece's segment number carries the index of its run (of sh_mix_runs)
+ * above this bit, so the pieces of several passes form one stream. */
+#define RUN_SHIFT 40
+#define SEGMENT_MASK ((1ull << RUN_SHIFT) - 1)
+
+/* Positions per block: an internal grain (the bytes do not depend on it). */
+#define BLOCK 4096
+
+#define UNKNOWN UINT64_MAX
+
+/* Consecutive pieces of a share that come from one pass. */
+typedef struct leg {
+    yfs_plan *plan;         /* the source's plan of that pass, held */
+    sh_part part;
+    uint64_t *first_record; /* part.count + 1: records before each piece */
+} leg;
+
+/* What the file takes of one source. */
+typedef struct share {
+    yfs_mount *m;
+    leg *legs;
+    uint32_t num_legs;
+    uint64_t *leg_record; /* num_legs + 1: records before each leg */
+    uint64_t *leg_byte;   /* num_legs + 1: bytes before each leg */
+} share;
+
+/* Where record k of a share is: leg, piece, record of the piece's segment. */
+typedef struct place {
+    const leg *l;
+    uint64_t piece;
+    uint32_t record;
+    uint64_t share_byte; /* bytes of the share before the piece */
+} place;
+
+struct yfs_mixview {
+    yfs_mix *mx;
+    uint32_t n;
+    share *shares;
+    uint64_t *counts; /* records of each share: the turns' counts */
+    uint64_t records, size, blocks;
+    uint64_t *taken;  /* (blocks + 1) x n: records of each source before block b */
+    int64_t *credit;  /* (blocks + 1) x n: the turns' credits before block b */
+    pthread_mutex_t lock; /* guards offset and the layout below */
+    uint64_t *offset; /* blocks + 1: where block b starts; UNKNOWN until learned */
+    uint64_t lay_block; /* the block laid out below; UNKNOWN: none */
+    uint64_t *lay_start;  /* BLOCK + 1: bytes of the block before each position */
+    uint32_t *lay_source; /* BLOCK: the source of each position */
+    uint32_t *lay_pos;    /* BLOCK: positions of source i's records of the block, from
+                             lay_base[i] on, in record order */
+    uint32_t lay_base[SH_MIX_MAX_SOURCES + 1];
+    uint64_t *sizes;      /* BLOCK: scratch for record sizes */
+};
+
+static uint64_t search(const uint64_t *prefix, uint64_t count, uint64_t k)
+{
+    /* the last i < count with prefix[i] <= k */
+    uint64_t lo = 0, hi = count;
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (prefix[mid] <= k)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static uint64_t share_records(const share *s)
+{
+    return s->leg_record[s->num_legs];
+}
+
+static place locate(const share *s, uint64_t k)
+{
+    assert(k < share_records(s));
+    uint64_t L = search(s->leg_record, s->num_legs, k);
+    const leg *l = &s->legs[L];
+    uint64_t p = search(l->first_record, l->part.count, k - s->leg_record[L]);
+    uint64_t r = k - s->leg_record[L] - l->first_record[p];
+    assert(r < (uint64_t)(l->part.pieces[p].end - l->part.pieces[p].first));
+    return (place){ l, p, (uint32_t)(l->part.pieces[p].first + r),
+                    s->leg_byte[L] + l->part.offsets[p] };
+}
+
+typedef struct offset_ctx {
+    yfs_mount *m;
+    yfs_plan *plan;
+    const void *reader;
+    pq_error *err;
+} offset_ctx;
+
+static int record_offset(void *ctx, uint64_t s, uint32_t record, uint64_t *out)
+{
+    offset_ctx *c = ctx;
+    yfs_seg *seg;
+    if (yfs_cache_get(c->m->cache, c->plan, s, c->reader, &seg, c->err) < 0)
+        return -1;
+    *out = yfs_seg_record_start(seg, record);
+    yfs_cache_put(c->m->cache, seg);
+    return 0;
+}
+
+/* Where record k of the share starts in the share's bytes (k == records:
+ * its size). Builds the record's segment unless the record starts a piece. */
+static int share_byte(yfs_mixview *v, const share *s, uint64_t k, uint64_t *out, pq_error *err)
+{
+    if (k == share_records(s)) {
+        *out = s->leg_byte[s->num_legs];
+        return 0;
+    }
+    place p = locate(s, k);
+    const sh_piece *pc = &p.l->part.pieces[p.piece];
+    if (p.record == pc->first) {
+        *out = p.share_byte;
+        return 0;
+    }
+    uint64_t at;
+    offset_ctx c = { s->m, p.l->plan, v, err };
+    if (record_offset(&c, pc->segment, p.record, &at) < 0)
+        return -1;
+    *out = p.share_byte + at - p.l->part.starts[p.piece];
+    return 0;
+}
+
+/* ---- opening: the shares ---- */
+
+static void share_free(share *s)
+{
+    for (uint32_t L = 0; s->legs && L < s->num_legs; L++) {
+        sh_part_free(&s->legs[L].part);
+        free(s->legs[L].first_record);
+        if (s->legs[L].plan)
+            yfs_plans_put(s->m->plans, s->legs[L].plan);
+    }
+    free(s->legs);
+    free(s->leg_record);
+    free(s->leg_byte);
+}
+
+/* The pieces dealt[first, end) (all of run `run`) as leg L of the share. */
+static int make_leg(yfs_mixview *v, share *s, yfs_plan *plan, const sh_piece *dealt,
+                    uint64_t count, pq_error *err)
+{
+    leg *l = &s->legs[s->num_legs];
+    sh_piece *pieces = malloc((count ? count : 1) * sizeof *pieces);
+    l->first_record = malloc((count + 1) * sizeof *l->first_record);
+    if (!pieces || !l->first_record) {
+        free(pieces);
+        return pq_error_set(err, "out of memory");
+    }
+    l->first_record[0] = 0;
+    for (uint64_t k = 0; k < count; k++) {
+        pieces[k] = dealt[k];
+        pieces[k].segment &= SEGMENT_MASK;
+        l->first_record[k + 1] = l->first_record[k] + (dealt[k].end - dealt[k].first);
+    }
+    yfs_plans_ref(s->m->plans, plan);
+    l->plan = plan;
+    s->num_legs++;
+    offset_ctx c = { s->m, plan, v, err };
+    err->msg[0] = '\0';
+    if (sh_part_build(&plan->plan, pieces, count, record_offset, &c, &l->part) < 0)
+        return err->msg[0] ? -1 : pq_error_set(err, "out of memory");
+    uint64_t L = s->num_legs - 1;
+    s->leg_record[L + 1] = s->leg_record[L] + l->first_record[count];
+    s->leg_byte[L + 1] = s->leg_byte[L] + sh_part_size(&l->part);
+    return 0;
+}
+
+/* The stream of source i's records in epoch `epoch` (sh_mix_runs), its
+ * plans held in plans[] (one per run). */
+static int source_stream(yfs_mixview *v, uint32_t i, uint64_t epoch, yfs_plan **plans,
+                         uint64_t *num_runs, sh_pieces *out, pq_error *err)
+{
+    yfs_mount *m = v->mx->sources[i];
+    uint64_t count = v->mx->counts[i], size = m->ix->num_records;
+    sh_mix_run *runs = malloc((sh_mix_runs_max(size, count) + 1) * sizeof *runs);
+    if (!runs)
+        return pq_error_set(err, "out of memory");
+    *num_runs = sh_mix_runs(size, count, epoch, runs);
+    int rc = 0;
+    for (uint64_t r = 0; rc == 0 && r < *num_runs; r++) {
+        if (yfs_plans_get(m->plans, runs[r].pass, &plans[r], err) < 0) {
+            *num_runs = r;
+            rc = -1;
+        } else if (sh_epoch_slice(&plans[r]->plan, runs[r].first, runs[r].end,
+                                  r << RUN_SHIFT, out) < 0) {
+            *num_runs = r + 1;
+            rc = pq_error_set(err, "out of memory");
+        }
+    }
+    free(runs);
+    return rc;
+}
+
+static int open_share(yfs_mixview *v, uint32_t i, const yfs_name *n, pq_error *err)
+{
+    share *s = &v->shares[i];
+    s->m = v->mx->sources[i];
+    uint64_t max_runs = sh_mix_runs_max(s->m->ix->num_records ? s->m->ix->num_records : 1,
+                                        v->mx->counts[i]) + 1;
+    yfs_plan **plans = calloc(max_runs, sizeof *plans);
+    sh_pieces stream = { 0 }, dealt = { 0 };
+    uint64_t num_runs = 0;
+    int rc = plans ? source_stream(v, i, n->epoch, plans, &num_runs, &stream, err)
+                   : pq_error_set(err, "out of memory");
+    if (rc == 0 && n->parts > 0 && sh_deal_one(&stream, n->part, n->parts, v->mx->even, &dealt) < 0)
+        rc = pq_error_set(err, "out of memory");
+    const sh_pieces *mine = n->parts > 0 ? &dealt : &stream;
+    if (rc == 0) {
+        /* at most a leg per piece */
+        s->legs = calloc(mine->n ? mine->n : 1, sizeof *s->legs);
+        s->leg_record = calloc(mine->n + 1, sizeof *s->leg_record);
+        s->leg_byte = calloc(mine->n + 1, sizeof *s->leg_byte);
+        if (!s->legs || !s->leg_record || !s->leg_byte)
+            rc = pq_error_set(err, "out of memory");
+    }
+    for (uint64_t k = 0; rc == 0 && k < mine->n;) {
+        uint64_t run = mine->v[k].segment >> RUN_SHIFT, end = k;
+        while (end < mine->n && mine->v[end].segment >> RUN_SHIFT == run)
+            end++;
+        assert(run < num_runs);
+        rc = make_leg(v, s, plans[run], mine->v + k, end - k, err);
+        k = end;
+    }
+    for (uint64_t r = 0; plans && r < num_runs; r++)
+        yfs_plans_put(s->m->plans, plans[r]);
+    free(plans);
+    sh_pieces_free(&stream);
+    sh_pieces_free(&dealt);
+    if (rc < 0)
+        return pq_error_prefix(err, "source %u: ", i);
+    v->counts[i] = share_records(s);
+    return 0;
+}
+
+/* The turns' state before every block. */
+static int checkpoints(yfs_mixview *v, pq_error *err)
+{
+    uint32_t n = v->n;
+    v->blocks = (v->records + BLOCK - 1) / BLOCK;
+    v->taken = calloc((v->blocks + 1) * n, sizeof *v->taken);
+    v->credit = calloc((v->blocks + 1) * n, sizeof *v->credit);
+    v->offset = malloc((v->blocks + 1) * sizeof *v->offset);
+    if (!v->taken || !v->credit || !v->offset)
+        return pq_error_set(err, "out of memory");
+    sh_mix_turns t;
+    if (sh_mix_turns_init(&t, v->counts, n, v->credit) < 0)
+        return pq_error_set(err, "too many records");
+    uint64_t *taken = v->taken;
+    for (uint64_t b = 0; b < v->blocks; b++) {
+        /* row b keeps the state before block b; the turns go on in row b + 1 */
+        uint64_t *next = taken + n;
+        memcpy(next, taken, n * sizeof *next);
+        memcpy(v->credit + (b + 1) * n, t.credit, n * sizeof *t.credit);
+        t.credit = v->credit + (b + 1) * n;
+        uint64_t positions = v->records - b * BLOCK < BLOCK ? v->records - b * BLOCK : BLOCK;
+        for (uint64_t k = 0; k < positions; k++)
+            next[sh_mix_turns_next(&t)]++;
+        taken = next;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        assert(taken[i] == v->counts[i]);
+    for (uint64_t b = 0; b <= v->blocks; b++)
+        v->offset[b] = UNKNOWN;
+    v->offset[0] = 0;
+    v->offset[v->blocks] = v->size;
+    return 0;
+}
+
+int yfs_mixview_open(yfs_mix *mx, const yfs_name *n, yfs_mixview **out, pq_error *err)
+{
+    if (n->given_parts != 0)
+        return pq_error_set(err, "resume files are not served for mixtures");
+    if (n->parts != 0 && n->part >= n->parts)
+        return pq_error_set(err, "part %llu of %llu does not exist", (unsigned long long)n->part,
+                            (unsigned long long)n->parts);
+    yfs_mixview *v = calloc(1, sizeof *v);
+    if (!v)
+        return pq_error_set(err, "out of memory");
+    v->mx = mx;
+    v->n = mx->n;
+    v->lay_block = UNKNOWN;
+    pthread_mutex_init(&v->lock, NULL);
+    v->shares = calloc(mx->n, sizeof *v->shares);
+    v->counts = calloc(mx->n, sizeof *v->counts);
+    v->lay_start = malloc((BLOCK + 1) * sizeof *v->lay_start);
+    v->lay_source = malloc(BLOCK * sizeof *v->lay_source);
+    v->lay_pos = malloc(BLOCK * sizeof *v->lay_pos);
+    v->sizes = malloc(BLOCK * sizeof *v->sizes);
+    int rc = v->shares && v->counts && v->lay_start && v->lay_source && v->lay_pos && v->sizes
+                 ? 0
+                 : pq_error_set(err, "out of memory");
+    for (uint32_t i = 0; rc == 0 && i < mx->n; i++) {
+        rc = open_share(v, i, n, err);
+        if (rc == 0) {
+            v->records += v->counts[i];
+            v->size += v->shares[i].leg_byte[v->shares[i].num_legs];
+        }
+    }
+    if (rc == 0)
+        rc = checkpoints(v, err);
+    if (rc < 0) {
+        yfs_mixview_close(v);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+void yfs_mixview_close(yfs_mixview *v)
+{
+    if (!v)
+        return;
+    for (uint32_t i = 0; v->shares && i < v->n; i++)
+        share_free(&v->shares[i]);
+    free(v->shares);
+    free(v->counts);
+    free(v->taken);
+    free(v->credit);
+    free(v->offset);
+    free(v->lay_start);
+    free(v->lay_source);
+    free(v->lay_pos);
+    free(v->sizes);
+    pthread_mutex_destroy(&v->lock);
+    free(v);
+}
+
+uint64_t yfs_mixview_size(const yfs_mixview *v)
+{
+    return v->size;
+}
+
+/* ---- reading ---- */
+
+/* Where block b starts (learned once). Under the lock. */
+static int block_offset(yfs_mixview *v, uint64_t b, uint64_t *out, pq_error *err)
+{
+    if (v->offset[b] == UNKNOWN) {
+        uint64_t at = 0;
+        for (uint32_t i = 0; i < v->n; i++) {
+            uint64_t byte;
+            if (share_byte(v, &v->shares[i], v->taken[b * v->n + i], &byte, err) < 0)
+                return -1;
+            at += byte;
+        }
+        v->offset[b] = at;
+    }
+    *out = v->offset[b];
+    return 0;
+}
+
+/* The block holding byte x (< size). Under the lock. */
+static int find_block(yfs_mixview *v, uint64_t x, uint64_t *out, pq_error *err)
+{
+    uint64_t lo = 0, hi = v->blocks, at;
+    if (v->lay_block != UNKNOWN) { /* a sequential reader: this block or the next */
+        lo = v->lay_block;
+        if (block_offset(v, lo, &at, err) < 0)
+            return -1;
+        if (at > x)
+            lo = 0;
+        else if (lo + 2 < hi) {
+            if (block_offset(v, lo + 2, &at, err) < 0)
+                return -1;
+            if (at > x)
+                hi = lo + 2;
+        }
+    }
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (block_offset(v, mid, &at, err) < 0)
+            return -1;
+        if (at <= x)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    *out = lo;
+    return 0;
+}
+
+/* Call fn for records [k0, k1) of share s, each with its segment held and
+ * its index counted from `base`; one segment held at a time. */
+typedef void (*record_fn)(yfs_mixview *v, uint32_t i, const yfs_seg *seg, uint32_t record,
+                          uint64_t index, void *ctx);
+
+static int each_record(yfs_mixview *v, uint32_t i, uint64_t k0, uint64_t k1, uint64_t base,
+                       record_fn fn, void *ctx, pq_error *err)
+{
+    const share *s = &v->shares[i];
+    for (uint64_t k = k0; k < k1;) {
+        place p = locate(s, k);
+        const sh_piece *pc = &p.l->part.pieces[p.piece];
+        uint64_t in_piece = pc->end - p.record;
+        uint64_t take = k1 - k < in_piece ? k1 - k : in_piece;
+        yfs_seg *seg;
+        if (yfs_cache_get(s->m->cache, p.l->plan, pc->segment, v, &seg, err) < 0)
+            return -1;
+        for (uint64_t j = 0; j < take; j++)
+            fn(v, i, seg, p.record + (uint32_t)j, k - base + j, ctx);
+        if (p.record + take == pc->end && pc->end == p.l->plan->plan.segments[pc->segment].records)
+            yfs_cache_consumed(s->m->cache, seg);
+        yfs_cache_put(s->m->cache, seg);
+        k += take;
+    }
+    return 0;
+}
+
+static void measure(yfs_mixview *v, uint32_t i, const yfs_seg *seg, uint32_t record,
+                    uint64_t index, void *ctx)
+{
+    (void)ctx;
+    v->sizes[v->lay_base[i] + index] =
+        yfs_seg_record_start(seg, record + 1) - yfs_seg_record_start(seg, record);
+}
+
+/* Lay block b out: the source and byte start of every position. */
+static int lay_out(yfs_mixview *v, uint64_t b, pq_error *err)
+{
+    if (v->lay_block == b)
+        return 0;
+    v->lay_block = UNKNOWN;
+    uint32_t n = v->n;
+    const uint64_t *t0 = v->taken + b * n, *t1 = t0 + n;
+    v->lay_base[0] = 0;
+    for (uint32_t i = 0; i < n; i++)
+        v->lay_base[i + 1] = v->lay_base[i] + (uint32_t)(t1[i] - t0[i]);
+    uint32_t positions = v->lay_base[n];
+    assert(positions <= BLOCK);
+    for (uint32_t i = 0; i < n; i++)
+        if (each_record(v, i, t0[i], t1[i], t0[i], measure, NULL, err) < 0)
+            return -1;
+    int64_t credit[SH_MIX_MAX_SOURCES];
+    uint32_t next[SH_MIX_MAX_SOURCES];
+    sh_mix_turns t;
+    sh_mix_turns_init(&t, v->counts, n, credit); /* cannot fail: it did at open */
+    memcpy(credit, v->credit + b * n, n * sizeof *credit);
+    memcpy(next, v->lay_base, n * sizeof *next);
+    v->lay_start[0] = 0;
+    for (uint32_t p = 0; p < positions; p++) {
+        uint32_t i = sh_mix_turns_next(&t);
+        v->lay_source[p] = i;
+        v->lay_pos[next[i]] = p;
+        v->lay_start[p + 1] = v->lay_start[p] + v->sizes[next[i]++];
+    }
+    for (uint32_t i = 0; i < n; i++)
+        assert(next[i] == v->lay_base[i + 1]);
+    v->lay_block = b;
+    return 0;
+}
+
+/* Copy of the block's bytes [lo, hi) into out. */
+typedef struct copy_ctx {
+    uint64_t lo, hi;
+    uint8_t *out;
+} copy_ctx;
+
+static void copy_record(yfs_mixview *v, uint32_t i, const yfs_seg *seg, uint32_t record,
+                        uint64_t index, void *ctx)
+{
+    copy_ctx *c = ctx;
+    uint32_t p = v->lay_pos[v->lay_base[i] + index];
+    uint64_t from = v->lay_start[p], to = v->lay_start[p + 1];
+    uint64_t a = from > c->lo ? from : c->lo, e = to < c->hi ? to : c->hi;
+    if (a < e)
+        yfs_seg_copy(seg, yfs_seg_record_start(seg, record) + (a - from), c->out + (a - c->lo),
+                     e - a);
+}
+
+/* Copy block b's bytes [lo, hi) (block-relative) into out. */
+static int copy_block(yfs_mixview *v, uint64_t b, uint64_t lo, uint64_t hi, uint8_t *out,
+                      pq_error *err)
+{
+    uint32_t positions = v->lay_base[v->n];
+    uint64_t first = 0, last = positions; /* positions whose bytes meet [lo, hi) */
+    while (first < positions && v->lay_start[first + 1] <= lo)
+        first++;
+    while (last > first && v->lay_start[last - 1] >= hi)
+        last--;
+    copy_ctx c = { lo, hi, out };
+    const uint64_t *t0 = v->taken + b * v->n;
+    for (uint32_t i = 0; i < v->n; i++) {
+        /* source i's records among positions [first, last) */
+        uint64_t k0 = UNKNOWN, k1 = 0;
+        for (uint32_t j = v->lay_base[i]; j < v->lay_base[i + 1]; j++)
+            if (v->lay_pos[j] >= first && v->lay_pos[j] < last) {
+                k0 = k0 == UNKNOWN ? j - v->lay_base[i] : k0;
+                k1 = j - v->lay_base[i] + 1;
+            }
+        if (k0 == UNKNOWN)
+            continue;
+        if (each_record(v, i, t0[i] + k0, t0[i] + k1, t0[i], copy_record, &c, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Ask the caches to build what block b + 1 starts in. */
+static void prefetch_after(yfs_mixview *v, uint64_t b)
+{
+    if (b + 1 >= v->blocks)
+        return;
+    for (uint32_t i = 0; i < v->n; i++) {
+        const share *s = &v->shares[i];
+        uint64_t k = v->taken[(b + 1) * v->n + i];
+        for (int ahead = 0; k < share_records(s) && ahead <= s->m->opts.readahead; ahead++) {
+            place p = locate(s, k);
+            const sh_piece *pc = &p.l->part.pieces[p.piece];
+            if (yfs_cache_prefetch(s->m->cache, p.l->plan, pc->segment) < 0)
+                break;
+            k += pc->end - p.record;
+        }
+    }
+}
+
+static int read_locked(yfs_mixview *v, uint64_t offset, size_t size, uint8_t *out,
+                       pq_error *err)
+{
+    size_t done = 0;
+    while (done < size) {
+        uint64_t x = offset + done, b, start, end;
+        if (find_block(v, x, &b, err) < 0 || block_offset(v, b, &start, err) < 0 ||
+            block_offset(v, b + 1, &end, err) < 0 || lay_out(v, b, err) < 0)
+            return -1;
+        assert(start <= x && x < end && end - start == v->lay_start[v->lay_base[v->n]]);
+        uint64_t hi = end - x < size - done ? end : x + (size - done);
+        if (copy_block(v, b, x - start, hi - start, out + done, err) < 0)
+            return -1;
+        done += (size_t)(hi - x);
+        prefetch_after(v, b);
+    }
+    return 0;
+}
+
+int yfs_mixview_read(yfs_mixview *v, uint64_t offset, size_t size, uint8_t *out, size_t *got,
+                     pq_error *err)
+{
+    *got = 0;
+    if (offset >= v->size || size == 0)
+        return 0;
+    if (size > v->size - offset)
+        size = (size_t)(v->size - offset);
+    pthread_mutex_lock(&v->lock);
+    int rc = read_locked(v, offset, size, out, err);
+    pthread_mutex_unlock(&v->lock);
+    if (rc == 0)
+        *got = size;
+    return rc;
+}

@@ -1,0 +1,48 @@
+/* yfs_mixview.h — the read path of a mixture's files (yfs_mix.h).
+ *
+ * A file of mixture epoch e (the whole epoch, or part j of n) is laid out
+ * from what it takes of each source, its share:
+ *   1. source i gives the runs sh_mix_runs says epoch e takes of its
+ *      endless sequence of passes (pass p: the source's epoch-p plan, whole
+ *      segments in plan order), cut to pieces (sh_epoch_slice);
+ *   2. for part j of n those pieces are dealt as the parts of one dataset
+ *      are (sh_deal_one, with even=), source by source: so with even=pad or
+ *      drop every part holds the same count of every source;
+ *   3. the shares are interleaved by the turns of sh_mix_turns over their
+ *      record counts: position t of the file is the next record of the
+ *      source that takes turn t.
+ * The file's positions are grouped into blocks of buffer= records. Where a
+ * block starts in bytes is the sum, over sources, of where its next record
+ * starts in its share: whole segments' sizes come from the plans, a record
+ * inside a segment from the built segment. So st_size needs only the
+ * segments a share cuts at its ends (built at open), and a block's offset
+ * the one segment per source it starts in; offsets are learned as blocks
+ * are read (a sequential reader builds nothing more than it reads) and a
+ * read far ahead finds its block by bisection, building the segments at
+ * the probes. A block is served by laying out its records (the sizes of its
+ * records, from their built segments) and copying each source's records
+ * into place, one segment held at a time.
+ *
+ * Thread-safe: reads of one view are serialised by its lock.
+ */
+#ifndef YFS_MIXVIEW_H
+#define YFS_MIXVIEW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "yfs_mix.h"
+#include "yfs_names.h"
+
+typedef struct yfs_mixview yfs_mixview;
+
+/* The file named n of the mixture. Fails for resume names (not served for
+ * mixtures) or when a segment it needs cannot be built. */
+int yfs_mixview_open(yfs_mix *mx, const yfs_name *n, yfs_mixview **out, pq_error *err);
+void yfs_mixview_close(yfs_mixview *v);
+uint64_t yfs_mixview_size(const yfs_mixview *v);
+/* As yfs_view_read. */
+int yfs_mixview_read(yfs_mixview *v, uint64_t offset, size_t size, uint8_t *out, size_t *got,
+                     pq_error *err);
+
+#endif
