@@ -1,0 +1,248 @@
+"""Mixtures: DATASET as a JSON file of weighted sources (README.md, "Mixtures").
+
+Three pyarrow sources, weights 5:3:2, the epoch of the default size (the sum of the sources'
+records): source 0 (40,000 records) gives fewer than it has, so successive epochs cover it;
+source 1 (6,000, its column named "content") gives more, so it repeats in fresh passes; source
+2 (20,000) gives fewer. Every record is checked against pyarrow through rowid ("_row" is the
+row in its source, "_source" the source's position in the file)."""
+
+import json
+import os
+import random
+from collections import Counter
+from fractions import Fraction
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from datasets import split_records
+
+WEIGHTS = (5, 3, 2)
+SIZES = (40000, 6000, 20000)
+COLUMNS = ("text", "content", "text")
+
+
+def _value(source, row):
+    rng = random.Random(source * 1000003 + row)
+    return f"s{source} r{row} " + "w" * rng.randrange(0, 90)
+
+
+@pytest.fixture(scope="module")
+def mix(tmp_path_factory):
+    """The mixture file and the oracle: oracle[i][row] as pyarrow reads source i."""
+    root = tmp_path_factory.mktemp("mixture")
+    oracle = []
+    for i, (n, col) in enumerate(zip(SIZES, COLUMNS)):
+        d = root / f"src{i}"
+        d.mkdir()
+        half = n // 2
+        for f, rows in enumerate((range(0, half), range(half, n))):
+            t = pa.table({col: [_value(i, r) for r in rows], "other": list(rows)})
+            pq.write_table(t, str(d / f"part-{f}.parquet"), data_page_size=4096,
+                           row_group_size=5000)
+        oracle.append(pq.read_table(str(d), columns=[col]).column(0).to_pylist())
+    path = root / "mix.json"
+    path.write_text(json.dumps({"sources": [
+        {"path": "src0", "weight": WEIGHTS[0]},
+        {"path": str(root / "src1"), "weight": WEIGHTS[1], "column": "content"},
+        {"path": "src2", "weight": WEIGHTS[2]}]}))
+    return str(path), oracle
+
+
+def expected_counts(weights, records):
+    """The largest remainder rule, from exact fractions."""
+    total = sum(weights)
+    shares = [Fraction(w * records, total) for w in weights]
+    counts = [int(s) for s in shares]
+    order = sorted(range(len(weights)), key=lambda i: (-(shares[i] - counts[i]), i))
+    for i in order[:records - sum(counts)]:
+        counts[i] += 1
+    return counts
+
+
+def _records(m, name):
+    data = m.read(name)
+    assert m.size(name) == len(data), f"{name}: st_size {m.size(name)} != {len(data)} read"
+    return [json.loads(r) for r in split_records(data, "jsonl")]
+
+
+def _check_oracle(recs, oracle):
+    for r in recs:
+        assert set(r) == {"text", "_row", "_source"}, f"keys {sorted(r)}"
+        assert r["text"] == oracle[r["_source"]][r["_row"]], f"record {r} is not pyarrow's"
+
+
+def _by_source(recs, i):
+    return [r["_row"] for r in recs if r["_source"] == i]
+
+
+def test_counts_windows_and_records(mix, mount):
+    path, oracle = mix
+    with mount(path, "rowid") as m:
+        recs = _records(m, "epoch-0.jsonl")
+    _check_oracle(recs, oracle)
+    total = sum(SIZES)
+    counts = Counter(r["_source"] for r in recs)
+    assert [counts[i] for i in range(3)] == expected_counts(WEIGHTS, total) == [33000, 19800, 13200]
+    # every 10,000-record window holds each source within 3 percentage points of its weight
+    window, share = 10000, [w / sum(WEIGHTS) for w in WEIGHTS]
+    src = [r["_source"] for r in recs]
+    inw = Counter(src[:window])
+    worst = 0.0
+    for end in range(window, len(src) + 1):
+        for i in range(3):
+            worst = max(worst, abs(inw[i] / window - share[i]))
+        if end < len(src):
+            inw[src[end]] += 1
+            inw[src[end - window]] -= 1
+    assert worst <= 0.03, f"a 10,000-record window is {worst * 100:.2f} pp off its weight"
+
+
+def test_records_option_and_rounding(mix, tmp_path, mount):
+    """"records": 1001 of weights 1:1:1 -> 334, 334, 333 (the largest remainders, lowest first)."""
+    path, oracle = mix
+    spec = json.loads(open(path).read())
+    for s in spec["sources"]:
+        s["path"] = os.path.join(os.path.dirname(path), s["path"])
+        s["weight"] = 1
+    spec["records"] = 1001
+    p = tmp_path / "equal.json"
+    p.write_text(json.dumps(spec))
+    with mount(str(p), "rowid") as m:
+        recs = _records(m, "epoch-2.jsonl")
+    _check_oracle(recs, oracle)
+    counts = Counter(r["_source"] for r in recs)
+    assert [counts[i] for i in range(3)] == expected_counts((1, 1, 1), 1001) == [334, 334, 333]
+
+
+def test_small_source_repeats_in_fresh_orders(mix, mount):
+    path, _ = mix
+    n = SIZES[1]
+    with mount(path, "rowid") as m:
+        e0 = _by_source(_records(m, "epoch-0.jsonl"), 1)
+        e1 = _by_source(_records(m, "epoch-1.jsonl"), 1)
+    seq = e0 + e1  # the source's sequence of passes goes on from epoch to epoch
+    passes = [seq[k:k + n] for k in range(0, len(seq) - n + 1, n)]
+    assert len(passes) >= 6
+    for k, p in enumerate(passes):
+        assert sorted(p) == list(range(n)), f"pass {k} is not every record once"
+    orders = {tuple(p) for p in passes}
+    assert len(orders) == len(passes), "two passes in the same order"
+
+
+def test_large_source_covered_by_successive_epochs(mix, mount):
+    path, _ = mix
+    with mount(path, "rowid") as m:
+        e0 = _by_source(_records(m, "epoch-0.jsonl"), 0)
+        e1 = _by_source(_records(m, "epoch-1.jsonl"), 0)
+    assert len(e0) == len(e1) == 33000
+    assert len(set(e0)) == 33000, "a record twice in one epoch of a large source"
+    # epoch 0 and the start of epoch 1 are the source's first pass: every record once
+    assert sorted(e0 + e1[:SIZES[0] - 33000]) == list(range(SIZES[0]))
+    assert set(e1) != set(e0)
+
+
+@pytest.mark.parametrize("n", [3, 8])
+def test_parts_hold_the_epoch(mix, mount, n):
+    path, oracle = mix
+    with mount(path, "rowid") as m:
+        epoch = _records(m, "epoch-0.jsonl")
+        parts = [_records(m, f"epoch-0.part-{i}-of-{n}.jsonl") for i in range(n)]
+    for p in parts:
+        _check_oracle(p, oracle)
+    key = lambda r: (r["_source"], r["_row"])
+    assert Counter(key(r) for p in parts for r in p) == Counter(key(r) for r in epoch)
+
+
+@pytest.mark.parametrize("even", ["pad", "drop"])
+def test_even_parts_are_equal_source_by_source(mix, mount, even):
+    path, oracle = mix
+    n = 8
+    with mount(path, f"rowid,even={even}") as m:
+        parts = [_records(m, f"epoch-1.part-{i}-of-{n}.jsonl") for i in range(n)]
+    for p in parts:
+        _check_oracle(p, oracle)
+    counts = expected_counts(WEIGHTS, sum(SIZES))
+    for i in range(3):
+        per = [sum(1 for r in p if r["_source"] == i) for p in parts]
+        q = -(-counts[i] // n) if even == "pad" else counts[i] // n
+        assert per == [q] * n, f"source {i}: {per}, expected {q} in every part"
+
+
+def test_seeks_and_sizes(mix, mount):
+    path, _ = mix
+    rng = random.Random(5)
+    with mount(path, "rowid") as seq, mount(path, "rowid") as fresh:
+        for name in ("epoch-3.jsonl", "epoch-3.part-1-of-3.jsonl"):
+            data = seq.read(name)
+            size = fresh.size(name)
+            assert size == len(data)
+            with open(fresh.p(name), "rb", buffering=0) as f:
+                for _ in range(60):
+                    off = rng.randrange(0, size)
+                    ln = rng.choice([1, 100, 4096, 70000, 300000])
+                    assert os.pread(f.fileno(), ln, off) == data[off:off + ln], f"{name} @{off}"
+                assert os.pread(f.fileno(), 10, size) == b""
+
+
+def test_determinism(mix, mount):
+    path, _ = mix
+    names = ("epoch-4.jsonl", "epoch-4.part-2-of-5.jsonl")
+    with mount(path, "rowid") as a:
+        first = [a.read(n) for n in names]
+    with mount(path, "rowid,threads=1,mem=2M,readahead=0") as b:
+        # read backwards in small pieces: another read history
+        for n, want in zip(names, first):
+            size = b.size(n)
+            got = bytearray(size)
+            with open(b.p(n), "rb", buffering=0) as f:
+                step = 65536
+                for off in reversed(range(0, size, step)):
+                    got[off:off + step] = os.pread(f.fileno(), step, off)
+            assert bytes(got) == want, f"{n} differs with threads=1, mem=2M, backwards reads"
+    with mount(path, "rowid,seed=1") as c:
+        assert c.read(names[0]) != first[0], "seed=1 gives the same epoch"
+
+
+def test_plain_text_format(mix, mount):
+    """Formats other than jsonl carry only the values; the key rule does not apply."""
+    path, oracle = mix
+    with mount(path, "format=len32") as m:
+        recs = [r[4:] for r in split_records(m.read("epoch-0.len32"), "len32")]
+    counts = Counter(int(r.split(b" ")[0][1:]) for r in recs)  # values start "s<source> "
+    assert [counts[i] for i in range(3)] == expected_counts(WEIGHTS, sum(SIZES))
+    values = {v for o in oracle for v in o}
+    assert all(r.decode() in values for r in recs)
+
+
+def _bad(tmp_path, text, name="bad.json"):
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+@pytest.mark.parametrize("text,what", [
+    ('{"sources": [', "not valid JSON"),
+    ('{"sources": [{"path": "/nonexistent/yfs-src", "weight": 1}]}', "does not exist"),
+    ('{"sources": [{"path": "/", "weight": 0}]}', "must be a number > 0"),
+    ('{"sources": []}', "non-empty array"),
+])
+def test_bad_mixture_files_stop_the_mount(tmp_path, mount_fails, text, what):
+    path = _bad(tmp_path, text)
+    p = mount_fails(path)
+    err = p.stderr.decode("utf-8", "replace")
+    assert p.returncode != 0
+    assert path in err and what in err, f"stderr does not name {path} and say {what!r}: {err}"
+
+
+def test_a_bad_source_is_named(mix, tmp_path, mount_fails):
+    path, _ = mix
+    root = os.path.dirname(path)
+    bad = tmp_path / "junk.parquet"
+    bad.write_bytes(b"not parquet at all")
+    p = _bad(tmp_path, json.dumps({"sources": [{"path": os.path.join(root, "src0"), "weight": 1},
+                                               {"path": str(bad), "weight": 1}]}))
+    r = mount_fails(p)
+    err = r.stderr.decode("utf-8", "replace")
+    assert p in err and "source 1" in err and "junk.parquet" in err, err
