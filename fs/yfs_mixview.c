@@ -94,6 +94,10 @@ static place locate(const share *s, uint64_t k)
                     s->leg_byte[L] + l->part.offsets[p] };
 }
 
+/* The reader a segment cache sees is the share, not the view: a view reads
+ * a segment of every source at once, and the cache drops what the reader
+ * asking left half-read first (with the view as reader, a block's segment
+ * of one source was dropped for the next source's and built again). */
 typedef struct offset_ctx {
     yfs_mount *m;
     yfs_plan *plan;
@@ -114,7 +118,7 @@ static int record_offset(void *ctx, uint64_t s, uint32_t record, uint64_t *out)
 
 /* Where record k of the share starts in the share's bytes (k == records:
  * its size). Builds the record's segment unless the record starts a piece. */
-static int share_byte(yfs_mixview *v, const share *s, uint64_t k, uint64_t *out, pq_error *err)
+static int share_byte(const share *s, uint64_t k, uint64_t *out, pq_error *err)
 {
     if (k == share_records(s)) {
         *out = s->leg_byte[s->num_legs];
@@ -127,7 +131,7 @@ static int share_byte(yfs_mixview *v, const share *s, uint64_t k, uint64_t *out,
         return 0;
     }
     uint64_t at;
-    offset_ctx c = { s->m, p.l->plan, v, err };
+    offset_ctx c = { s->m, p.l->plan, s, err };
     if (record_offset(&c, pc->segment, p.record, &at) < 0)
         return -1;
     *out = p.share_byte + at - p.l->part.starts[p.piece];
@@ -150,7 +154,7 @@ static void share_free(share *s)
 }
 
 /* The pieces dealt[first, end) (all of run `run`) as leg L of the share. */
-static int make_leg(yfs_mixview *v, share *s, yfs_plan *plan, const sh_piece *dealt,
+static int make_leg(share *s, yfs_plan *plan, const sh_piece *dealt,
                     uint64_t count, pq_error *err)
 {
     leg *l = &s->legs[s->num_legs];
@@ -169,7 +173,7 @@ static int make_leg(yfs_mixview *v, share *s, yfs_plan *plan, const sh_piece *de
     yfs_plans_ref(s->m->plans, plan);
     l->plan = plan;
     s->num_legs++;
-    offset_ctx c = { s->m, plan, v, err };
+    offset_ctx c = { s->m, plan, s, err };
     err->msg[0] = '\0';
     if (sh_part_build(&plan->plan, pieces, count, record_offset, &c, &l->part) < 0)
         return err->msg[0] ? -1 : pq_error_set(err, "out of memory");
@@ -232,7 +236,7 @@ static int open_share(yfs_mixview *v, uint32_t i, const yfs_name *n, pq_error *e
         while (end < mine->n && mine->v[end].segment >> RUN_SHIFT == run)
             end++;
         assert(run < num_runs);
-        rc = make_leg(v, s, plans[run], mine->v + k, end - k, err);
+        rc = make_leg(s, plans[run], mine->v + k, end - k, err);
         k = end;
     }
     for (uint64_t r = 0; plans && r < num_runs; r++)
@@ -353,7 +357,7 @@ static int block_offset(yfs_mixview *v, uint64_t b, uint64_t *out, pq_error *err
         uint64_t at = 0;
         for (uint32_t i = 0; i < v->n; i++) {
             uint64_t byte;
-            if (share_byte(v, &v->shares[i], v->taken[b * v->n + i], &byte, err) < 0)
+            if (share_byte(&v->shares[i], v->taken[b * v->n + i], &byte, err) < 0)
                 return -1;
             at += byte;
         }
@@ -394,12 +398,13 @@ static int find_block(yfs_mixview *v, uint64_t x, uint64_t *out, pq_error *err)
 }
 
 /* Call fn for records [k0, k1) of share s, each with its segment held and
- * its index counted from `base`; one segment held at a time. */
+ * its index counted from `base`; one segment held at a time. consume: tell
+ * the cache when a segment's last record was served (it may go first). */
 typedef void (*record_fn)(yfs_mixview *v, uint32_t i, const yfs_seg *seg, uint32_t record,
                           uint64_t index, void *ctx);
 
 static int each_record(yfs_mixview *v, uint32_t i, uint64_t k0, uint64_t k1, uint64_t base,
-                       record_fn fn, void *ctx, pq_error *err)
+                       int consume, record_fn fn, void *ctx, pq_error *err)
 {
     const share *s = &v->shares[i];
     for (uint64_t k = k0; k < k1;) {
@@ -408,11 +413,12 @@ static int each_record(yfs_mixview *v, uint32_t i, uint64_t k0, uint64_t k1, uin
         uint64_t in_piece = pc->end - p.record;
         uint64_t take = k1 - k < in_piece ? k1 - k : in_piece;
         yfs_seg *seg;
-        if (yfs_cache_get(s->m->cache, p.l->plan, pc->segment, v, &seg, err) < 0)
+        if (yfs_cache_get(s->m->cache, p.l->plan, pc->segment, s, &seg, err) < 0)
             return -1;
         for (uint64_t j = 0; j < take; j++)
             fn(v, i, seg, p.record + (uint32_t)j, k - base + j, ctx);
-        if (p.record + take == pc->end && pc->end == p.l->plan->plan.segments[pc->segment].records)
+        if (consume && p.record + take == pc->end &&
+            pc->end == p.l->plan->plan.segments[pc->segment].records)
             yfs_cache_consumed(s->m->cache, seg);
         yfs_cache_put(s->m->cache, seg);
         k += take;
@@ -442,7 +448,7 @@ static int lay_out(yfs_mixview *v, uint64_t b, pq_error *err)
     uint32_t positions = v->lay_base[n];
     assert(positions <= BLOCK);
     for (uint32_t i = 0; i < n; i++)
-        if (each_record(v, i, t0[i], t1[i], t0[i], measure, NULL, err) < 0)
+        if (each_record(v, i, t0[i], t1[i], t0[i], 0, measure, NULL, err) < 0)
             return -1;
     int64_t credit[SH_MIX_MAX_SOURCES];
     uint32_t next[SH_MIX_MAX_SOURCES];
@@ -503,13 +509,16 @@ static int copy_block(yfs_mixview *v, uint64_t b, uint64_t lo, uint64_t hi, uint
             }
         if (k0 == UNKNOWN)
             continue;
-        if (each_record(v, i, t0[i] + k0, t0[i] + k1, t0[i], copy_record, &c, err) < 0)
+        if (each_record(v, i, t0[i] + k0, t0[i] + k1, t0[i], 1, copy_record, &c, err) < 0)
             return -1;
     }
     return 0;
 }
 
-/* Ask the caches to build what block b + 1 starts in. */
+/* Ask the caches to build the segment each source's records of block b + 1
+ * start in (a block reads about one segment per source at a time: going
+ * further ahead, 8 readers of 3 sources filled mem=64M with segments built
+ * ahead and waited for room). */
 static void prefetch_after(yfs_mixview *v, uint64_t b)
 {
     if (b + 1 >= v->blocks)
@@ -517,13 +526,10 @@ static void prefetch_after(yfs_mixview *v, uint64_t b)
     for (uint32_t i = 0; i < v->n; i++) {
         const share *s = &v->shares[i];
         uint64_t k = v->taken[(b + 1) * v->n + i];
-        for (int ahead = 0; k < share_records(s) && ahead <= s->m->opts.readahead; ahead++) {
-            place p = locate(s, k);
-            const sh_piece *pc = &p.l->part.pieces[p.piece];
-            if (yfs_cache_prefetch(s->m->cache, p.l->plan, pc->segment) < 0)
-                break;
-            k += pc->end - p.record;
-        }
+        if (s->m->opts.readahead == 0 || k >= share_records(s))
+            continue;
+        place p = locate(s, k);
+        yfs_cache_prefetch(s->m->cache, p.l->plan, p.l->part.pieces[p.piece].segment);
     }
 }
 

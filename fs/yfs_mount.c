@@ -69,6 +69,8 @@ int yfs_mount_shuffle_note(const yfs_mount *m, char *note, size_t len)
 
 uint64_t yfs_mount_index_bytes(const yfs_mount *m)
 {
+    if (m->mix) /* every source's (summed at open, before mix was set) */
+        return m->mix->index_bytes;
     uint64_t per_page = sizeof *m->page_summary + sizeof *m->page_storage;
     uint64_t units = m->units.first_unit ? m->units.first_unit[m->ix->num_pages] : 0;
     if (m->units.first_unit)

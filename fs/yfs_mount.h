@@ -107,7 +107,8 @@ uint64_t yfs_mount_framed_budget(const yfs_mount *m);
 int yfs_mount_shuffle_note(const yfs_mount *m, char *note, size_t len);
 
 /* Memory of the index and what the mount keeps beside it for every page or
- * record (the "index" of the memory bound index + mem). */
+ * record (the "index" of the memory bound index + mem); a mixture's source
+ * 0: of every source. */
 uint64_t yfs_mount_index_bytes(const yfs_mount *m);
 
 #endif

@@ -301,3 +301,47 @@ def test_chat_messages_within_bound(chat_dataset, mount):
     assert peak <= b, (f"column=messages: peak RSS {peak / MIB:.0f} MiB with {PARTS} parts at "
                        f"once > 1.1 x (index + mem {MEM / MIB:.0f} MiB) + 16 MiB = "
                        f"{b / MIB:.0f} MiB")
+
+
+def test_mixture_parts_within_bound(big_dataset, ds, mount, tmp_path):
+    """A mixture of three sources (one mount each, one accountant): 8 parts read at once stay
+    within 1.1 x (every source's index + mem) + 16 MiB. mem=128M: a mixture reader holds a
+    segment of every source at once, and at mem=64M the 24 segments of 8 readers of 3 sources
+    (3.6 MB each here) do not fit: the readers evict each other's and build them again
+    (correct, but minutes instead of seconds)."""
+    _skip_if_asan()
+    mem = 128 << 20
+    other = yds.text_corpus(ds.root, "memory-160M-b", 1)
+    mix = tmp_path / "mix.json"
+    mix.write_text(json.dumps({"sources": [{"path": big_dataset, "weight": 5},
+                                           {"path": other, "weight": 3},
+                                           {"path": big_dataset, "weight": 2}],
+                               "records": 320000}))
+    with mount(str(mix), f"mem={mem},buffer=2000,even=pad") as m:
+        b = bound(_index_bytes(m), mem)
+        names = [f"epoch-0.part-{i}-of-{PARTS}.jsonl" for i in range(PARTS)]
+        sizes = [m.size(n) for n in names]
+        assert sum(sizes) > 1.5 * b, "mixture too small to test the memory bound"
+        lines, errors = [0] * len(names), []
+
+        def reader(i):
+            try:
+                with open(m.p(names[i]), "rb", buffering=0) as f:
+                    while True:
+                        buf = f.read(1 << 20)
+                        if not buf:
+                            break
+                        lines[i] += buf.count(b"\n")
+            except OSError as e:      # pragma: no cover - reported below
+                errors.append(e)
+        threads = [threading.Thread(target=reader, args=(i,)) for i in range(len(names))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=300)
+        assert not any(t.is_alive() for t in threads), "a reader hung"
+        assert not errors, errors
+        peak = _hwm(m.proc.pid)
+    assert lines == [320000 // PARTS] * PARTS, f"unequal parts: {lines}"
+    assert peak <= b, (f"peak RSS {peak / MIB:.0f} MiB with {PARTS} mixture parts > 1.1 x "
+                       f"(index + mem {mem / MIB:.0f} MiB) + 16 MiB = {b / MIB:.0f} MiB")
