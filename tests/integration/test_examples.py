@@ -11,6 +11,7 @@ without them these tests are skipped, or fail under YOUMUFS_REQUIRE=1.
 """
 
 import importlib.machinery
+import json
 import os
 import re
 import subprocess
@@ -95,6 +96,29 @@ def test_example_pytorch_iterable(mount, tmp_path):
               r"OK DDP: 2 ranks ran \d+ steps each", r"OK pytorch_iterable$")
     per_rank = [int(x) for x in re.findall(r"^rank \d: (\d+) records", p.out, re.M)]
     assert len(per_rank) == 2 and sum(per_rank) == n and min(per_rank) > 0, p.out
+
+
+def test_example_mixture_dataloader(mount, tmp_path):
+    """Two sources, the sample (0.7) and a small code-like dataset under its own column name
+    (0.3), 2000 records an epoch: the code source repeats, the sample is a slice."""
+    need("torch")
+    import pyarrow as pa
+    code = tmp_path / "code"
+    code.mkdir()
+    pq.write_table(pa.table({"content": [f"def f{i}(): return {i}" for i in range(300)]}),
+                   str(code / "part-0.parquet"))
+    mix = tmp_path / "mix.json"
+    mix.write_text(json.dumps({"sources": [{"path": SAMPLE, "weight": 0.7},
+                                           {"path": str(code), "weight": 0.3,
+                                            "column": "content"}],
+                               "records": 2000}))
+    with mount(str(mix), "column=text,rowid,even=pad") as m:
+        p = run(py("mixture_dataloader.py", m.path, "--weights", "0.7,0.3", "--records", 2000),
+                tmp_path)
+    expect_ok(p, r"OK 2000 records, per source \[1400, 600\] as weights 0.7,0.3 say",
+              r"OK parts of 1000 records each",
+              r"OK every 200-record window within 10 points of the weights",
+              r"OK mixture_dataloader$")
 
 
 def test_example_elastic_resume(mount, tmp_path):
