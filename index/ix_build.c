@@ -314,26 +314,35 @@ static int assemble(build *b, pq_error *err)
 
 /* What a cache file is for: the dataset, the column's leaf as the first file
  * describes it (every other file's was matched to it) and everything else
- * that changes a record's framed size. */
+ * that changes a record's framed size. A mixture's jsonl key and "_source"
+ * are in it only when they change a record (so a source mounted alone or in
+ * a mixture without rowid shares the entry, and older entries stay valid). */
 static char *cache_key(const build *b)
 {
     const ix_options *o = b->opts;
     const pq_leaf *l = &b->ix->column;
     const pq_logical *t = &l->logical;
     char *real = realpath(o->dataset, NULL);
+    const char *other_key = o->frame.format == IX_FORMAT_JSONL && o->frame.key &&
+                                    strcmp(o->frame.key, b->ix->framing.nest.key) != 0
+                                ? o->frame.key
+                                : NULL;
+    char source[32] = "";
+    if (b->ix->framing.has_source)
+        snprintf(source, sizeof source, " source=%u", b->ix->framing.source);
     char *key;
     /* several columns: every one, since the others' values are in the framed sizes */
     const char *others = b->ix->columns ? b->ix->columns->key : "";
     if (asprintf(&key, "dataset=%s\n%scolumn=%s\nleaf=%d:%d def=%d rep=%d:%d map=%d "
                  "logical=%d:%d:%d:%d:%d:%d:%d\nfield=%s\n"
-                 "format=%s rowid=%d dtype=%s sep=%d:%lld key=%s source=%d:%u\n",
+                 "format=%s rowid=%d dtype=%s sep=%d:%lld%s%s%s\n",
                  real ? real : o->dataset, others, l->path, l->type, (int)l->type_length,
                  l->max_def, l->max_rep, l->rep_def, l->in_map, t->kind, (int)t->scale,
                  (int)t->precision, t->bit_width, t->is_signed, t->unit, t->utc,
                  b->ix->framing.nest.key, ix_format_name(o->frame.format),
                  o->frame.rowid, ix_dtype_name(o->frame.dtype), o->frame.has_sep,
-                 (long long)o->frame.sep, o->frame.key ? o->frame.key : "",
-                 o->frame.has_source, o->frame.source) < 0)
+                 (long long)o->frame.sep, other_key ? " key=" : "", other_key ? other_key : "",
+                 source) < 0)
         key = NULL;
     free(real);
     return key;
