@@ -66,6 +66,31 @@ def _index_bytes(m):
     return idx["index_memory_bytes"]
 
 
+def _count_lines_at_once(m, names, timeout):
+    """Read the mount's files `names` at once, one thread each, to their ends; the lines of
+    each. Fails when a reader hangs past `timeout` seconds or a read fails."""
+    lines, errors = [0] * len(names), []
+
+    def reader(i):
+        try:
+            with open(m.p(names[i]), "rb", buffering=0) as f:
+                while True:
+                    buf = f.read(1 << 20)
+                    if not buf:
+                        break
+                    lines[i] += buf.count(b"\n")
+        except OSError as e:      # reported below
+            errors.append(f"{names[i]}: {e!r}")
+    threads = [threading.Thread(target=reader, args=(i,)) for i in range(len(names))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=timeout)
+    assert not any(t.is_alive() for t in threads), "a reader hung"
+    assert not errors, errors
+    return lines
+
+
 @pytest.fixture(scope="module")
 def shapes_root(ds):
     return os.path.join(ds.root, "shapes")
@@ -216,25 +241,7 @@ def test_even_and_resumed_parts_within_bound(big_dataset, mount):
         names += [f"epoch-0.resume-4-3001.part-{j}-of-4.jsonl" for j in range(4)]
         sizes = [m.size(n) for n in names]
         assert sum(sizes[:4]) > 1.5 * b, "dataset too small to test the memory bound"
-        lines, errors = [0] * len(names), []
-
-        def reader(i):
-            try:
-                with open(m.p(names[i]), "rb", buffering=0) as f:
-                    while True:
-                        buf = f.read(1 << 20)
-                        if not buf:
-                            break
-                        lines[i] += buf.count(b"\n")
-            except OSError as e:      # pragma: no cover - reported below
-                errors.append(e)
-        threads = [threading.Thread(target=reader, args=(i,)) for i in range(len(names))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=180)
-        assert not any(t.is_alive() for t in threads), "a reader hung"
-        assert not errors, errors
+        lines = _count_lines_at_once(m, names, timeout=180)
         peak = _hwm(m.proc.pid)
     assert len(set(lines[:4])) == 1 and len(set(lines[4:])) == 1, f"unequal parts: {lines}"
     assert peak <= b, (f"peak RSS {peak / MIB:.0f} MiB with 8 even/resumed readers > 1.1 x "
@@ -275,26 +282,9 @@ def test_chat_messages_within_bound(chat_dataset, mount):
         b = bound(_index_bytes(m), MEM)
         size = m.size("epoch-0.jsonl")
         assert size > 2 * b, f"epoch of {size} B is too small to test a {b:.0f} B bound"
-        lines, errors = [0] * PARTS, []
-
-        def reader(i):
-            try:
-                with open(m.p(f"epoch-0.part-{i}-of-{PARTS}.jsonl"), "rb", buffering=0) as f:
-                    while True:
-                        buf = f.read(1 << 20)
-                        if not buf:
-                            break
-                        lines[i] += buf.count(b"\n")
-            except OSError as e:      # reported below
-                errors.append(f"part {i}: {e!r}")
-        threads = [threading.Thread(target=reader, args=(i,)) for i in range(PARTS)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=200)
-        assert not any(t.is_alive() for t in threads), "a reader hung"
+        lines = _count_lines_at_once(
+            m, [f"epoch-0.part-{i}-of-{PARTS}.jsonl" for i in range(PARTS)], timeout=200)
         peak = _hwm(m.proc.pid)
-    assert not errors, errors
     assert sum(lines) == rows, f"{sum(lines)} conversations served, pyarrow counts {rows}"
     print(f"column=messages: epoch {size / MIB:.0f} MiB, peak {peak / MIB:.0f} MiB, "
           f"bound {b / MIB:.0f} MiB")
@@ -322,25 +312,7 @@ def test_mixture_parts_within_bound(big_dataset, ds, mount, tmp_path):
         names = [f"epoch-0.part-{i}-of-{PARTS}.jsonl" for i in range(PARTS)]
         sizes = [m.size(n) for n in names]
         assert sum(sizes) > 1.5 * b, "mixture too small to test the memory bound"
-        lines, errors = [0] * len(names), []
-
-        def reader(i):
-            try:
-                with open(m.p(names[i]), "rb", buffering=0) as f:
-                    while True:
-                        buf = f.read(1 << 20)
-                        if not buf:
-                            break
-                        lines[i] += buf.count(b"\n")
-            except OSError as e:      # pragma: no cover - reported below
-                errors.append(e)
-        threads = [threading.Thread(target=reader, args=(i,)) for i in range(len(names))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=300)
-        assert not any(t.is_alive() for t in threads), "a reader hung"
-        assert not errors, errors
+        lines = _count_lines_at_once(m, names, timeout=300)
         peak = _hwm(m.proc.pid)
     assert lines == [320000 // PARTS] * PARTS, f"unequal parts: {lines}"
     assert peak <= b, (f"peak RSS {peak / MIB:.0f} MiB with {PARTS} mixture parts > 1.1 x "
