@@ -127,9 +127,8 @@ void yfs_streams_free(yfs_streams *st)
 void yfs_streams_put(yfs_streams *st, uint32_t page, uint64_t unit, ix_stream *s, void *dict,
                      uint64_t charged, yfs_hold *hold)
 {
-    uint64_t bytes = ix_stream_bytes_max(s);
-    if (bytes > charged)
-        bytes = charged; /* cannot be: the bound only tightens */
+    uint64_t bytes = ix_stream_bytes(s);
+    assert(bytes <= charged); /* what it holds is within its bound */
     yfs_budget_release(st->budget, charged - bytes, YFS_MEM_DECODED, hold);
     paused p = { page, unit, s, dict, bytes };
     pthread_mutex_lock(&st->lock);

@@ -9,8 +9,12 @@
  * ix_stream_bytes_max) where parking its framed units would take the
  * page's framed size. Keyed by (page, unit): a stream serves any epoch.
  *
- * Each paused stream is charged to the accountant as YFS_MEM_PARKED at its
- * bound, with the dictionary it holds (in use in the dictionary cache). The
+ * Each paused stream is charged to the accountant as YFS_MEM_PARKED for
+ * what it holds (ix_stream_bytes: its windows and decoder state, a few
+ * hundred KiB, where its bound, ix_stream_bytes_max, is several MiB for
+ * lists: charged at their bounds, DuckDB's token streams were closed for
+ * room and read again), with the dictionary it holds (in use in the
+ * dictionary cache); whoever continues it reserves up to its bound. The
  * store keeps at most `cap` bytes of them: the one paused longest is closed
  * first, and a demand reservation short of room closes them too, oldest
  * first (whoever needs the unit streams the page again: only the work
@@ -37,7 +41,7 @@ void yfs_streams_free(yfs_streams *st);
 /* Pause s (ix_stream_pausable) of global page `page`, positioned at the
  * first record of unit `unit`, with the dictionary handle it holds (or
  * NULL). `charged` bytes of YFS_MEM_DECODED in hold are its reservation:
- * ix_stream_bytes_max(s) of them move to the store, the rest is released.
+ * ix_stream_bytes(s) of them move to the store, the rest is released.
  * The store owns s from now on. */
 void yfs_streams_put(yfs_streams *st, uint32_t page, uint64_t unit, ix_stream *s, void *dict,
                      uint64_t charged, yfs_hold *hold);

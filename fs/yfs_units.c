@@ -1,5 +1,6 @@
 #include "yfs_units.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,11 +82,12 @@ static int fetch(yfs_mount *m, yfs_plan *plan, uint32_t page, yfs_hold *hold, ui
 }
 
 /* A block for a unit to park (yfs_pages.h keeps blocks of 32-bit sizes),
- * reserved as a prefetch (never waiting), or NULL when there is no room. */
-static uint8_t *park_block_new(yfs_mount *m, uint64_t size, yfs_hold *hold)
+ * reserved in `mode` (YFS_PREFETCH or YFS_TRY: never waiting), or NULL when
+ * there is no room. */
+static uint8_t *park_block_new(yfs_mount *m, uint64_t size, yfs_mem_mode mode, yfs_hold *hold)
 {
-    if (size > UINT32_MAX ||
-        yfs_budget_reserve(m->budget, size, YFS_MEM_RAW, YFS_PREFETCH, hold) < 0)
+    assert(mode == YFS_PREFETCH || mode == YFS_TRY);
+    if (size > UINT32_MAX || yfs_budget_reserve(m->budget, size, YFS_MEM_RAW, mode, hold) < 0)
         return NULL;
     uint8_t *block = malloc(size ? size : 1);
     if (!block)
@@ -167,7 +169,7 @@ static void park_others(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_un
             continue;
         }
         uint64_t size = block_size(&u);
-        uint8_t *block = park_block_new(m, size, hold);
+        uint8_t *block = park_block_new(m, size, YFS_PREFETCH, hold);
         if (!block)
             continue;
         if (frame_unit(&m->ix->framing, recs, &u, block, &ignored) < 0) {
@@ -313,8 +315,13 @@ static int stream_for(yfs_mount *m, const sh_unit *u, uint32_t unit, uint64_t fi
     ps->dicts = yfs_dicts_source(&ps->src);
     ps->s = yfs_streams_take(m->streams, u->page, unit, first_unit, hold, &ps->from, &ps->dict,
                              &ps->charged);
-    if (ps->s) {
+    if (ps->s) { /* charged for what it holds: what it may hold again is reserved */
         ix_stream_rebind(ps->s, &ps->dicts, &ps->dict, &ps->read);
+        uint64_t bound = ix_stream_bytes_max(ps->s);
+        if (bound > ps->charged) {
+            yfs_budget_reserve(m->budget, bound - ps->charged, YFS_MEM_DECODED, YFS_DEMAND, hold);
+            ps->charged = bound;
+        }
         return 0;
     }
     /* The page's stream from its first unit is ours to open (builds that
@@ -360,10 +367,17 @@ static void stream_done(yfs_mount *m, uint32_t page, page_stream *ps, int pause,
 
 /* Frame the unit from its page's stream into its block, with the page's
  * other units the stream passes: into the blocks of the builds that want
- * them (yfs_wants.h), else parked as far as a page's share of the framed
- * store allows; the stream is then paused at the next unit for the build
- * that needs it. Returns 1 when the page is better decoded whole, 2 when
- * another framed the unit meanwhile, 0, or -1. */
+ * them (yfs_wants.h). The units it passes over before the unit (builds
+ * running at once ask for a page's units out of order) are parked as far as
+ * a page's share of the framed store and the room left allow (YFS_TRY: a
+ * build needs each of them soon, and one lost costs streaming the page
+ * again from its start, 25 MB for DuckDB's pages, not a prefetch's worth).
+ * Past the unit, the stream is paused at the next unit nobody waits for:
+ * parking units ahead instead cost DuckDB's text 1.45 x its bytes read at
+ * mem=256M, one reader (parked units dropped for room stream their page
+ * again), and pausing costs a stream's few hundred KiB. Returns 1 when the
+ * page is better decoded whole, 2 when another framed the unit meanwhile, 0,
+ * or -1. */
 static int frame_streamed(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_unit *u,
                           yfs_hold *hold, yfs_unit *out, pq_error *err)
 {
@@ -395,11 +409,11 @@ static int frame_streamed(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_
             block[k] = out->block;
         } else if ((wanted[k] = claim_wanted(m, (uint32_t)v, &uv))) {
             block[k] = wanted[k]->block;
-        } else if (!yfs_plan_built(plan, v) && parked + size <= share &&
-                   (block[k] = park_block_new(m, size, hold))) {
-            parked += size;
         } else if (v > unit) {
             break; /* the stream pauses here */
+        } else if (!yfs_plan_built(plan, v) && parked + size <= share &&
+                   (block[k] = park_block_new(m, size, YFS_TRY, hold))) {
+            parked += size;
         }
     }
     int64_t through = rc == 0 ? frame_stream(m, ps.s, ps.from, units, block, err) : -1;

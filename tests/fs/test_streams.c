@@ -58,11 +58,12 @@ Test(streams, a_paused_stream_resumes_where_it_stopped)
     opened o;
     open_stream(m, 0, &hold, &o);
     uint64_t before = tfs_held(m->budget, YFS_MEM_DECODED);
-    uint64_t bound = ix_stream_bytes_max(o.s);
-    cr_assert_leq(bound, ix_stream_cap());
+    uint64_t held = ix_stream_bytes(o.s);
+    cr_assert_leq(held, ix_stream_bytes_max(o.s));
+    cr_assert_leq(ix_stream_bytes_max(o.s), ix_stream_cap());
     yfs_streams_put(st, 0, 7, o.s, o.dict, ix_stream_cap(), &hold);
     cr_assert_eq(tfs_held(m->budget, YFS_MEM_DECODED), before - ix_stream_cap());
-    cr_assert_eq(tfs_held(m->budget, YFS_MEM_PARKED), bound, "paused at its bound");
+    cr_assert_eq(tfs_held(m->budget, YFS_MEM_PARKED), held, "paused at what it holds");
 
     void *dict;
     uint64_t charged, at;
@@ -72,7 +73,7 @@ Test(streams, a_paused_stream_resumes_where_it_stopped)
     cr_assert_eq(s, o.s, "the latest paused at or before unit 9");
     cr_assert_eq(at, 7);
     cr_assert_eq(dict, o.dict);
-    cr_assert_eq(charged, bound);
+    cr_assert_eq(charged, held);
     cr_assert_eq(tfs_held(m->budget, YFS_MEM_PARKED), 0);
     cr_assert_null(take(st, 0, 7, &hold, &at, &dict, &charged), "taken once");
 
@@ -100,13 +101,13 @@ Test(streams, a_paused_stream_resumes_where_it_stopped)
 
 Test(streams, the_cap_closes_the_oldest_and_free_closes_the_rest)
 {
-    /* a stream's bound, from a first mount */
+    /* what a paused stream holds, from a first mount */
     yfs_mount *probe = tfs_open_sample("column=text", NULL, 256u << 20);
     yfs_hold hold = { 0 };
     yfs_hold_enter(probe->budget, &hold);
     opened p;
     open_stream(probe, 0, &hold, &p);
-    uint64_t bound = ix_stream_bytes_max(p.s);
+    uint64_t held = ix_stream_bytes(p.s);
     ix_stream_close(p.s);
     yfs_dicts_put(probe->dicts, p.dict);
     yfs_budget_release(probe->budget, ix_stream_cap(), YFS_MEM_DECODED, &hold);
@@ -114,16 +115,16 @@ Test(streams, the_cap_closes_the_oldest_and_free_closes_the_rest)
     yfs_mount_close(probe);
 
     /* a mount whose store (a quarter of mem) has room for one of two */
-    yfs_mount *m = tfs_open_sample("column=text", NULL, 6 * bound);
+    yfs_mount *m = tfs_open_sample("column=text", NULL, 6 * held);
     yfs_streams *st = m->streams;
-    cr_assert(yfs_mount_framed_budget(m) >= bound && yfs_mount_framed_budget(m) < 2 * bound);
+    cr_assert(yfs_mount_framed_budget(m) >= held && yfs_mount_framed_budget(m) < 2 * held);
     hold = (yfs_hold){ 0 };
     yfs_hold_enter(m->budget, &hold);
     opened a, b;
     open_stream(m, 0, &hold, &a);
     yfs_streams_put(st, 0, 1, a.s, a.dict, ix_stream_cap(), &hold);
     open_stream(m, 0, &hold, &b); /* the same page: paused at another unit */
-    cr_assert_eq(ix_stream_bytes_max(b.s), bound);
+    cr_assert_eq(ix_stream_bytes(b.s), held);
     yfs_streams_put(st, 0, 2, b.s, b.dict, ix_stream_cap(), &hold);
     cr_assert_eq(yfs_counter(&m->stats.streams_closed), 1);
     void *dict;
@@ -133,7 +134,7 @@ Test(streams, the_cap_closes_the_oldest_and_free_closes_the_rest)
     cr_assert(s && at == 2, "the newest stayed");
     yfs_streams_put(st, 0, 2, s, dict, charged, &hold);
     yfs_streams_end(st, 0, 2);
-    cr_assert_eq(tfs_held(m->budget, YFS_MEM_PARKED), bound);
+    cr_assert_eq(tfs_held(m->budget, YFS_MEM_PARKED), held);
     cr_assert_eq(tfs_held(m->budget, YFS_MEM_DECODED), 0);
     yfs_hold_leave(m->budget, &hold);
     yfs_mount_close(m); /* closes the paused one: the accountant asserts every byte is back */
