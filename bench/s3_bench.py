@@ -35,26 +35,43 @@ from s3server import S3Server, versitygw_binary  # noqa: E402
 BUCKET = "bench"
 
 
-def one_run(binary, dataset, options, env, parts, limit):
-    """MB/s of one mount reading `parts` epoch files at once, and stats.json's io figures."""
-    with timed_mount(binary, dataset, options, env=env) as (mnt, _, _proc):
+def cpu_seconds(pid):
+    """User + system CPU seconds of a live process so far (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def one_run(binary, dataset, options, env, parts, limit, server):
+    """MB/s of one mount reading `parts` epoch files at once, stats.json's io figures, and
+    the CPU seconds youmufs and the gateway spent during the reads with the bytes read from
+    storage (where the 2 cores go)."""
+    with timed_mount(binary, dataset, options, env=env) as (mnt, _, proc):
         names = epoch_names(mnt, parts)
         per = None if limit is None else limit // parts
+        cpu0 = cpu_seconds(proc.pid), cpu_seconds(server.proc.pid)
         t0 = time.monotonic()
         with concurrent.futures.ProcessPoolExecutor(parts) as pool:
             total = sum(pool.map(read_file, [os.path.join(mnt, n) for n in names],
                                  [per] * parts))
         seconds = time.monotonic() - t0
+        cpu = cpu_seconds(proc.pid) - cpu0[0], cpu_seconds(server.proc.pid) - cpu0[1]
         with open(os.path.join(mnt, ".youmufs", "stats.json")) as f:
             stats = json.load(f)
-    return total / seconds / 1e6, stats.get("io", {})
+    io = dict(stats.get("io", {}), youmufs_cpu_s=cpu[0], gateway_cpu_s=cpu[1],
+              bytes_read=stats.get("bytes_read", 0), seconds=seconds)
+    return total / seconds / 1e6, io
 
 
 def upload_shape(server, local, prefix):
+    """The s3:// URL of `local` uploaded under prefix (once per server), its bytes, and the
+    seconds the upload took (0 when it was there)."""
+    uploaded = server.__dict__.setdefault("bench_uploaded", {})
     t0 = time.monotonic()
-    url = server.upload_dir(local, BUCKET, prefix)
+    if prefix not in uploaded:
+        uploaded[prefix] = server.upload_dir(local, BUCKET, prefix)
     size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(local) for f in fs)
-    return url, size, time.monotonic() - t0
+    return uploaded[prefix], size, time.monotonic() - t0
 
 
 def throughput(args, server, rows):
@@ -81,7 +98,8 @@ def throughput(args, server, rows):
             io = {}
             for _ in range(args.repeat):
                 for k, (ds, env) in sources.items():
-                    mbs, io[k] = one_run(args.bin, ds, opts[k], env, parts, limit)
+                    mbs, run_io = one_run(args.bin, ds, opts[k], env, parts, limit, server)
+                    io.setdefault(k, []).append(run_io)
                     got[k].append(mbs)
             row = {"shape": name, "readers": parts, "mb": size / 1e6}
             for k in sources:
@@ -92,6 +110,37 @@ def throughput(args, server, rows):
             print(json.dumps(row), flush=True)
         for c in caches.values():
             shutil.rmtree(c, ignore_errors=True)
+
+
+def gateway_cost(args, server):
+    """The gateway's CPU seconds for --gateway-mb of the first shape's objects read with
+    ranged GETs of 256 KiB to 16 MiB, over the bench client's one connection."""
+    name = args.shapes.split(",")[0]
+    local = os.path.join(args.data, name)
+    if not os.path.isdir(local):
+        return None
+    url, _, _ = upload_shape(server, local, name)
+    files = sorted(os.path.relpath(os.path.join(d, f), local)
+                   for d, _, fs in os.walk(local) for f in fs)
+    out = []
+    for size in (256 << 10, 1 << 20, 4 << 20, 16 << 20):
+        requests = got = 0
+        before = cpu_seconds(server.proc.pid)
+        for f in files:
+            length = os.path.getsize(os.path.join(local, f))
+            for offset in range(0, length, size):
+                if got >= args.gateway_mb * 1e6:
+                    break
+                status, body, _ = server.request(
+                    "GET", f"/{BUCKET}/{name}/{f}",
+                    headers={"Range": f"bytes={offset}-{min(offset + size, length) - 1}"})
+                assert status == 206, status
+                requests += 1
+                got += len(body)
+        out.append({"size": size, "requests": requests, "bytes": got,
+                    "cpu": cpu_seconds(server.proc.pid) - before})
+        print(json.dumps(out[-1]), flush=True)
+    return out
 
 
 def remount(args, server, work):
@@ -124,7 +173,7 @@ def remount(args, server, work):
     return out
 
 
-def write_report(args, rows, rm):
+def write_report(args, rows, rm, gw):
     lines = ["# Epoch throughput from object storage (issue 12)", "",
              "```", "python3 bench/s3_bench.py " + " ".join(sys.argv[1:]), "```", "",
              f"Local S3: the Versity gateway (versitygw, posix backend) on 127.0.0.1, objects "
@@ -137,11 +186,42 @@ def write_report(args, rows, rm):
              f"s3 +{args.delay_ms:g} ms MB/s | +{args.delay_ms:g}ms/s3 | depth (s3, +delay) |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
-        io = r.get("io", {})
+        last = {k: runs[-1] for k, runs in r.get("io", {}).items()}
         lines.append(f"| {r['shape']} | {r['readers']} | {r['mb']:.0f} | {r['disk']:.0f} | "
                      f"{r['s3']:.0f} | {r['s3'] / r['disk']:.2f} | {r['s3+delay']:.0f} | "
-                     f"{r['s3+delay'] / r['s3']:.2f} | {io.get('s3', {}).get('depth', '')}, "
-                     f"{io.get('s3+delay', {}).get('depth', '')} |")
+                     f"{r['s3+delay'] / r['s3']:.2f} | {last.get('s3', {}).get('depth', '')}, "
+                     f"{last.get('s3+delay', {}).get('depth', '')} |")
+    lines += ["", "## Where the CPU goes", "",
+              "CPU seconds (user + system) per GB read from storage during the reads, median "
+              "of the runs: youmufs' own, and the gateway's (a process of its own, on the same "
+              "2 cores). `cores busy`: (youmufs + gateway CPU) / wall seconds.", "",
+              "| shape | readers | disk: youmufs s/GB | s3: youmufs s/GB | s3: gateway s/GB "
+              "| disk cores busy | s3 cores busy |", "|---|---:|---:|---:|---:|---:|---:|"]
+
+    def per_gb(runs, key):
+        return statistics.median(x[key] / max(x["bytes_read"], 1) * 1e9 for x in runs)
+
+    def busy(runs):
+        return statistics.median((x["youmufs_cpu_s"] + x["gateway_cpu_s"]) / x["seconds"]
+                                 for x in runs)
+    for r in rows:
+        io = r.get("io", {})
+        if "disk" not in io or "s3" not in io:
+            continue
+        lines.append(f"| {r['shape']} | {r['readers']} | {per_gb(io['disk'], 'youmufs_cpu_s'):.2f} "
+                     f"| {per_gb(io['s3'], 'youmufs_cpu_s'):.2f} "
+                     f"| {per_gb(io['s3'], 'gateway_cpu_s'):.2f} | {busy(io['disk']):.2f} "
+                     f"| {busy(io['s3']):.2f} |")
+    if gw:
+        lines += ["", "## The gateway's CPU per ranged GET", "",
+                  "The first objects of the first shape read with ranged GETs of each size, in "
+                  "order, over one kept-alive connection (the bench's own client, not youmufs): "
+                  "the gateway's CPU per request and per GB.", "",
+                  "| GET size | requests | gateway ms / request | gateway s / GB |",
+                  "|---:|---:|---:|---:|"]
+        for g in gw:
+            lines.append(f"| {g['size'] >> 10} KiB | {g['requests']} | "
+                         f"{g['cpu'] / g['requests'] * 1e3:.2f} | {g['cpu'] / g['bytes'] * 1e9:.2f} |")
     if rm:
         lines += ["", f"## Re-mount of {args.objects} unchanged objects (acceptance 3: <= 0.5 s)",
                   "", "Seconds from the start of `youmufs` until the mount is ready, with the "
@@ -168,6 +248,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--limit-mb", type=int, default=0,
                     help="read at most this many MB per run (0: the whole epoch)")
+    ap.add_argument("--gateway-mb", type=int, default=300,
+                    help="MB read per GET size to measure the gateway's CPU (0: skip)")
     ap.add_argument("--objects", type=int, default=1000)
     ap.add_argument("--remounts", type=int, default=5)
     ap.add_argument("--out")
@@ -184,10 +266,11 @@ def main():
         server.make_bucket(BUCKET)
         rows = []
         rm = remount(args, server, work) if args.objects else None
+        gw = gateway_cost(args, server) if args.shapes and args.gateway_mb else None
         if args.shapes:
             throughput(args, server, rows)
         if args.out:
-            write_report(args, rows, rm)
+            write_report(args, rows, rm, gw)
     finally:
         server.stop()
         shutil.rmtree(work, ignore_errors=True)

@@ -26,6 +26,10 @@
 #define CREDENTIALS_FILE_MAX (1u << 20)
 #define CONNECT_TIMEOUT_MS 10000L
 #define STALL_SECONDS 30L /* a transfer moving no byte this long is cut (a timeout: retried) */
+/* libcurl's receive buffer: its default of 16 KiB calls on_body (and recv)
+ * at least 64 times per MiB of a ranged GET; 512 KiB lets one call take
+ * what the socket holds. One per connection (IDLE_KEEP bounds them). */
+#define RECV_BUFFER_BYTES (512L << 10)
 /* A streamed page's reads (ix_store.h): 2 MiB a round trip, against 256 KiB
  * for files. Charged like any stream window (pq_stream.h's bound). */
 #define S3_STREAM_READ_BYTES ((size_t)2 << 20)
@@ -292,6 +296,7 @@ static CURLcode perform(s3_store *s, CURL *h, const char *url, struct curl_slist
     api.setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
     api.setopt(h, CURLOPT_LOW_SPEED_TIME, STALL_SECONDS);
     api.setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    api.setopt(h, CURLOPT_BUFFERSIZE, RECV_BUFFER_BYTES);
     api.setopt(h, CURLOPT_ERRORBUFFER, curl_err);
     api.setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     api.setopt(h, CURLOPT_WRITEDATA, r);
