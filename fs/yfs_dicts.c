@@ -1,5 +1,6 @@
 #include "yfs_dicts.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -107,28 +108,27 @@ static uint64_t reclaim(void *ctx, uint64_t need, int demand)
     return 0;
 }
 
-/* Bytes a decoded dictionary of chunk may take, from its page header (read
- * ahead of ix_read_dictionary, which reads and checks the whole page): the
+/* Bytes a decoded dictionary may take, from its page header: the
  * decompressed page, booleans materialised after it, a slice per entry and
- * the cache entry. Only a sizing hint: 0 when the header cannot be read or
- * parsed (the page's read then reports what is wrong, and its size is
- * charged once known). */
-#define HEADER_PEEK 256
+ * the cache entry; reserved once the page is read and its header parsed
+ * (ix_read_dictionary_sized), before it is decoded. The header comes with
+ * the page's one read: an earlier version peeked at it with a read of its
+ * own, a second request per dictionary to an object store. */
+typedef struct dict_charge {
+    yfs_dicts *c;
+    yfs_hold *hold;
+    uint64_t bound; /* reserved as YFS_MEM_DICTIONARIES; 0 until then */
+} dict_charge;
 
-static uint64_t decoded_bound(const ix_index *ix, uint32_t chunk)
+static void charge_decoded(void *ctx, const pq_page_header *h)
 {
-    const ix_chunk *ch = &ix->chunks[chunk];
-    uint8_t head[HEADER_PEEK];
-    size_t want = ch->dict_length < HEADER_PEEK ? ch->dict_length : HEADER_PEEK;
-    ssize_t got = ix_store_peek(ix->store, ix->files[ch->file].fd, head, want,
-                                (uint64_t)ch->dict_offset);
-    pq_page_header h;
-    pq_error ignored;
-    if (got <= 0 || pq_page_header_parse(head, (size_t)got, &h, &ignored) < 0 ||
-        h.uncompressed_size < 0 || h.num_values < 0)
-        return 0;
-    uint64_t n = (uint64_t)h.num_values;
-    return (uint64_t)h.uncompressed_size + n * (1 + sizeof(pq_bytes)) + sizeof(yfs_dict);
+    dict_charge *d = ctx;
+    assert(d->bound == 0); /* called once per read */
+    if (h->uncompressed_size < 0 || h->num_values < 0)
+        return; /* the decode refuses it */
+    uint64_t n = (uint64_t)h->num_values;
+    d->bound = (uint64_t)h->uncompressed_size + n * (1 + sizeof(pq_bytes)) + sizeof(yfs_dict);
+    yfs_budget_reserve(d->c->budget, d->bound, YFS_MEM_DICTIONARIES, YFS_DEMAND, d->hold);
 }
 
 int yfs_dicts_get(yfs_dicts *c, uint32_t chunk, yfs_hold *hold, const pq_dictionary **dict,
@@ -149,14 +149,15 @@ int yfs_dicts_get(yfs_dicts *c, uint32_t chunk, yfs_hold *hold, const pq_diction
     /* Load without the lock; if another thread loaded the same dictionary
      * meanwhile, keep theirs. */
     uint32_t raw = c->ix->chunks[chunk].dict_length;
-    uint64_t bound = decoded_bound(c->ix, chunk);
+    dict_charge charge = { c, hold, 0 };
     yfs_budget_reserve(c->budget, raw, YFS_MEM_RAW, YFS_DEMAND, hold);
-    yfs_budget_reserve(c->budget, bound, YFS_MEM_DICTIONARIES, YFS_DEMAND, hold);
     yfs_dict *fresh = calloc(1, sizeof *fresh);
     uint64_t bytes_read = 0;
-    int rc = fresh ? ix_read_dictionary(c->ix, chunk, &fresh->dict, &bytes_read, err)
+    int rc = fresh ? ix_read_dictionary_sized(c->ix, chunk, charge_decoded, &charge,
+                                              &fresh->dict, &bytes_read, err)
                    : pq_error_set(err, "out of memory for a dictionary");
     yfs_budget_release(c->budget, raw, YFS_MEM_RAW, hold); /* freed by now */
+    uint64_t bound = charge.bound;
     if (rc < 0) {
         yfs_budget_release(c->budget, bound, YFS_MEM_DICTIONARIES, hold);
         free(fresh);

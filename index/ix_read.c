@@ -175,6 +175,13 @@ static int parse_page(const ix_index *ix, const ix_chunk *c, const uint8_t *raw,
 int ix_read_dictionary(const ix_index *ix, uint32_t chunk, pq_dictionary *out,
                        uint64_t *bytes_read, pq_error *err)
 {
+    return ix_read_dictionary_sized(ix, chunk, NULL, NULL, out, bytes_read, err);
+}
+
+int ix_read_dictionary_sized(const ix_index *ix, uint32_t chunk, ix_dict_sized_fn sized,
+                             void *ctx, pq_dictionary *out, uint64_t *bytes_read,
+                             pq_error *err)
+{
     const ix_chunk *c = &ix->chunks[chunk];
     uint8_t *raw = malloc(c->dict_length ? c->dict_length : 1);
     pq_page_header h;
@@ -188,6 +195,8 @@ int ix_read_dictionary(const ix_index *ix, uint32_t chunk, pq_dictionary *out,
                        "dictionary page", (uint64_t)c->dict_offset, err);
     if (rc == 0)
         rc = parse_page(ix, c, raw, c->dict_length, 0, &h, err);
+    if (rc == 0 && sized)
+        sized(ctx, &h);
     if (rc == 0)
         rc = pq_dictionary_decode(&c->desc, &h, raw + h.header_len, (size_t)h.compressed_size,
                                   out, err);

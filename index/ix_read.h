@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "ix_index.h"
+#include "pq_page.h"
 
 /* Read [offset, offset+length) of a source file into buf, checked as above.
  * The range holds the global pages [first_page, first_page + num_pages) of
@@ -34,6 +35,14 @@ int ix_read_range(const ix_index *ix, uint32_t file, uint64_t offset, void *buf,
  * checked like a page against ix_chunk.dict_crc. */
 int ix_read_dictionary(const ix_index *ix, uint32_t chunk, pq_dictionary *out,
                        uint64_t *bytes_read, pq_error *err);
+/* The same, calling sized(ctx, header) once the page is read and its header
+ * parsed, before it is decoded (to charge what the decode will take, from
+ * the header's sizes, which are the file's: untrusted). Not called when the
+ * read or the header fails. */
+typedef void (*ix_dict_sized_fn)(void *ctx, const pq_page_header *h);
+int ix_read_dictionary_sized(const ix_index *ix, uint32_t chunk, ix_dict_sized_fn sized,
+                             void *ctx, pq_dictionary *out, uint64_t *bytes_read,
+                             pq_error *err);
 
 /* Where ix_read_page gets a chunk's dictionary when a page turns out to be
  * dictionary-encoded (writers fall back to PLAIN once a dictionary is full,

@@ -97,9 +97,3 @@ int ix_store_read(ix_store *s, int handle, const char *name, void *buf, size_t l
     ix_read_ops ops = { object_pread, object_size, &r, object_why };
     return ix_read_retry(&ops, name, buf, len, offset, &s->retry, NULL, err);
 }
-
-ssize_t ix_store_peek(ix_store *s, int handle, void *buf, size_t len, uint64_t offset)
-{
-    char why[128];
-    return s->ops->pread(s, handle, buf, len, offset, why, sizeof why);
-}

@@ -21,7 +21,7 @@
  * persistent index recognise an object from its listing alone; a weak one
  * (an mtime) is backed by a read of the footer (ix_sources.c).
  *
- * Thread-safe after ix_store_list: open, stat, read, peek and close may be
+ * Thread-safe after ix_store_list: open, stat, read and close may be
  * called from any thread. The S3 store keeps one connection per thread that
  * reads (reused from read to read); no credential is ever written into a
  * message, a log line or anything the index keeps.
@@ -102,8 +102,5 @@ void ix_store_close(ix_store *s, int handle);
  * under the store's policy. */
 int ix_store_read(ix_store *s, int handle, const char *name, void *buf, size_t len,
                   uint64_t offset, pq_error *err);
-/* One attempt, no delay, no retry: at most len bytes, or -1 (a hint's read,
- * whose failure costs nothing: fs/yfs_dicts.c). */
-ssize_t ix_store_peek(ix_store *s, int handle, void *buf, size_t len, uint64_t offset);
 
 #endif
