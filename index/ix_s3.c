@@ -399,11 +399,17 @@ static struct curl_slist *add_header(struct curl_slist *l, const char *h, int *o
     return grown ? grown : l;
 }
 
-/* The headers every request carries: S3 wants the payload's hash, and a GET
- * has none to sign (libcurl 7.88 signs the headers it is given but adds
- * this one only from 8.x on); the session token, if any. */
+/* The headers every signed request carries: S3 wants the payload's hash,
+ * and a GET has none to sign (libcurl 7.88 signs the headers it is given
+ * but adds this one only from 8.x on); the session token, if any. An
+ * unsigned request (no_sign) carries neither: a server checks a hash it is
+ * sent against the body it got, and "UNSIGNED-PAYLOAD" is no hash (the
+ * Versity gateway answers 400 XAmzContentSHA256Mismatch). NULL is an empty
+ * list. */
 static struct curl_slist *common_headers(const s3_store *s, int *oom)
 {
+    if (!s->sigv4)
+        return NULL;
     struct curl_slist *l = add_header(NULL, "x-amz-content-sha256: UNSIGNED-PAYLOAD", oom);
     return s->token_header ? add_header(l, s->token_header, oom) : l;
 }
