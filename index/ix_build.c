@@ -333,10 +333,15 @@ static char *cache_key(const build *b)
     char *key;
     /* several columns: every one, since the others' values are in the framed sizes */
     const char *others = b->ix->columns ? b->ix->columns->key : "";
-    if (asprintf(&key, "dataset=%s\n%scolumn=%s\nleaf=%d:%d def=%d rep=%d:%d map=%d "
+    /* an object store's server too (ix_store.h); a path's real path names it */
+    const ix_store *store = b->ss.store;
+    char *origin = NULL;
+    if (store && store->origin && asprintf(&origin, "store=%s\n", store->origin) < 0)
+        origin = NULL;
+    if (asprintf(&key, "dataset=%s\n%s%scolumn=%s\nleaf=%d:%d def=%d rep=%d:%d map=%d "
                  "logical=%d:%d:%d:%d:%d:%d:%d\nfield=%s\n"
                  "format=%s rowid=%d dtype=%s sep=%d:%lld%s%s%s\n",
-                 real ? real : o->dataset, others, l->path, l->type, (int)l->type_length,
+                 real ? real : o->dataset, origin ? origin : "", others, l->path, l->type, (int)l->type_length,
                  l->max_def, l->max_rep, l->rep_def, l->in_map, t->kind, (int)t->scale,
                  (int)t->precision, t->bit_width, t->is_signed, t->unit, t->utc,
                  b->ix->framing.nest.key, ix_format_name(o->frame.format),
@@ -344,6 +349,7 @@ static char *cache_key(const build *b)
                  (long long)o->frame.sep, other_key ? " key=" : "", other_key ? other_key : "",
                  source) < 0)
         key = NULL;
+    free(origin);
     free(real);
     return key;
 }
@@ -440,9 +446,11 @@ static int resolve_column(build *b, pq_error *err)
     return 0;
 }
 
-int ix_io_depth(const ix_options *opts)
+int ix_io_depth(const ix_options *opts, const ix_store *store)
 {
     int depth = opts->io_depth > 0 ? opts->io_depth : IX_IO_DEPTH;
+    if (opts->io_depth <= 0 && store && store->max_reads > 0 && store->max_reads < depth)
+        depth = store->max_reads;
     return depth > opts->threads ? depth : opts->threads;
 }
 
@@ -480,7 +488,7 @@ int ix_build(const ix_options *opts, ix_index **out, pq_error *err)
         pq_error_set(err, "out of memory");
         goto done;
     }
-    int depth = ix_io_depth(opts);
+    int depth = ix_io_depth(opts, b.ss.store);
     if (ix_sources_load(&b.ss, b.cache, &ix->column, &ix->framing.nest, ix->framing.rowid,
                         threads, depth, &b.gate, err) < 0)
         goto done;

@@ -197,9 +197,9 @@ typedef struct ix_index {
 } ix_index;
 
 int ix_build(const ix_options *opts, ix_index **out, pq_error *err);
-/* The reads ix_build keeps in flight: opts->io_depth, else IX_IO_DEPTH; at
- * least opts->threads. */
-int ix_io_depth(const ix_options *opts);
+/* The reads ix_build keeps in flight: opts->io_depth, else IX_IO_DEPTH or
+ * the store's max_reads (ix_store.h) if lower; at least opts->threads. */
+int ix_io_depth(const ix_options *opts, const ix_store *store);
 void ix_free(ix_index *ix);
 
 /* Layered binary search: the chunk (and through it the file) holding global

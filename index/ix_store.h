@@ -71,6 +71,18 @@ struct ix_store {
      * ix_stream.h) asks for at once; 0: the reader's own default. Each
      * request to an object store costs a round trip, so it asks for more. */
     size_t stream_read_bytes;
+    /* Where the objects are served from, beyond the dataset's name: NULL
+     * for a path (its real path names it); S3: the server's URL of the
+     * bucket (endpoint or AWS host, then the bucket), owned by the store.
+     * Part of the persistent index's key: two servers may each hold a
+     * bucket and key of that name with the same size and ETag and other
+     * bytes. Never holds a credential (endpoints with user information are
+     * refused). */
+    const char *origin;
+    /* Most reads the store wants in flight at once from the mount's passes
+     * (ix_io_depth); 0: no bound of its own. Each thread that reads S3
+     * holds a connection to the server. */
+    int max_reads;
 };
 
 /* 1 if dataset names an object store ("s3://..."), else 0. */

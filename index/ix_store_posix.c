@@ -107,7 +107,7 @@ int ix_store_posix_open(const char *dataset, ix_store **out, pq_error *err)
         free(s);
         return pq_error_set(err, "out of memory");
     }
-    s->base = (ix_store){ &posix_ops, ix_retry_default, 0, 0 };
+    s->base = (ix_store){ &posix_ops, ix_retry_default, 0, 0, NULL, 0 };
     s->root_len = strlen(dataset);
     int fd = open(dataset, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     s->dir_fd = fd >= 0 ? fd : AT_FDCWD;

@@ -5,8 +5,11 @@ need around it:
 - S3Server: start / kill / restart the gateway on a fixed port, a SigV4 client of its own
   (independent of youmufs and libcurl: hashlib + hmac + http.client) to create buckets, put,
   replace and delete objects, and upload a dataset directory under a prefix;
-- FaultProxy: a small HTTP proxy in front of it that counts requests, can answer 503 SlowDown
-  for a while, and can add a delay to every request (the benchmark's 50 ms per request).
+- FaultProxy: a small HTTP proxy in front of it that counts requests, records their headers
+  (what a client sent: signed or not, with a session token or not), can answer 503 SlowDown
+  for a while, and can add a delay to every request (the benchmark's 50 ms per request);
+- public_read: a bucket policy that lets anonymous requests list a bucket and read its objects
+  (the gateway's own bucket policies: Principal "*").
 
 versitygw comes from scripts/install-deps.sh --tests (`go install`); VERSITYGW names another
 binary. Nothing here is mocked: youmufs talks HTTP to the real server (through the proxy or not).
@@ -20,6 +23,7 @@ import hashlib
 import hmac
 import http.client
 import http.server
+import json
 import os
 import shutil
 import signal
@@ -200,6 +204,19 @@ class S3Server:
         status, body, _ = self.request("DELETE", f"/{bucket}/{key}")
         assert status in (200, 204), (status, body)
 
+    def public_read(self, bucket):
+        """Let anyone, unsigned, list `bucket` and GET its objects (PutBucketPolicy)."""
+        policy = {"Version": "2012-10-17", "Statement": [{
+            "Effect": "Allow", "Principal": "*", "Action": ["s3:GetObject", "s3:ListBucket"],
+            "Resource": [f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"]}]}
+        status, body, _ = self.request("PUT", f"/{bucket}", query={"policy": ""},
+                                       body=json.dumps(policy).encode())
+        assert status in (200, 204), (status, body)
+
+    def object_path(self, bucket, key):
+        """Where the posix backend keeps an object (its ETag is the xattr user.etag)."""
+        return os.path.join(self.root, bucket, key)
+
     def upload_dir(self, local, bucket, prefix):
         """Every file below `local` as PREFIX/RELATIVE_PATH. Returns the s3:// URL."""
         self.make_bucket(bucket)
@@ -226,6 +243,7 @@ class FaultProxy:
         self.fail_until = 0.0
         self.lock = threading.Lock()
         self.counts = {"GET": 0, "LIST": 0, "503": 0}
+        self.requests = []   # (method, path, {header name in lower case: value}), in order
         proxy = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -241,6 +259,8 @@ class FaultProxy:
                 with proxy.lock:
                     proxy.counts["LIST" if listing else self.command] = \
                         proxy.counts.get("LIST" if listing else self.command, 0) + 1
+                    proxy.requests.append((self.command, self.path,
+                                           {k.lower(): v for k, v in self.headers.items()}))
                 if proxy.delay:
                     time.sleep(proxy.delay)
                 if time.monotonic() < proxy.fail_until:
@@ -299,6 +319,7 @@ class FaultProxy:
     def reset_counts(self):
         with self.lock:
             self.counts = {"GET": 0, "LIST": 0, "503": 0}
+            self.requests = []
 
     def close(self):
         self.server.shutdown()
