@@ -10,16 +10,19 @@ it) and for good; credentials appear in no output. Acceptance 3's timing is a be
 and the first footer.
 """
 
+import dataclasses
 import json
 import os
 import random
+import re
+import subprocess
 import threading
 import time
 
 import pytest
 
 import datasets as yds
-from conftest import _skip_or_fail, mounted
+from conftest import BIN, _env, _skip_or_fail, mounted, sanitizer_report
 from datasets import (ALL_FEATURES, BASIC, Spec, check_rowid_jsonl, expected_records,
                       multiset_diff, split_records)
 from s3server import ACCESS_KEY, SECRET_KEY, FaultProxy, S3Server, versitygw_binary
@@ -127,7 +130,8 @@ def test_listing_sorted_hidden_and_other_objects_ignored(ds, s3, cat, tmp_path):
 def test_remount_of_unchanged_objects_fetches_only_the_listing(s3, proxy, tmp_path):
     """1,100 objects: the listing takes two pages (continuation token); a second mount with the
     persistent index reads one footer (the first object's: it names the column) and nothing
-    else, every other object recognised by its key, size and ETag."""
+    else, every other object recognised by its key, size and ETag. Both mounts go through the
+    proxy: the persistent index is keyed by the server too."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     prefix = "many"
@@ -143,17 +147,15 @@ def test_remount_of_unchanged_objects_fetches_only_the_listing(s3, proxy, tmp_pa
         s3.put(BUCKET, f"{prefix}/part-{i:05d}.parquet", body)
         expected += values
     cache = tmp_path / "cache"
-    opts = f"cache={cache},format=text"
+    opts = f"cache={cache},format=text,endpoint={proxy.endpoint}"
     env = s3.env()
     url = f"s3://{BUCKET}/{prefix}"
-    # the first mount straight to the server (a thousand footers through the proxy are slow);
-    # the persistent index does not depend on the endpoint
     with mounted(url, opts, env=env) as m:
         first = json.loads(m.read(".youmufs/index.json"))
         data = m.read("epoch-0.txt")
     assert sorted(data.decode().split("\n")[:-1]) == sorted(expected)
     proxy.reset_counts()
-    with mounted(url, f"{opts},endpoint={proxy.endpoint}", env=env) as m:
+    with mounted(url, opts, env=env) as m:
         again = json.loads(m.read(".youmufs/index.json"))
         counts = dict(proxy.counts)
         assert m.size("epoch-0.txt") == len(data)
@@ -278,3 +280,206 @@ def test_credentials_appear_nowhere(ds, s3, tmp_path, cat, mount_fails):
     for blob in outputs:
         for secret in (ACCESS_KEY, SECRET_KEY, token):
             assert secret.encode() not in blob, f"{secret[:6]}... found in an output"
+
+
+# ---------------------------------------------------------------------------------------------
+# where credentials come from, what is sent, and that no output holds them
+
+NO_KEYS = {"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_SESSION_TOKEN": "",
+           "AWS_PROFILE": "", "AWS_SHARED_CREDENTIALS_FILE": ""}   # empty counts as unset
+SIX = dataclasses.replace(BASIC, files=6, rows_per_file=400)
+
+
+def _mount_outputs(m):
+    """What a live mount shows a user: .youmufs/index.json, stats.json and its log so far."""
+    return [m.read(".youmufs/index.json"), m.read(".youmufs/stats.json"), m.stderr().encode()]
+
+
+def _cache_files(cache):
+    out = []
+    for root, _, files in os.walk(cache):
+        for f in files:
+            with open(os.path.join(root, f), "rb") as fh:
+                out.append(fh.read())
+    return out
+
+
+def _assert_nowhere(outputs, secrets):
+    assert outputs
+    for blob in outputs:
+        for secret in secrets:
+            assert secret.encode() not in blob, f"{secret[:6]}... found in an output"
+
+
+def _home_with_credentials(tmp_path, text):
+    home = tmp_path / "home"
+    (home / ".aws").mkdir(parents=True)
+    (home / ".aws" / "credentials").write_text(text)
+    return str(home)
+
+
+def test_no_sign_reads_a_public_bucket_unsigned(ds, s3, proxy, cat, mount_fails, tmp_path):
+    """-o no_sign against a bucket the gateway serves to anyone (its bucket policy with
+    Principal "*"): listed and read with no credential anywhere (none in the environment, no
+    credentials file), no request signed or carrying a token (the recording proxy in front of
+    the gateway); the bytes are those of the same files on disk. Without no_sign the mount says
+    there are no credentials; a bucket without the policy refuses the unsigned mount."""
+    url = s3.upload_dir(ds.path(BASIC), "yfs-public", "open")
+    s3.public_read("yfs-public")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = dict(NO_KEYS, HOME=str(home), AWS_ENDPOINT_URL=proxy.endpoint)
+    cache = tmp_path / "cache"
+    reference = cat(ds.path(BASIC), "epoch-0.jsonl", "rowid").stdout
+    with mounted(url, f"no_sign,rowid,cache={cache}", env=env) as m:
+        assert m.read("epoch-0.jsonl") == reference
+    assert proxy.counts["LIST"] >= 1 and proxy.counts["GET"] >= 1, proxy.counts
+    for method, path, headers in proxy.requests:
+        assert "authorization" not in headers and "x-amz-security-token" not in headers, \
+            (method, path, headers)
+    p = mount_fails(url, None, env=env)
+    assert p.returncode != 0 and b"no credentials" in p.stderr and b"no_sign" in p.stderr, \
+        p.stderr
+    p = mount_fails(upload(s3, ds, BASIC), "no_sign", env=env)
+    err = p.stderr.decode()
+    assert p.returncode != 0 and f"s3://{BUCKET}/" in err and "403" in err, err
+
+
+def test_session_token_is_sent_signed_and_written_nowhere(ds, s3, proxy, mount_fails,
+                                                           tmp_path):
+    """AWS_SESSION_TOKEN, and a profile's aws_session_token, travel as X-Amz-Security-Token on
+    every request and among its signed headers (seen by the recording proxy in front of the
+    gateway). The gateway has no STS and refuses every token (400 InvalidToken), so the mount
+    stops with that answer; neither its message nor the persistent index holds the token."""
+    url = upload(s3, ds, BASIC)
+    token = "yfs-session-" + "Tk" * 40
+    cache = tmp_path / "cache"
+    outputs = []
+    home = _home_with_credentials(
+        tmp_path, f"[default]\naws_access_key_id = {ACCESS_KEY}\n"
+                  f"aws_secret_access_key = {SECRET_KEY}\naws_session_token = {token}-file\n")
+    for sent_token, env in (
+            (token, s3.env(AWS_ENDPOINT_URL=proxy.endpoint, AWS_SESSION_TOKEN=token)),
+            (token + "-file", dict(s3.env(AWS_ENDPOINT_URL=proxy.endpoint), **NO_KEYS,
+                                   HOME=home))):
+        proxy.reset_counts()
+        p = mount_fails(url, f"cache={cache}", env=env)
+        assert p.returncode != 0 and b"InvalidToken" in p.stderr, p.stderr
+        assert proxy.requests
+        for _, _, headers in proxy.requests:
+            assert headers.get("x-amz-security-token") == sent_token, headers
+            signed = re.search(r"SignedHeaders=([^,\s]+)", headers["authorization"]).group(1)
+            assert "x-amz-security-token" in signed.split(";"), headers["authorization"]
+        outputs.append(p.stdout + p.stderr)
+    _assert_nowhere(outputs + _cache_files(cache), [ACCESS_KEY, SECRET_KEY, token])
+
+
+def test_profile_of_the_credentials_file_in_a_real_mount(ds, s3, cat, mount_fails, tmp_path):
+    """No key in the environment: AWS_PROFILE's section of ~/.aws/credentials (HOME a
+    temporary directory) signs a real mount, not the default profile's other keys; without
+    AWS_PROFILE the default's are used, and refused by the server. No output holds a key."""
+    url = upload(s3, ds, BASIC)
+    wrong = "not-the-secret-" + "w" * 24
+    home = _home_with_credentials(
+        tmp_path, f"[default]\naws_access_key_id = {ACCESS_KEY}\naws_secret_access_key = "
+                  f"{wrong}\n\n# the test server's keys\n[yfs-test]\naws_access_key_id = "
+                  f"{ACCESS_KEY}\naws_secret_access_key = {SECRET_KEY}\n")
+    env = dict(s3.env(), **NO_KEYS, HOME=home)
+    cache = tmp_path / "cache"
+    reference = cat(ds.path(BASIC), "epoch-0.jsonl", "rowid").stdout
+    with mounted(url, f"rowid,cache={cache}", env=dict(env, AWS_PROFILE="yfs-test")) as m:
+        assert m.read("epoch-0.jsonl") == reference
+        outputs = _mount_outputs(m)
+    p = mount_fails(url, "cache=none", env=env)
+    assert p.returncode != 0 and b"403" in p.stderr and b"SignatureDoesNotMatch" in p.stderr, \
+        p.stderr
+    outputs.append(p.stdout + p.stderr)
+    _assert_nowhere(outputs + _cache_files(cache), [ACCESS_KEY, SECRET_KEY, wrong])
+
+
+def test_index_shards_then_a_mount_reads_no_page(ds, s3, proxy, cat, tmp_path):
+    """`youmufs index --shard I/2 s3://...` in two processes at once builds one persistent
+    index (through the proxy, as the mount: the server is part of its key); the mount then
+    fetches the listing and the first object's footer and nothing else, scans no page, and
+    serves what a mount without the index serves. No output holds a key."""
+    url = upload(s3, ds, SIX)
+    cache = tmp_path / "cache"
+    opts = f"rowid,cache={cache}"
+    env = s3.env(AWS_ENDPOINT_URL=proxy.endpoint)
+    procs = [subprocess.Popen([BIN, "index", "-o", opts, "--shard", f"{k}/2", url],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(env))
+             for k in range(2)]
+    outputs = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+        assert not sanitizer_report(err), err
+        assert b"3 files (0 from the persistent index, 3 read now)" in out, out
+        outputs.append(out + err)
+    proxy.reset_counts()
+    with mounted(url, opts, env=env) as m:
+        ix = json.loads(m.read(".youmufs/index.json"))
+        counts = dict(proxy.counts)
+        data = m.read("epoch-0.jsonl")
+        outputs += _mount_outputs(m)
+    assert ix["persistent_index"]["files_reused"] == 6, ix["persistent_index"]
+    assert ix["bytes_scanned"] == 0, "the mount read pages although every object was indexed"
+    assert counts["LIST"] == 1 and counts["GET"] == 1, counts
+    assert data == cat(url, "epoch-0.jsonl", "rowid,cache=none", env=s3.env()).stdout
+    _assert_nowhere(outputs + _cache_files(cache), [ACCESS_KEY, SECRET_KEY])
+
+
+def test_reads_fetch_each_dictionary_once(ds, s3, proxy, tmp_path):
+    """With the persistent index, a mount's GETs are the first footer and then exactly the
+    reads stats.json counts: chunk loads, pages read alone, dictionaries (one GET each: the
+    page header that sizes a dictionary comes with the page's read)."""
+    url = upload(s3, ds, BASIC)
+    env = s3.env(AWS_ENDPOINT_URL=proxy.endpoint)
+    opts = f"cache={tmp_path / 'cache'}"
+    with mounted(url, opts, env=env):
+        pass
+    proxy.reset_counts()
+    with mounted(url, opts, env=env) as m:
+        m.read("epoch-0.jsonl")
+        stats = json.loads(m.read(".youmufs/stats.json"))
+        counts = dict(proxy.counts)
+    assert stats["dictionaries_loaded"] > 0, stats
+    reads = stats["chunk_loads"] + stats["pages_read_alone"] + stats["dictionaries_loaded"]
+    assert counts["GET"] == 1 + reads, (counts, stats)
+
+
+def test_persistent_index_is_keyed_by_the_server(s3, tmp_path):
+    """Two servers each hold s3://yfs/same/x.parquet of the same size and ETag and other bytes
+    (the second's ETag set to the first's in its store, as a server with another ETag scheme
+    could give): a mount of the second with the persistent index of the first must not take
+    its entries (whose framed sizes are wrong there: the second's values need JSON escapes)
+    and serves the second's records."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    values = {"a": [("a" * (i % 50 + 1)) for i in range(2000)],
+              "q": [('"' * (i % 50 + 1)) for i in range(2000)]}
+    bodies = {}
+    for k, v in values.items():
+        path = tmp_path / f"{k}.parquet"
+        pq.write_table(pa.table({"text": v}), path, compression="none", use_dictionary=False,
+                       write_statistics=False)
+        bodies[k] = path.read_bytes()
+    assert len(bodies["a"]) == len(bodies["q"]) and bodies["a"] != bodies["q"]
+    other = S3Server(versitygw_binary()).start()
+    try:
+        etag = s3.put(BUCKET, "same/x.parquet", bodies["a"])
+        other.make_bucket(BUCKET)
+        other.put(BUCKET, "same/x.parquet", bodies["q"])
+        os.setxattr(other.object_path(BUCKET, "same/x.parquet"), "user.etag", etag.encode())
+        url = f"s3://{BUCKET}/same"
+        opts = f"cache={tmp_path / 'cache'}"
+        for k, server in (("a", s3), ("q", other)):
+            with mounted(url, opts, env=server.env()) as m:
+                ix = json.loads(m.read(".youmufs/index.json"))
+                data = m.read("epoch-0.jsonl")
+                assert m.size("epoch-0.jsonl") == len(data)
+            assert ix["persistent_index"]["files_reused"] == 0, (k, ix["persistent_index"])
+            got = sorted(json.loads(line)["text"] for line in data.decode().splitlines())
+            assert got == sorted(values[k]), k
+    finally:
+        other.stop()
