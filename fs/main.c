@@ -100,7 +100,7 @@ static const char USAGE[] =
     "                    path-style; default AWS_ENDPOINT_URL, else AWS)\n"
     "    region=R        s3:// datasets: the signing region (default AWS_REGION,\n"
     "                    AWS_DEFAULT_REGION, else us-east-1)\n"
-    "    no_sign         s3:// datasets: a public bucket, no credentials\n"
+    "    no_sign         s3:// datasets: a public bucket, requests unsigned\n"
     "\n"
     "DATASET s3://BUCKET[/PREFIX]: every *.parquet object under PREFIX/, sorted by\n"
     "key, read with ranged GETs; credentials from AWS_ACCESS_KEY_ID,\n"
