@@ -5,8 +5,9 @@ need around it:
 - S3Server: start / kill / restart the gateway on a fixed port, a SigV4 client of its own
   (independent of youmufs and libcurl: hashlib + hmac + http.client) to create buckets, put,
   replace and delete objects, and upload a dataset directory under a prefix;
-- FaultProxy: a small HTTP proxy in front of it that counts requests, records their headers
-  (what a client sent: signed or not, with a session token or not), can answer 503 SlowDown
+- FaultProxy: a small HTTP proxy in front of it that counts requests and client connections,
+  records their headers (what a client sent: signed or not, with a session token or not), can
+  answer 503 SlowDown
   for a while, and can add a delay to every request (the benchmark's 50 ms per request);
 - public_read: a bucket policy that lets anonymous requests list a bucket and read its objects
   (the gateway's own bucket policies: Principal "*").
@@ -244,6 +245,8 @@ class FaultProxy:
         self.lock = threading.Lock()
         self.counts = {"GET": 0, "LIST": 0, "503": 0}
         self.requests = []   # (method, path, {header name in lower case: value}), in order
+        self.connections = set()   # the client addresses (host, port) requests came from
+        self.open_now = self.most_open = 0   # client connections open, and the most at once
         proxy = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -251,6 +254,17 @@ class FaultProxy:
 
             def log_message(self, *a):
                 pass
+
+            def setup(self):
+                super().setup()
+                with proxy.lock:
+                    proxy.open_now += 1
+                    proxy.most_open = max(proxy.most_open, proxy.open_now)
+
+            def finish(self):
+                with proxy.lock:
+                    proxy.open_now -= 1
+                super().finish()
 
             def _forward(self):
                 length = int(self.headers.get("Content-Length") or 0)
@@ -261,6 +275,7 @@ class FaultProxy:
                         proxy.counts.get("LIST" if listing else self.command, 0) + 1
                     proxy.requests.append((self.command, self.path,
                                            {k.lower(): v for k, v in self.headers.items()}))
+                    proxy.connections.add(self.client_address)
                 if proxy.delay:
                     time.sleep(proxy.delay)
                 if time.monotonic() < proxy.fail_until:
@@ -320,6 +335,8 @@ class FaultProxy:
         with self.lock:
             self.counts = {"GET": 0, "LIST": 0, "503": 0}
             self.requests = []
+            self.connections = set()
+            self.most_open = self.open_now
 
     def close(self):
         self.server.shutdown()

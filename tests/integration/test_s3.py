@@ -483,3 +483,25 @@ def test_persistent_index_is_keyed_by_the_server(s3, tmp_path):
             assert got == sorted(values[k]), k
     finally:
         other.stop()
+
+
+def test_first_mount_keeps_at_most_128_connections_to_the_server(s3, proxy, tmp_path):
+    """A cold mount of 600 objects behind 50 ms per request: the footer and page passes add
+    threads while reads wait (up to 512 reads in flight for files), but hold at most 128
+    connections to an S3 server at once, and the mount serves every object's records."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    path = tmp_path / "one.parquet"
+    pq.write_table(pa.table({"text": [f"row {r}" for r in range(5)]}), path)
+    body = path.read_bytes()
+    for i in range(600):
+        s3.put(BUCKET, f"wide/part-{i:04d}.parquet", body)
+    proxy.delay = 0.05
+    with mounted(f"s3://{BUCKET}/wide", f"format=text,cache=none,endpoint={proxy.endpoint}",
+                 env=s3.env()) as m:
+        most = proxy.most_open
+        data = m.read("epoch-0.txt")
+    assert data.count(b"\n") == 600 * 5
+    # 128 for the passes, the listing thread's own, and a little slack for a connection the
+    # server closed while its replacement opened (512 threads made 329 here before the cap)
+    assert 8 < most <= 128 + 4, most
