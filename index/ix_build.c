@@ -341,9 +341,9 @@ static char *cache_key(const build *b)
     if (asprintf(&key, "dataset=%s\n%s%scolumn=%s\nleaf=%d:%d def=%d rep=%d:%d map=%d "
                  "logical=%d:%d:%d:%d:%d:%d:%d\nfield=%s\n"
                  "format=%s rowid=%d dtype=%s sep=%d:%lld%s%s%s\n",
-                 real ? real : o->dataset, origin ? origin : "", others, l->path, l->type, (int)l->type_length,
-                 l->max_def, l->max_rep, l->rep_def, l->in_map, t->kind, (int)t->scale,
-                 (int)t->precision, t->bit_width, t->is_signed, t->unit, t->utc,
+                 real ? real : o->dataset, origin ? origin : "", others, l->path, l->type,
+                 (int)l->type_length, l->max_def, l->max_rep, l->rep_def, l->in_map, t->kind,
+                 (int)t->scale, (int)t->precision, t->bit_width, t->is_signed, t->unit, t->utc,
                  b->ix->framing.nest.key, ix_format_name(o->frame.format),
                  o->frame.rowid, ix_dtype_name(o->frame.dtype), o->frame.has_sep,
                  (long long)o->frame.sep, other_key ? " key=" : "", other_key ? other_key : "",

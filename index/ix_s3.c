@@ -33,7 +33,7 @@
 /* Connections (threads reading) at most in the mount's passes, against 512
  * reads in flight for files (IX_IO_DEPTH). A cold mount of 1,000 small
  * objects from the local gateway, with 50 ms added per request: 1.3-2.2 s
- * at 512, 1.3-1.6 s at 128, 1.8-2.2 s at 64, 3.8 s at 32; 0.7-1.0 s at all
+ * at 512, 1.2-1.6 s at 128, 1.8-2.2 s at 64, 3.8 s at 32; 0.7-1.0 s at all
  * of them without the delay (bench/results/s3.md). */
 #define S3_MOUNT_CONNECTIONS 128
 /* A streamed page's reads (ix_store.h): 2 MiB a round trip, against 256 KiB
