@@ -2,7 +2,9 @@
 # Installs what youmufs needs on Debian 12. With no argument, what building and mounting need:
 # the compiler, CMake, FUSE, the codec and JSON libraries and libcurl (s3:// datasets). With --tests, also what the test
 # command needs: Criterion, pyarrow/pytest (the oracle), the other Parquet writers, the S3
-# server of the s3:// tests, and the examples' frameworks. Idempotent: skips what is already present.
+# server of the s3:// tests, the examples' frameworks, and liburing (only bench/io_engine_bench.c
+# links it: the test command builds it, so that the I/O engine's measurement keeps compiling).
+# Idempotent: skips what is already present.
 set -euo pipefail
 tests=0
 case "${1:-}" in
@@ -13,7 +15,7 @@ esac
 
 packages=(build-essential cmake pkg-config fuse3 libfuse3-dev libzstd-dev libsnappy-dev
           liblz4-dev libjansson-dev zlib1g-dev libbrotli-dev libcurl4-openssl-dev)
-((tests)) && packages+=(libcriterion-dev python3-pip)
+((tests)) && packages+=(libcriterion-dev python3-pip liburing-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
