@@ -35,7 +35,7 @@ sys.path.insert(0, HERE)
 
 from benchmount import timed_mount  # noqa: E402
 from epoch_bench import MB, MIB, peak_rss_kib, read_file, warm_up  # noqa: E402
-from machine import cpu_model  # noqa: E402
+from machine import cpu_model, report  # noqa: E402
 
 SHAPES = "a-pyarrow-text-1m+id,b-pyarrow-text-64k+id,c-duckdb-text+id"
 CONFIGS = ["text", "id:text"]
@@ -118,10 +118,7 @@ def main():
     text = (f"# column=id:text against column=text\n\n"
             f"`{' '.join(sys.argv)}` on {cpu_model()}, {os.cpu_count()} cores, "
             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.\n\n" + "\n".join(table) + "\n")
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
-    print(text)
+    report(text, args.out)
 
 
 if __name__ == "__main__":

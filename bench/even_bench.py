@@ -30,7 +30,7 @@ sys.path.insert(0, HERE)
 import make_shapes  # noqa: E402
 from benchmount import timed_mount  # noqa: E402
 from epoch_bench import MB, MIB, peak_rss_kib, read_file, warm_up  # noqa: E402
-from machine import cpu_model  # noqa: E402
+from machine import cpu_model, report  # noqa: E402
 
 PARTS = 8
 RESUMED = 4
@@ -101,10 +101,7 @@ def main():
     text = (f"# even= and elastic resume against today's parts\n\n"
             f"`{' '.join(sys.argv)}` on {cpu_model()}, {os.cpu_count()} cores.\n\n"
             + "\n".join(table) + "\n")
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
-    print(text)
+    report(text, args.out)
 
 
 if __name__ == "__main__":

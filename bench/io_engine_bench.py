@@ -21,7 +21,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from machine import cpu_model  # noqa: E402
+from machine import cpu_model, report  # noqa: E402
 
 SHAPES = "a-pyarrow-text-1m,c-duckdb-text,d-duckdb-tokens"
 CHUNK = 1 << 20
@@ -86,10 +86,7 @@ def main():
         lines.append(f"| {shape} | {depth} | {lat} | {cache} | {pm:.0f} | {um:.0f} | "
                      f"{um / pm:.2f} | {pc:.3f} | {uc:.3f} |")
     text = "\n".join(lines) + "\n"
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
-    print(text)
+    report(text, args.out)
 
 
 if __name__ == "__main__":

@@ -9,3 +9,11 @@ def cpu_model():
                         if line.startswith("model name"))
     except (OSError, StopIteration):
         return "?"
+
+
+def report(text, out):
+    """Print a benchmark's report, and write it to the file `out` when one is given."""
+    if out:
+        with open(out, "w") as f:
+            f.write(text)
+    print(text)
