@@ -276,10 +276,10 @@ static size_t note_reader(yfs_io *io, const void *reader)
     return io->num_readers;
 }
 
-void yfs_io_ahead(yfs_io *io, yfs_plan *plan, const sh_part *part, uint64_t k,
+void yfs_io_ahead(yfs_io *io, yfs_plan *plan, const sh_part *part, uint64_t from,
                   const void *reader, uint64_t *next, int in_order)
 {
-    if (plan->plan.schedule.num_loads == 0 || k + 1 >= part->count)
+    if (plan->plan.schedule.num_loads == 0 || from >= part->count)
         return;
     if (!in_order) { /* a jump: the window starts again where it reads next in order */
         pthread_mutex_lock(&io->lock);
@@ -293,12 +293,12 @@ void yfs_io_ahead(yfs_io *io, yfs_plan *plan, const sh_part *part, uint64_t k,
      * reader queueing the whole store would fill it with pages it needs
      * later than the other readers need theirs, and stop the engine for
      * room while their builds read on their own. */
-    uint64_t far = k + 1 + (uint64_t)io->m->opts.readahead;
+    uint64_t far = from + (uint64_t)io->m->opts.readahead;
     if (far >= part->count)
         far = part->count - 1;
     pthread_mutex_lock(&io->lock);
     uint64_t window = yfs_mount_loaded_budget(io->m) / note_reader(io, reader);
-    uint64_t j = *next > k + 1 ? *next : k + 1;
+    uint64_t j = *next > from ? *next : from;
     size_t before = io->len;
     for (; j < part->count && (j <= far || part->offsets[j] - part->offsets[far] < window); j++)
         queue_segment(io, plan, sh_part_segment(part, j), reader);

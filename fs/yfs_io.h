@@ -62,13 +62,14 @@ int yfs_io_start(yfs_io *io, pq_error *err);
 /* Stop the threads (loads in flight finish) and free the queue. */
 void yfs_io_free(yfs_io *io);
 
-/* Reader `reader` of `plan`'s part `part` has read up to the part's k-th
- * segment; *next (guarded by the engine's lock: a reader's reads may run at
- * once) is where its queueing stopped last time (0 at open), and is
- * advanced. Loads of segments k+1 onwards are queued, up to the reader's
- * window, when the reader reads in order (in_order); a reader that jumped
- * gets none, and its window starts again. Cheap when nothing new is due. */
-void yfs_io_ahead(yfs_io *io, yfs_plan *plan, const sh_part *part, uint64_t k,
+/* Reader `reader` of `plan`'s part `part` reads on from the part's piece
+ * `from` (the first it has not read); *next (guarded by the engine's lock:
+ * a reader's reads may run at once) is where its queueing stopped last time
+ * (0 at open), and is advanced. Loads of pieces `from` onwards are queued,
+ * up to the reader's window, when the reader reads in order (in_order); a
+ * reader that jumped gets none, and its window starts again. Cheap when
+ * nothing new is due. */
+void yfs_io_ahead(yfs_io *io, yfs_plan *plan, const sh_part *part, uint64_t from,
                   const void *reader, uint64_t *next, int in_order);
 /* The reader is gone: its queued loads that have not started leave the
  * queue. */

@@ -51,10 +51,17 @@ static int set_counts(yfs_mix *mx, pq_error *err)
     free(shares);
     if (rc < 0)
         return pq_error_set(err, "the weights add up to nothing");
-    for (uint32_t i = 0; i < mx->n; i++)
-        if (mx->counts[i] > 0 && mx->sources[i]->ix->num_records == 0)
+    for (uint32_t i = 0; i < mx->n; i++) {
+        yfs_mount *m = mx->sources[i];
+        if (mx->counts[i] > 0 && m->ix->num_records == 0)
             return pq_error_set(err, "source %u (%s) has no records, and an epoch takes %llu of it",
                                 i, mx->file.sources[i].path, (unsigned long long)mx->counts[i]);
+        /* no plan is built yet: they all see these limits */
+        m->opts.buffer = sh_mix_share_of(mx->buffer, mx->counts[i], mx->records);
+        m->params.buffer_rows = m->opts.buffer;
+        m->params.max_segment_bytes =
+            sh_mix_share_of(m->params.max_segment_bytes, mx->counts[i], mx->records);
+    }
     return 0;
 }
 

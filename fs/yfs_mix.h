@@ -3,7 +3,9 @@
  *
  * Source i is mounted with the mixture's options except: column= its own
  * "column" (default the mount's), seed= sh_mix_source_seed(seed, i) (so its
- * epoch p is its pass p), jsonl records keyed by the mount's column name
+ * epoch p is its pass p), segments cut at its share of buffer=
+ * and of the segment byte limit (sh_mix_share_of, set once the counts are
+ * known), jsonl records keyed by the mount's column name
  * (source 0's field when column= is not given) and, under rowid, carrying
  * "_source": i. Each source's index is built, or found in cache=, as for a
  * mount of that source alone. The mixture's files are read through source
@@ -23,7 +25,7 @@ struct yfs_mix {
     yfs_mixture file;
     uint64_t seed;      /* the mount's seed= */
     sh_even even;       /* the mount's even= */
-    uint64_t buffer;    /* the mount's buffer=: records per mixture segment */
+    uint64_t buffer;    /* the mount's buffer= (the sources' are shares of it) */
     uint32_t n;
     yfs_mount **sources; /* n; sources[0] owns this mix */
     uint64_t *counts;   /* records of each source in an epoch (sh_mix_counts) */

@@ -7,7 +7,9 @@
 
 #include "sh_deal.h"
 #include "sh_mix.h"
+#include "yfs_ahead.h"
 #include "yfs_cache.h"
+#include "yfs_io.h"
 #include "yfs_plans.h"
 
 /* A piece's segment number carries the index of its run (of sh_mix_runs)
@@ -34,6 +36,8 @@ typedef struct share {
     uint32_t num_legs;
     uint64_t *leg_record; /* num_legs + 1: records before each leg */
     uint64_t *leg_byte;   /* num_legs + 1: bytes before each leg */
+    uint64_t ahead_leg;   /* the leg prepared ahead (yfs_ahead.h); under the view's lock */
+    uint64_t io_next;     /* its engine position (yfs_io.h guards it) */
 } share;
 
 /* Where record k of a share is: leg, piece, record of the piece's segment. */
@@ -61,6 +65,7 @@ struct yfs_mixview {
                              lay_base[i] on, in record order */
     uint32_t lay_base[SH_MIX_MAX_SOURCES + 1];
     uint64_t *sizes;      /* BLOCK: scratch for record sizes */
+    uint64_t read_end;    /* where the last read ended */
 };
 
 static uint64_t search(const uint64_t *prefix, uint64_t count, uint64_t k)
@@ -142,6 +147,8 @@ static int share_byte(const share *s, uint64_t k, uint64_t *out, pq_error *err)
 
 static void share_free(share *s)
 {
+    if (s->m)
+        yfs_io_forget(s->m->io, s);
     for (uint32_t L = 0; s->legs && L < s->num_legs; L++) {
         sh_part_free(&s->legs[L].part);
         free(s->legs[L].first_record);
@@ -515,21 +522,26 @@ static int copy_block(yfs_mixview *v, uint64_t b, uint64_t lo, uint64_t hi, uint
     return 0;
 }
 
-/* Ask the caches to build the segment each source's records of block b + 1
- * start in (a block reads about one segment per source at a time: going
- * further ahead, 8 readers of 3 sources filled mem=64M with segments built
- * ahead and waited for room). */
-static void prefetch_after(yfs_mixview *v, uint64_t b)
+/* Keep each source's next segments prepared from where its records of
+ * block b start (b <= blocks): every source is a reader of its share's part (yfs_ahead.h),
+ * its allowance the source's share of one reader's. */
+static void prepare_ahead(yfs_mixview *v, uint64_t b, int in_order)
 {
-    if (b + 1 >= v->blocks)
-        return;
     for (uint32_t i = 0; i < v->n; i++) {
-        const share *s = &v->shares[i];
-        uint64_t k = v->taken[(b + 1) * v->n + i];
-        if (s->m->opts.readahead == 0 || k >= share_records(s))
+        share *s = &v->shares[i];
+        uint64_t k = b < v->blocks ? v->taken[b * v->n + i] : share_records(s);
+        if (k >= share_records(s))
             continue;
         place p = locate(s, k);
-        yfs_cache_prefetch(s->m->cache, p.l->plan, p.l->part.pieces[p.piece].segment);
+        uint64_t L = (uint64_t)(p.l - s->legs);
+        if (L != s->ahead_leg) { /* a new pass: its engine window starts again */
+            yfs_io_forget(s->m->io, s);
+            s->ahead_leg = L;
+            s->io_next = 0;
+        }
+        uint64_t allowance = yfs_mount_data_budget(s->m) / YFS_AHEAD_BUDGET_SHARE / v->records *
+                             v->counts[i];
+        yfs_ahead(s->m, p.l->plan, &p.l->part, p.piece, allowance, s, &s->io_next, in_order);
     }
 }
 
@@ -537,8 +549,9 @@ static int read_locked(yfs_mixview *v, uint64_t offset, size_t size, uint8_t *ou
                        pq_error *err)
 {
     size_t done = 0;
+    uint64_t b = 0;
     while (done < size) {
-        uint64_t x = offset + done, b, start, end;
+        uint64_t x = offset + done, start, end;
         if (find_block(v, x, &b, err) < 0 || block_offset(v, b, &start, err) < 0 ||
             block_offset(v, b + 1, &end, err) < 0 || lay_out(v, b, err) < 0)
             return -1;
@@ -547,8 +560,10 @@ static int read_locked(yfs_mixview *v, uint64_t offset, size_t size, uint8_t *ou
         if (copy_block(v, b, x - start, hi - start, out + done, err) < 0)
             return -1;
         done += (size_t)(hi - x);
-        prefetch_after(v, b);
     }
+    uint64_t gap = offset > v->read_end ? offset - v->read_end : v->read_end - offset;
+    v->read_end = offset + size;
+    prepare_ahead(v, b + 1, gap <= YFS_AHEAD_SEQUENTIAL_SLACK);
     return 0;
 }
 

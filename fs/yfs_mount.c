@@ -49,13 +49,25 @@ uint64_t yfs_mount_data_budget(const yfs_mount *m)
     return m->opts.mem - yfs_untracked_budget(m->opts.mem);
 }
 
+static uint64_t unit_count(const yfs_mount *m)
+{
+    return m->units.first_unit ? m->units.first_unit[m->ix->num_pages] : m->ix->num_pages;
+}
+
 int yfs_mount_shuffle_note(const yfs_mount *m, char *note, size_t len)
 {
-    uint64_t units = m->units.first_unit ? m->units.first_unit[m->ix->num_pages] : m->ix->num_pages;
-    if (m->opts.shuffle != SH_SHUFFLE_PAGE || m->ix->num_records == 0)
+    /* a mixture: its sources' units against the mixture's buffer (a
+     * source's segments hold its share of it, sh_mix_share_of) */
+    uint64_t units = 0, records = 0, buffer = m->mix ? m->mix->buffer : m->opts.buffer;
+    for (uint32_t i = 0; i < (m->mix ? m->mix->n : 1); i++) {
+        const yfs_mount *s = m->mix ? m->mix->sources[i] : m;
+        units += unit_count(s);
+        records += s->ix->num_records;
+    }
+    if (m->opts.shuffle != SH_SHUFFLE_PAGE || records == 0)
         return 0;
-    double per_unit = (double)m->ix->num_records / (double)(units ? units : 1);
-    if (units <= 4 || per_unit * 4 <= (double)m->opts.buffer)
+    double per_unit = (double)records / (double)(units ? units : 1);
+    if (units <= 4 || per_unit * 4 <= (double)buffer)
         return 0;
     snprintf(note, len, "shuffle quality: the epochs shuffle %llu units of %.0f records on "
              "average (pages of more than %d records are cut into units of %d) with "
@@ -63,7 +75,7 @@ int yfs_mount_shuffle_note(const yfs_mount *m, char *note, size_t len)
              "and smaller pages (pyarrow data_page_size, DuckDB ROW_GROUP_SIZE) or a larger "
              "buffer would help; shuffle=row mixes fully, much slower",
              (unsigned long long)units, per_unit, IX_CUT_RECORDS, IX_UNIT_RECORDS,
-             (unsigned long long)m->opts.buffer);
+             (unsigned long long)buffer);
     return 1;
 }
 

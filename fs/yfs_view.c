@@ -5,22 +5,11 @@
 #include <stdlib.h>
 
 #include "sh_deal.h"
+#include "yfs_ahead.h"
 #include "yfs_budget.h"
 #include "yfs_io.h"
 #include "yfs_mixview.h"
 #include "yfs_plans.h"
-
-/* How far a reader's prefetch runs ahead: at most readahead= segments, and
- * at most this fraction (1/N) of the segment budget, so several readers
- * share the budget instead of one taking it all. */
-#define PREFETCH_BUDGET_SHARE 4
-
-/* A read this close to where the last one ended goes on reading the file
- * in order (the kernel's readahead may deliver a sequential reader's reads
- * a little out of order): the I/O engine reads ahead of it. A reader whose
- * reads jump (random access) gets no read-ahead: its window would be loads
- * nobody reads. */
-#define SEQUENTIAL_SLACK (8u << 20)
 
 struct yfs_view {
     yfs_mount *m;
@@ -127,19 +116,6 @@ uint64_t yfs_view_size(const yfs_view *v)
     return sh_part_size(&v->part);
 }
 
-/* Queue the segments after the part's k-th for building. */
-static void prefetch_after(yfs_view *v, uint64_t k)
-{
-    uint64_t allowance = yfs_mount_data_budget(v->m) / PREFETCH_BUDGET_SHARE;
-    uint64_t queued = 0;
-    for (uint64_t j = k + 1; j < v->part.count && j <= k + (uint64_t)v->m->opts.readahead; j++) {
-        uint64_t s = sh_part_segment(&v->part, j);
-        queued += v->plan->plan.segments[s].bytes;
-        if (queued > allowance || yfs_cache_prefetch(v->m->cache, v->plan, s) < 0)
-            break;
-    }
-}
-
 int yfs_view_read(yfs_view *v, uint64_t offset, size_t size, uint8_t *out, size_t *got,
                   pq_error *err)
 {
@@ -177,8 +153,8 @@ int yfs_view_read(yfs_view *v, uint64_t offset, size_t size, uint8_t *out, size_
     }
     uint64_t before = atomic_exchange_explicit(&v->read_end, offset + done, memory_order_relaxed);
     uint64_t gap = offset > before ? offset - before : before - offset;
-    yfs_io_ahead(v->m->io, v->plan, &v->part, k - 1, v, &v->io_next, gap <= SEQUENTIAL_SLACK);
-    prefetch_after(v, k - 1);
+    yfs_ahead(v->m, v->plan, &v->part, k, yfs_mount_data_budget(v->m) / YFS_AHEAD_BUDGET_SHARE, v,
+              &v->io_next, gap <= YFS_AHEAD_SEQUENTIAL_SLACK);
     *got = done;
     return 0;
 }

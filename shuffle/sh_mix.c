@@ -63,6 +63,15 @@ uint64_t sh_mix_runs(uint64_t size, uint64_t count, uint64_t epoch, sh_mix_run *
     return runs;
 }
 
+uint64_t sh_mix_share_of(uint64_t whole, uint64_t count, uint64_t records)
+{
+    assert(count <= records);
+    if (records == 0)
+        return whole;
+    unsigned __int128 q = ((unsigned __int128)whole * count + records - 1) / records;
+    return q > 0 ? (uint64_t)q : 1;
+}
+
 uint64_t sh_mix_source_seed(uint64_t seed, uint32_t source)
 {
     return sh_derive_seed(seed, 0, SH_PURPOSE_SOURCES, source);

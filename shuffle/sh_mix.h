@@ -59,6 +59,17 @@ uint64_t sh_mix_runs_max(uint64_t size, uint64_t count);
  * their lengths add up to count. size must be > 0 unless count is 0. */
 uint64_t sh_mix_runs(uint64_t size, uint64_t count, uint64_t epoch, sh_mix_run *out);
 
+/* A source's share of a per-segment limit `whole` (buffer='s records, or
+ * the framed bytes a segment may hold) when it gives `count` of an epoch's
+ * `records`: ceil(whole x count / records), at least 1 (whole when records
+ * is 0). A source's segments are cut at these shares of the mixture's
+ * limits, so a window of `buffer` records of the mixture spans about one
+ * segment of every source, as a window of one dataset spans one segment: a
+ * mixture's reader holds and prepares ahead about what a single dataset's
+ * reader does (with every source at the whole limits, eight sources held
+ * eight segments, and no room was left to prepare any ahead). */
+uint64_t sh_mix_share_of(uint64_t whole, uint64_t count, uint64_t records);
+
 /* The seed of source `source`'s passes: its pass p is the source's epoch p
  * under this seed. */
 uint64_t sh_mix_source_seed(uint64_t seed, uint32_t source);

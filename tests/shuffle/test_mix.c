@@ -155,6 +155,21 @@ Test(mix, sources_get_their_own_seeds)
     cr_assert_eq(sh_mix_source_seed(7, 3), sh_mix_source_seed(7, 3));
 }
 
+Test(mix, shares_of_segment_limits)
+{
+    /* 5:3:2 of 100,000 records at buffer=10000 */
+    cr_assert_eq(sh_mix_share_of(10000, 50000, 100000), 5000);
+    cr_assert_eq(sh_mix_share_of(10000, 30000, 100000), 3000);
+    cr_assert_eq(sh_mix_share_of(10000, 20000, 100000), 2000);
+    /* rounded up, never 0, whole buffer for the only source */
+    cr_assert_eq(sh_mix_share_of(10000, 1, 3), 3334);
+    cr_assert_eq(sh_mix_share_of(10, 1, 1000000), 1);
+    cr_assert_eq(sh_mix_share_of(10000, 0, 1000000), 1);
+    cr_assert_eq(sh_mix_share_of(10000, 777, 777), 10000);
+    /* no overflow at the largest buffer and counts */
+    cr_assert_eq(sh_mix_share_of(UINT32_MAX, UINT64_MAX / 2, UINT64_MAX), 2147483648u);
+}
+
 /* Run every turn of counts[0..n); check the counts, and that after every
  * prefix of t turns source i has taken within 1 of t x c_i / T. Returns the
  * turns (caller frees). */

@@ -1,0 +1,38 @@
+/* yfs_ahead.h — what a reader of a part of a plan (sh_part) keeps prepared
+ * ahead of where it reads: the plan says exactly what comes next (NoPFS).
+ *
+ * After each read, a reader that reads on from piece `from` of its part
+ * asks the segment cache to build the segments of pieces from, from+1, ...
+ * (at most readahead= of them, and at most `allowance` framed bytes of
+ * them: several readers share the budget instead of one taking it all),
+ * and tells the I/O engine where it is (yfs_io_ahead), which keeps the
+ * chunk loads of the segments after those in flight. An epoch or part file
+ * (yfs_view.h) is one such reader; a mixture's file (yfs_mixview.h) is one
+ * per source, each over its own source's part.
+ *
+ * Thread-safe as the cache and the engine are; *io_next is guarded by the
+ * engine (yfs_io.h).
+ */
+#ifndef YFS_AHEAD_H
+#define YFS_AHEAD_H
+
+#include <stdint.h>
+
+#include "yfs_mount.h"
+#include "yfs_plans.h"
+
+void yfs_ahead(yfs_mount *m, yfs_plan *plan, const sh_part *part, uint64_t from,
+               uint64_t allowance, const void *reader, uint64_t *io_next, int in_order);
+
+/* The prefetch allowance of one reader: this fraction (1/N) of the mount's
+ * segment budget. */
+#define YFS_AHEAD_BUDGET_SHARE 4
+
+/* A read this close to where the last one ended goes on reading the file
+ * in order (the kernel's readahead may deliver a sequential reader's reads
+ * a little out of order): the I/O engine reads ahead of it. A reader whose
+ * reads jump (random access) gets no read-ahead: its window would be loads
+ * nobody reads. */
+#define YFS_AHEAD_SEQUENTIAL_SLACK (8u << 20)
+
+#endif
