@@ -8,6 +8,7 @@
 #include "sh_deal.h"
 #include "sh_mix.h"
 #include "yfs_ahead.h"
+#include "yfs_budget.h"
 #include "yfs_cache.h"
 #include "yfs_io.h"
 #include "yfs_plans.h"
@@ -56,6 +57,8 @@ struct yfs_mixview {
     uint64_t records, size, blocks;
     uint64_t *taken;  /* (blocks + 1) x n: records of each source before block b */
     int64_t *credit;  /* (blocks + 1) x n: the turns' credits before block b */
+    uint64_t charged; /* bytes of taken, credit and offset, charged to the accountant
+                         as a plan's (YFS_MEM_PLANS): they live while the file is open */
     pthread_mutex_t lock; /* guards offset and the layout below */
     uint64_t *offset; /* blocks + 1: where block b starts; UNKNOWN until learned */
     uint64_t lay_block; /* the block laid out below; UNKNOWN: none */
@@ -190,71 +193,155 @@ static int make_leg(share *s, yfs_plan *plan, const sh_piece *dealt,
     return 0;
 }
 
-/* The stream of source i's records in epoch `epoch` (sh_mix_runs), its
- * plans held in plans[] (one per run). */
-static int source_stream(yfs_mixview *v, uint32_t i, uint64_t epoch, yfs_plan **plans,
-                         uint64_t *num_runs, sh_pieces *out, pq_error *err)
+/* Source i's stream of the epoch: the runs sh_mix_runs says it takes, with
+ * their plans held (one per run). */
+typedef struct stream {
+    yfs_plan **plans;
+    uint64_t num_runs;
+    sh_pieces pieces;
+} stream;
+
+static void stream_free(yfs_mount *m, stream *st)
+{
+    for (uint64_t r = 0; st->plans && r < st->num_runs; r++)
+        yfs_plans_put(m->plans, st->plans[r]);
+    free(st->plans);
+    sh_pieces_free(&st->pieces);
+}
+
+static int open_stream(yfs_mixview *v, uint32_t i, uint64_t epoch, stream *st, pq_error *err)
 {
     yfs_mount *m = v->mx->sources[i];
     uint64_t count = v->mx->counts[i], size = m->ix->num_records;
-    sh_mix_run *runs = malloc((sh_mix_runs_max(size, count) + 1) * sizeof *runs);
-    if (!runs)
+    uint64_t max_runs = sh_mix_runs_max(size ? size : 1, count) + 1;
+    sh_mix_run *runs = malloc(max_runs * sizeof *runs);
+    st->plans = calloc(max_runs, sizeof *st->plans);
+    if (!runs || !st->plans) {
+        free(runs);
         return pq_error_set(err, "out of memory");
-    *num_runs = sh_mix_runs(size, count, epoch, runs);
+    }
+    uint64_t num_runs = sh_mix_runs(size, count, epoch, runs);
     int rc = 0;
-    for (uint64_t r = 0; rc == 0 && r < *num_runs; r++) {
-        if (yfs_plans_get(m->plans, runs[r].pass, &plans[r], err) < 0) {
-            *num_runs = r;
+    for (uint64_t r = 0; rc == 0 && r < num_runs; r++) {
+        if (yfs_plans_get(m->plans, runs[r].pass, &st->plans[r], err) < 0) {
             rc = -1;
-        } else if (sh_epoch_slice(&plans[r]->plan, runs[r].first, runs[r].end,
-                                  r << RUN_SHIFT, out) < 0) {
-            *num_runs = r + 1;
-            rc = pq_error_set(err, "out of memory");
+            break;
         }
+        st->num_runs++;
+        if (sh_epoch_slice(&st->plans[r]->plan, runs[r].first, runs[r].end, r << RUN_SHIFT,
+                           &st->pieces) < 0)
+            rc = pq_error_set(err, "out of memory");
     }
     free(runs);
     return rc;
 }
 
-static int open_share(yfs_mixview *v, uint32_t i, const yfs_name *n, pq_error *err)
+/* The records each source's part p of n (with even=) gave when the file
+ * `epoch-K.part-p-of-n` was read for its first `given` records: the turns
+ * over those parts' counts, `given` of them. given[i * n + p], n x sources
+ * entries. */
+static int given_by_parts(yfs_mixview *v, const stream *st, uint64_t n, uint64_t given_each,
+                          uint64_t *given, pq_error *err)
+{
+    uint64_t counts[SH_MIX_MAX_SOURCES];
+    int64_t credit[SH_MIX_MAX_SOURCES];
+    for (uint64_t p = 0; p < n; p++) {
+        for (uint32_t i = 0; i < v->n; i++) {
+            counts[i] = sh_deal_count(&st[i].pieces, p, n, v->mx->even);
+            given[i * n + p] = 0;
+        }
+        sh_mix_turns t;
+        if (sh_mix_turns_init(&t, counts, v->n, credit) < 0)
+            return pq_error_set(err, "too many records");
+        for (uint64_t k = 0; k < given_each && k < t.total; k++)
+            given[sh_mix_turns_next(&t) * n + p]++;
+    }
+    return 0;
+}
+
+/* What the file named n takes of each source's stream, into mine[]: the
+ * stream itself, its part, or its part of what the resumed parts left. */
+static int deal_streams(yfs_mixview *v, const yfs_name *n, stream *st, sh_pieces *mine,
+                        pq_error *err)
+{
+    sh_even even = v->mx->even;
+    uint64_t *given = NULL;
+    if (n->given_parts > 0) {
+        if (n->given_parts > UINT64_MAX / sizeof *given / v->n ||
+            !(given = malloc(n->given_parts * v->n * sizeof *given)))
+            return pq_error_set(err, "out of memory");
+        if (given_by_parts(v, st, n->given_parts, n->given, given, err) < 0) {
+            free(given);
+            return -1;
+        }
+    }
+    int rc = 0;
+    for (uint32_t i = 0; rc == 0 && i < v->n; i++) {
+        sh_pieces left = { 0 };
+        if (n->parts == 0) {
+            mine[i] = st[i].pieces;
+            memset(&st[i].pieces, 0, sizeof st[i].pieces);
+        } else if (n->given_parts == 0) {
+            rc = sh_deal_one(&st[i].pieces, n->part, n->parts, even, &mine[i]);
+        } else {
+            rc = sh_resume_left(&st[i].pieces, n->given_parts, given + i * n->given_parts, even,
+                                &left);
+            if (rc == 0)
+                rc = sh_deal_one(&left, n->part, n->parts, even, &mine[i]);
+        }
+        sh_pieces_free(&left);
+    }
+    free(given);
+    return rc < 0 ? pq_error_set(err, "out of memory") : 0;
+}
+
+/* Source i's share: the pieces `mine` (of the runs of st) as legs. */
+static int open_share(yfs_mixview *v, uint32_t i, const stream *st, const sh_pieces *mine,
+                      pq_error *err)
 {
     share *s = &v->shares[i];
     s->m = v->mx->sources[i];
-    uint64_t max_runs = sh_mix_runs_max(s->m->ix->num_records ? s->m->ix->num_records : 1,
-                                        v->mx->counts[i]) + 1;
-    yfs_plan **plans = calloc(max_runs, sizeof *plans);
-    sh_pieces stream = { 0 }, dealt = { 0 };
-    uint64_t num_runs = 0;
-    int rc = plans ? source_stream(v, i, n->epoch, plans, &num_runs, &stream, err)
-                   : pq_error_set(err, "out of memory");
-    if (rc == 0 && n->parts > 0 && sh_deal_one(&stream, n->part, n->parts, v->mx->even, &dealt) < 0)
-        rc = pq_error_set(err, "out of memory");
-    const sh_pieces *mine = n->parts > 0 ? &dealt : &stream;
-    if (rc == 0) {
-        /* at most a leg per piece */
-        s->legs = calloc(mine->n ? mine->n : 1, sizeof *s->legs);
-        s->leg_record = calloc(mine->n + 1, sizeof *s->leg_record);
-        s->leg_byte = calloc(mine->n + 1, sizeof *s->leg_byte);
-        if (!s->legs || !s->leg_record || !s->leg_byte)
-            rc = pq_error_set(err, "out of memory");
-    }
+    /* at most a leg per piece */
+    s->legs = calloc(mine->n ? mine->n : 1, sizeof *s->legs);
+    s->leg_record = calloc(mine->n + 1, sizeof *s->leg_record);
+    s->leg_byte = calloc(mine->n + 1, sizeof *s->leg_byte);
+    int rc = s->legs && s->leg_record && s->leg_byte ? 0 : pq_error_set(err, "out of memory");
     for (uint64_t k = 0; rc == 0 && k < mine->n;) {
         uint64_t run = mine->v[k].segment >> RUN_SHIFT, end = k;
         while (end < mine->n && mine->v[end].segment >> RUN_SHIFT == run)
             end++;
-        assert(run < num_runs);
-        rc = make_leg(s, plans[run], mine->v + k, end - k, err);
+        assert(run < st->num_runs);
+        rc = make_leg(s, st->plans[run], mine->v + k, end - k, err);
         k = end;
     }
-    for (uint64_t r = 0; plans && r < num_runs; r++)
-        yfs_plans_put(s->m->plans, plans[r]);
-    free(plans);
-    sh_pieces_free(&stream);
-    sh_pieces_free(&dealt);
     if (rc < 0)
-        return pq_error_prefix(err, "source %u: ", i);
+        return -1;
     v->counts[i] = share_records(s);
     return 0;
+}
+
+/* Every source's share of the file named n. */
+static int open_shares(yfs_mixview *v, const yfs_name *n, pq_error *err)
+{
+    stream *st = calloc(v->n, sizeof *st);
+    sh_pieces *mine = calloc(v->n, sizeof *mine);
+    int rc = st && mine ? 0 : pq_error_set(err, "out of memory");
+    uint32_t failed = 0; /* the source an error is about */
+    for (uint32_t i = 0; rc == 0 && i < v->n; i++)
+        if ((rc = open_stream(v, i, n->epoch, &st[i], err)) < 0)
+            failed = i;
+    if (rc == 0)
+        rc = deal_streams(v, n, st, mine, err);
+    for (uint32_t i = 0; rc == 0 && i < v->n; i++)
+        if ((rc = open_share(v, i, &st[i], &mine[i], err)) < 0)
+            failed = i;
+    for (uint32_t i = 0; st && mine && i < v->n; i++) {
+        stream_free(v->mx->sources[i], &st[i]);
+        sh_pieces_free(&mine[i]);
+    }
+    free(st);
+    free(mine);
+    return rc < 0 ? pq_error_prefix(err, "source %u: ", failed) : 0;
 }
 
 /* The turns' state before every block. */
@@ -262,6 +349,8 @@ static int checkpoints(yfs_mixview *v, pq_error *err)
 {
     uint32_t n = v->n;
     v->blocks = (v->records + BLOCK - 1) / BLOCK;
+    v->charged = (v->blocks + 1) * (n * (sizeof *v->taken + sizeof *v->credit) + sizeof *v->offset);
+    yfs_budget_reserve(v->mx->sources[0]->budget, v->charged, YFS_MEM_PLANS, YFS_FORCE, NULL);
     v->taken = calloc((v->blocks + 1) * n, sizeof *v->taken);
     v->credit = calloc((v->blocks + 1) * n, sizeof *v->credit);
     v->offset = malloc((v->blocks + 1) * sizeof *v->offset);
@@ -293,8 +382,6 @@ static int checkpoints(yfs_mixview *v, pq_error *err)
 
 int yfs_mixview_open(yfs_mix *mx, const yfs_name *n, yfs_mixview **out, pq_error *err)
 {
-    if (n->given_parts != 0)
-        return pq_error_set(err, "resume files are not served for mixtures");
     if (n->parts != 0 && n->part >= n->parts)
         return pq_error_set(err, "part %llu of %llu does not exist", (unsigned long long)n->part,
                             (unsigned long long)n->parts);
@@ -314,12 +401,11 @@ int yfs_mixview_open(yfs_mix *mx, const yfs_name *n, yfs_mixview **out, pq_error
     int rc = v->shares && v->counts && v->lay_start && v->lay_source && v->lay_pos && v->sizes
                  ? 0
                  : pq_error_set(err, "out of memory");
+    if (rc == 0)
+        rc = open_shares(v, n, err);
     for (uint32_t i = 0; rc == 0 && i < mx->n; i++) {
-        rc = open_share(v, i, n, err);
-        if (rc == 0) {
-            v->records += v->counts[i];
-            v->size += v->shares[i].leg_byte[v->shares[i].num_legs];
-        }
+        v->records += v->counts[i];
+        v->size += v->shares[i].leg_byte[v->shares[i].num_legs];
     }
     if (rc == 0)
         rc = checkpoints(v, err);
@@ -341,6 +427,8 @@ void yfs_mixview_close(yfs_mixview *v)
     free(v->counts);
     free(v->taken);
     free(v->credit);
+    if (v->charged)
+        yfs_budget_release(v->mx->sources[0]->budget, v->charged, YFS_MEM_PLANS, NULL);
     free(v->offset);
     free(v->lay_start);
     free(v->lay_source);

@@ -7,7 +7,13 @@
  *      segments in plan order), cut to pieces (sh_epoch_slice);
  *   2. for part j of n those pieces are dealt as the parts of one dataset
  *      are (sh_deal_one, with even=), source by source: so with even=pad or
- *      drop every part holds the same count of every source;
+ *      drop every part holds the same count of every source. A resumed part
+ *      (epoch-K.resume-N-R.part-j-of-n) follows sh_deal.h's rule source by
+ *      source: part p of N gave, of source i, the records its first R turns
+ *      took (the turns over that part's counts, sh_deal_count); source i's
+ *      parts without those, joined in part order (sh_resume_left), are
+ *      dealt into the n parts with even=. So the N parts' first R records
+ *      plus the n parts are the epoch's records (even=off: exactly);
  *   3. the shares are interleaved by the turns of sh_mix_turns over their
  *      record counts: position t of the file is the next record of the
  *      source that takes turn t.
@@ -23,6 +29,15 @@
  * records, from their built segments) and copying each source's records
  * into place, one segment held at a time.
  *
+ * After each read every source is prepared ahead from where its next
+ * records are, as a plain file's reader (yfs_ahead.h, over its share's
+ * part, its allowance the source's share).
+ *
+ * Memory: the turns' checkpoints (16 bytes per source and 8 per block of
+ * BLOCK records: 33 KiB for a million records of 8 sources) live as long
+ * as the file is open and are charged as a plan's (YFS_MEM_PLANS); the
+ * layout of one block is a constant 100 KiB or so.
+ *
  * Thread-safe: reads of one view are serialised by its lock.
  */
 #ifndef YFS_MIXVIEW_H
@@ -36,8 +51,8 @@
 
 typedef struct yfs_mixview yfs_mixview;
 
-/* The file named n of the mixture. Fails for resume names (not served for
- * mixtures) or when a segment it needs cannot be built. */
+/* The file named n of the mixture. Fails when a segment it needs cannot be
+ * built. */
 int yfs_mixview_open(yfs_mix *mx, const yfs_name *n, yfs_mixview **out, pq_error *err);
 void yfs_mixview_close(yfs_mixview *v);
 uint64_t yfs_mixview_size(const yfs_mixview *v);

@@ -187,18 +187,52 @@ int sh_deal_part(const sh_plan *plan, uint64_t part, uint64_t parts, sh_even eve
     return rc;
 }
 
-/* Appends what is left of each part after its first `given` records. */
+/* Appends what is left of each part after its first records given. */
 typedef struct rest_ctx {
-    uint64_t given;
+    const uint64_t *given; /* per part, or NULL: `each` for every part */
+    uint64_t each;
     sh_pieces *left;
 } rest_ctx;
 
 static int keep_rest(void *ctx, uint64_t part, const sh_pieces *l)
 {
-    (void)part;
     rest_ctx *r = ctx;
     cursor c = { l, 0, 0 };
-    return advance(&c, r->given, NULL, 0) < 0 || rest(&c, r->left) < 0 ? -1 : 0;
+    uint64_t given = r->given ? r->given[part] : r->each;
+    return advance(&c, given, NULL, 0) < 0 || rest(&c, r->left) < 0 ? -1 : 0;
+}
+
+static int resume_left(const sh_pieces *stream, uint64_t given_parts, const uint64_t *given,
+                       uint64_t each, sh_even even, sh_pieces *left)
+{
+    assert(given_parts >= 1);
+    memset(left, 0, sizeof *left);
+    rest_ctx r = { given, each, left };
+    if (deal_each(stream, given_parts, even, keep_rest, &r) < 0) {
+        sh_pieces_free(left);
+        return -1;
+    }
+    return 0;
+}
+
+int sh_resume_left(const sh_pieces *stream, uint64_t given_parts, const uint64_t *given,
+                   sh_even even, sh_pieces *left)
+{
+    return resume_left(stream, given_parts, given, 0, even, left);
+}
+
+uint64_t sh_deal_count(const sh_pieces *stream, uint64_t part, uint64_t parts, sh_even even)
+{
+    assert(part < parts);
+    uint64_t total = stream->records;
+    if (even == SH_EVEN_DROP)
+        return total / parts;
+    if (even == SH_EVEN_PAD)
+        return total / parts + (total % parts != 0);
+    uint64_t records = 0;
+    for (uint64_t p = part; p < stream->n; p += parts)
+        records += stream->v[p].end - stream->v[p].first;
+    return records;
 }
 
 int sh_resume_part(const sh_plan *plan, uint64_t given_parts, uint64_t given, uint64_t part,
@@ -206,11 +240,10 @@ int sh_resume_part(const sh_plan *plan, uint64_t given_parts, uint64_t given, ui
 {
     assert(given_parts >= 1 && part < parts);
     memset(out, 0, sizeof *out);
-    sh_pieces stream, left = { 0 };
+    sh_pieces stream, left;
     if (sh_epoch_stream(plan, &stream) < 0)
         return -1;
-    rest_ctx r = { given, &left };
-    int rc = deal_each(&stream, given_parts, even, keep_rest, &r);
+    int rc = resume_left(&stream, given_parts, NULL, given, even, &left);
     sh_pieces_free(&stream);
     if (rc == 0)
         rc = sh_deal_one(&left, part, parts, even, out);

@@ -66,6 +66,18 @@ int sh_deal_one(const sh_pieces *stream, uint64_t part, uint64_t parts, sh_even 
 int sh_deal_part(const sh_plan *plan, uint64_t part, uint64_t parts, sh_even even,
                  sh_pieces *out);
 
+/* Records part `part` of `parts` of `stream` holds when dealt with `even`
+ * (sh_deal_one's part.records), in time O(stream / parts) and no memory. */
+uint64_t sh_deal_count(const sh_pieces *stream, uint64_t part, uint64_t parts, sh_even even);
+
+/* What is left of `stream` dealt into `given_parts` parts (with even=)
+ * after each part p gave its first given[p] records: the rests joined in
+ * part order, into *left (initialised here). sh_resume_part deals it into
+ * the resumed parts; a mixture does so source by source (yfs_mixview.h).
+ * Returns 0, or -1 on allocation failure. */
+int sh_resume_left(const sh_pieces *stream, uint64_t given_parts, const uint64_t *given,
+                   sh_even even, sh_pieces *left);
+
 /* Part `part` of `parts` of what is left of the epoch after each of its
  * `given_parts` parts gave its first `given` records (part < parts,
  * given_parts >= 1). */

@@ -170,6 +170,51 @@ def test_even_parts_are_equal_source_by_source(mix, mount, even):
         assert per == [q] * n, f"source {i}: {per}, expected {q} in every part"
 
 
+@pytest.mark.parametrize("n,m_parts", [(4, 2), (2, 3), (8, 8)])
+def test_resume_before_plus_after_is_the_epoch(mix, mount, n, m_parts):
+    """epoch-K.resume-N-R.part-J-of-M: what the N parts gave in their first R records plus the
+    M resumed parts is exactly the epoch's multiset, record by record pyarrow's."""
+    path, oracle = mix
+    key = lambda r: (r["_source"], r["_row"])
+    with mount(path, "rowid") as m:
+        epoch = Counter(key(r) for r in _records(m, "epoch-1.jsonl"))
+        parts = [_records(m, f"epoch-1.part-{i}-of-{n}.jsonl") for i in range(n)]
+        longest = max(len(p) for p in parts)
+        for r in (0, 1, 999, 4321, longest - 1, longest + 5):
+            after = [_records(m, f"epoch-1.resume-{n}-{r}.part-{j}-of-{m_parts}.jsonl")
+                     for j in range(m_parts)]
+            for p in after:
+                _check_oracle(p, oracle)
+            got = Counter(key(x) for p in parts for x in p[:r])
+            got.update(key(x) for p in after for x in p)
+            assert got == epoch, f"resume-{n}-{r} into {m_parts}: before + after is not the epoch"
+
+
+@pytest.mark.parametrize("even", ["pad", "drop"])
+def test_resume_with_even_gives_equal_parts_source_by_source(mix, mount, even):
+    """even= applies to the resumed parts as to parts: every one holds the same count of every
+    source; with pad nothing is lost, with drop nothing is repeated."""
+    path, oracle = mix
+    n, m_parts, r = 4, 3, 2500
+    key = lambda x: (x["_source"], x["_row"])
+    with mount(path, f"rowid,even={even}") as m:
+        epoch = Counter(key(x) for x in _records(m, "epoch-0.jsonl"))
+        before = [x for i in range(n) for x in _records(m, f"epoch-0.part-{i}-of-{n}.jsonl")[:r]]
+        after = [_records(m, f"epoch-0.resume-{n}-{r}.part-{j}-of-{m_parts}.jsonl")
+                 for j in range(m_parts)]
+    for p in after:
+        _check_oracle(p, oracle)
+    for i in range(3):
+        per = [sum(1 for x in p if x["_source"] == i) for p in after]
+        assert len(set(per)) == 1, f"source {i}: resumed parts hold {per}"
+    seen = Counter(key(x) for x in before)
+    seen.update(key(x) for p in after for x in p)
+    if even == "pad":
+        assert set(seen) == set(epoch), "a record of the epoch is neither before nor after"
+    else:
+        assert all(seen[k] <= epoch[k] for k in seen), "a record is served twice"
+
+
 def test_seeks_and_sizes(mix, mount):
     path, _ = mix
     rng = random.Random(5)

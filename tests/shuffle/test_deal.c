@@ -224,3 +224,56 @@ Test(deal, a_million_parts_deal_one_part_without_a_list_per_part)
     sh_pieces_free(&l);
     sh_plan_free(&plan);
 }
+
+Test(deal, counts_are_the_dealt_parts_records)
+{
+    sh_plan plan;
+    make_plan(900, 700, &plan);
+    sh_pieces stream;
+    cr_assert_eq(sh_epoch_stream(&plan, &stream), 0);
+    uint64_t partss[] = { 1, 3, 8, 64, 5000 };
+    for (size_t t = 0; t < sizeof partss / sizeof partss[0]; t++)
+        for (sh_even e = SH_EVEN_OFF; e <= SH_EVEN_DROP; e++)
+            for (uint64_t i = 0; i < partss[t]; i += 1 + partss[t] / 7) {
+                sh_pieces l;
+                cr_assert_eq(sh_deal_one(&stream, i, partss[t], e, &l), 0);
+                cr_assert_eq(sh_deal_count(&stream, i, partss[t], e), l.records);
+                sh_pieces_free(&l);
+            }
+    sh_pieces_free(&stream);
+    sh_plan_free(&plan);
+}
+
+/* Each part gave its own count: what is left is each part without its
+ * first given[p] records, in part order. */
+Test(deal, what_is_left_after_uneven_givens)
+{
+    sh_plan plan;
+    make_plan(900, 700, &plan);
+    sh_pieces stream;
+    cr_assert_eq(sh_epoch_stream(&plan, &stream), 0);
+    numbering nb = number_records(&plan);
+    uint64_t given[5] = { 0, 17, 700, 1u << 30, 3 };
+    for (sh_even e = SH_EVEN_OFF; e <= SH_EVEN_DROP; e++) {
+        sh_pieces left;
+        cr_assert_eq(sh_resume_left(&stream, 5, given, e, &left), 0);
+        uint32_t *want = calloc(nb.total, sizeof *want), *got = calloc(nb.total, sizeof *got);
+        uint64_t expect = 0;
+        for (uint64_t p = 0; p < 5; p++) {
+            sh_pieces l;
+            cr_assert_eq(sh_deal_one(&stream, p, 5, e, &l), 0);
+            uint64_t had = count_records(&nb, &l, given[p], want);
+            expect += had > given[p] ? had - given[p] : 0;
+            sh_pieces_free(&l);
+        }
+        cr_assert_eq(count_records(&nb, &left, 0, got), expect);
+        cr_assert_eq(left.records, expect);
+        cr_assert_eq(memcmp(want, got, nb.total * sizeof *want), 0);
+        free(want);
+        free(got);
+        sh_pieces_free(&left);
+    }
+    free(nb.first_record);
+    sh_pieces_free(&stream);
+    sh_plan_free(&plan);
+}
