@@ -70,6 +70,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--out")
     a = ap.parse_args()
+    a.root = os.path.abspath(a.root)  # a mixture file's relative paths are from its directory
     work = tempfile.mkdtemp(prefix="yfs-mixbench-")
     mnt = os.path.join(work, "mnt")
     os.mkdir(mnt)

@@ -9,6 +9,7 @@
 
 #include "yfs_budget.h"
 #include "yfs_io.h"
+#include "yfs_mix.h"
 
 /* Length of the valid UTF-8 sequence at p (RFC 3629: no overlong forms, no
  * surrogates, nothing above U+10FFFF), or 0. */
@@ -62,7 +63,8 @@ static char *render(json_t *obj)
     return s;
 }
 
-char *yfs_index_json(yfs_mount *m)
+/* What the index of one dataset (a mount, or a mixture's source) holds. */
+static json_t *dataset_json(const yfs_mount *m)
 {
     const ix_index *ix = m->ix;
     const yfs_options *o = &m->opts;
@@ -79,28 +81,103 @@ char *yfs_index_json(yfs_mount *m)
             return NULL;
         }
     }
-    json_t *options = json_pack(
-        "{s:s, s:I, s:I, s:s, s:I, s:I, s:I, s:b, s:i, s:i, s:i, s:s}", "format",
-        ix_format_name(o->frame.format), "seed", (json_int_t)o->seed, "epochs",
-        (json_int_t)o->epochs, "shuffle", yfs_shuffle_name(o->shuffle), "mem",
-        (json_int_t)o->mem, "buffer", (json_int_t)o->buffer, "chunk", (json_int_t)o->chunk,
-        "rowid", o->frame.rowid, "threads", o->threads, "readahead", o->readahead,
-        "io_depth", o->io_depth, "even", yfs_even_name(o->even));
     json_t *cache = json_pack("{s:s?, s:I, s:s}", "directory", o->cache_dir, "files_reused",
                               (json_int_t)ix->files_cached, "note", ix->cache_note);
-    return render(json_pack(
-        "{s:i, s:s, s:s, s:s, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:f, s:f, s:f, s:I}",
-        "version", 1, "youmufs", YFS_VERSION, "dataset", ix->dataset, "column",
-        ix->column.path, "options", options, "files", (json_int_t)ix->num_files, "row_groups",
-        (json_int_t)ix->num_chunks, "pages", (json_int_t)ix->num_pages,
+    return json_pack(
+        "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:f, s:f, s:f}",
+        "dataset", ix->dataset, "column", ix->column.path, "files", (json_int_t)ix->num_files,
+        "row_groups", (json_int_t)ix->num_chunks, "pages", (json_int_t)ix->num_pages,
         "offset_index_chunks", (json_int_t)ix->offset_index_chunks,
         "metadata_sized_chunks", (json_int_t)ix->metadata_sized_chunks,
         "header_sized_pages", (json_int_t)ix->header_sized_pages, "rows",
         (json_int_t)ix->num_rows, "records", (json_int_t)ix->num_records, "epoch_bytes",
         (json_int_t)ix->framed_bytes, "bytes_scanned", (json_int_t)ix->bytes_scanned,
-        "file_list", files, "persistent_index", cache, "seconds_footers", ix->seconds_footers, "seconds_pages",
-        ix->seconds_pages, "seconds_total", m->index_seconds, "index_memory_bytes",
-        (json_int_t)yfs_mount_index_bytes(m)));
+        "file_list", files, "persistent_index", cache, "seconds_footers", ix->seconds_footers,
+        "seconds_pages", ix->seconds_pages, "seconds_total", m->index_seconds);
+}
+
+/* Fold x into acc, key by key: numbers add up, lists are joined, objects
+ * fold alike, anything else keeps acc's. x is consumed. Returns -1 when out
+ * of memory. */
+static int fold(json_t *acc, json_t *x)
+{
+    const char *key;
+    json_t *v;
+    int rc = x ? 0 : -1;
+    json_object_foreach(x, key, v) {
+        json_t *a = json_object_get(acc, key);
+        if (!a)
+            rc |= json_object_set(acc, key, v);
+        else if (json_is_integer(a) && json_is_integer(v))
+            rc |= json_integer_set(a, json_integer_value(a) + json_integer_value(v));
+        else if (json_is_real(a) && json_is_real(v))
+            rc |= json_real_set(a, json_real_value(a) + json_real_value(v));
+        else if (json_is_array(a) && json_is_array(v))
+            rc |= json_array_extend(a, v);
+        else if (json_is_object(a) && json_is_object(v))
+            rc |= fold(a, json_deep_copy(v));
+    }
+    json_decref(x);
+    return rc < 0 ? -1 : 0;
+}
+
+/* A mixture's figures: every source's folded (files, pages, rows add up,
+ * the file lists are joined), then what is the mixture's own: its file,
+ * the jsonl key, an epoch's records (its size is the epoch file's: known
+ * only once it is opened, so null here), and `sources`, each source's own
+ * figures with its weight, its records per epoch and its buffer. */
+static json_t *mixture_json(const yfs_mix *mx)
+{
+    json_t *all = json_object(), *sources = json_array();
+    int rc = all && sources ? 0 : -1;
+    for (uint32_t i = 0; rc == 0 && i < mx->n; i++) {
+        const yfs_mount *s = mx->sources[i];
+        json_t *d = dataset_json(s);
+        rc = d ? fold(all, json_deep_copy(d)) : -1;
+        if (rc == 0 && (json_object_set_new(d, "weight", json_real(mx->file.sources[i].weight)) < 0 ||
+                        json_object_set_new(d, "records_per_epoch",
+                                            json_integer((json_int_t)mx->counts[i])) < 0 ||
+                        json_object_set_new(d, "buffer", json_integer((json_int_t)s->opts.buffer)) < 0))
+            rc = -1;
+        if (d && rc < 0)
+            json_decref(d);
+        else if (d && json_array_append_new(sources, d) < 0)
+            rc = -1;
+    }
+    if (rc == 0 && (json_object_set_new(all, "dataset", json_string(mx->file.file)) < 0 ||
+                    json_object_set_new(all, "column", json_string(mx->key)) < 0 ||
+                    json_object_set_new(all, "records", json_integer((json_int_t)mx->records)) < 0 ||
+                    json_object_set_new(all, "epoch_bytes", json_null()) < 0 ||
+                    json_object_set(all, "sources", sources) < 0))
+        rc = -1;
+    json_decref(sources);
+    if (rc < 0) {
+        json_decref(all);
+        return NULL;
+    }
+    return all;
+}
+
+char *yfs_index_json(yfs_mount *m)
+{
+    const yfs_options *o = &m->opts;
+    /* a mixture's sources run under their own seed and buffer: the mount's are the mix's */
+    uint64_t seed = m->mix ? m->mix->seed : o->seed, buffer = m->mix ? m->mix->buffer : o->buffer;
+    json_t *options = json_pack(
+        "{s:s, s:I, s:I, s:s, s:I, s:I, s:I, s:b, s:i, s:i, s:i, s:s}", "format",
+        ix_format_name(o->frame.format), "seed", (json_int_t)seed, "epochs",
+        (json_int_t)o->epochs, "shuffle", yfs_shuffle_name(o->shuffle), "mem",
+        (json_int_t)o->mem, "buffer", (json_int_t)buffer, "chunk", (json_int_t)o->chunk,
+        "rowid", o->frame.rowid, "threads", o->threads, "readahead", o->readahead,
+        "io_depth", o->io_depth, "even", yfs_even_name(o->even));
+    json_t *top = json_pack("{s:i, s:s, s:o, s:I}", "version", 1, "youmufs", YFS_VERSION,
+                            "options", options, "index_memory_bytes",
+                            (json_int_t)yfs_mount_index_bytes(m));
+    if (!top || fold(top, m->mix ? mixture_json(m->mix) : dataset_json(m)) < 0) {
+        json_decref(top);
+        return NULL;
+    }
+    return render(top);
 }
 
 /* What the accountant holds, by kind (yfs_budget.h): "bytes" now, "peak"
@@ -147,7 +224,8 @@ static json_t *io_json(yfs_mount *m)
                      (double)yfs_counter(&s->storage_wait_nanoseconds) / 1e9);
 }
 
-char *yfs_stats_json(yfs_mount *m)
+/* One mount's counters, derived figures and I/O engine. */
+static json_t *counters_json(yfs_mount *m)
 {
     yfs_stats *s = &m->stats;
     const struct {
@@ -186,18 +264,70 @@ char *yfs_stats_json(yfs_mount *m)
             json_decref(o);
             return NULL;
         }
-    /* Bytes read from storage per stored byte of the pages decoded: 1 when
-     * every byte read was used once, more when chunk loads read pages they
-     * did not bring or pages were read again. */
-    uint64_t read = yfs_counter(&s->bytes_read), needed = yfs_counter(&s->page_bytes);
-    if (o && (json_object_set_new(o, "read_amplification",
-                                  json_real(needed ? (double)read / (double)needed : 0.0)) < 0 ||
-              json_object_set_new(o, "build_seconds",
+    if (o && (json_object_set_new(o, "build_seconds",
                                   json_real((double)yfs_counter(&s->build_nanoseconds) / 1e9)) < 0 ||
               json_object_set_new(o, "decode_seconds",
                                   json_real((double)yfs_counter(&s->decode_nanoseconds) / 1e9)) < 0 ||
-              json_object_set_new(o, "memory", memory_json(m)) < 0 ||
               json_object_set_new(o, "io", io_json(m)) < 0)) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* Bytes read from storage per stored byte of the pages decoded: 1 when
+ * every byte read was used once, more when chunk loads read pages they did
+ * not bring or pages were read again. */
+static int set_amplification(json_t *o)
+{
+    json_int_t read = json_integer_value(json_object_get(o, "bytes_read"));
+    json_int_t needed = json_integer_value(json_object_get(o, "page_bytes"));
+    return json_object_set_new(o, "read_amplification",
+                               json_real(needed ? (double)read / (double)needed : 0.0));
+}
+
+/* A mixture's: every source's counters added up (reads are counted by
+ * source 0, whose mount serves the files), storage latencies the slowest
+ * source's, and `sources`, each source's own counters and engine. */
+static json_t *mixture_stats(yfs_mix *mx)
+{
+    json_t *all = json_object(), *sources = json_array();
+    int rc = all && sources ? 0 : -1;
+    double p50 = 0, p99 = 0;
+    for (uint32_t i = 0; rc == 0 && i < mx->n; i++) {
+        json_t *c = counters_json(mx->sources[i]);
+        if (!c || set_amplification(c) < 0 || json_array_append(sources, c) < 0) {
+            json_decref(c);
+            rc = -1;
+            break;
+        }
+        json_t *io = json_object_get(c, "io");
+        double a = json_real_value(json_object_get(io, "read_latency_p50_ms"));
+        double b = json_real_value(json_object_get(io, "read_latency_p99_ms"));
+        p50 = a > p50 ? a : p50;
+        p99 = b > p99 ? b : p99;
+        rc = fold(all, json_deep_copy(c));
+        json_decref(c);
+    }
+    json_t *io = json_object_get(all, "io");
+    if (rc == 0 && (set_amplification(all) < 0 || !io ||
+                    json_object_set_new(io, "read_latency_p50_ms", json_real(p50)) < 0 ||
+                    json_object_set_new(io, "read_latency_p99_ms", json_real(p99)) < 0 ||
+                    json_object_set(all, "sources", sources) < 0))
+        rc = -1;
+    json_decref(sources);
+    if (rc < 0) {
+        json_decref(all);
+        return NULL;
+    }
+    return all;
+}
+
+char *yfs_stats_json(yfs_mount *m)
+{
+    json_t *o = m->mix ? mixture_stats(m->mix) : counters_json(m);
+    if (o && ((!m->mix && set_amplification(o) < 0) ||
+              json_object_set_new(o, "memory", memory_json(m)) < 0)) {
         json_decref(o);
         return NULL;
     }

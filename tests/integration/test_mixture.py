@@ -215,6 +215,36 @@ def test_resume_with_even_gives_equal_parts_source_by_source(mix, mount, even):
         assert all(seen[k] <= epoch[k] for k in seen), "a record is served twice"
 
 
+def test_index_and_stats_describe_every_source(mix, mount):
+    """.youmufs/index.json: the mixture's totals at the top (files, rows, an epoch's records)
+    and every source under "sources"; stats.json: every source's counters added up at the top,
+    each source's own under "sources"."""
+    path, _ = mix
+    counts = expected_counts(WEIGHTS, sum(SIZES))
+    with mount(path, "rowid") as m:
+        size = len(m.read("epoch-0.jsonl"))
+        index = json.loads(m.read(".youmufs/index.json"))
+        stats = json.loads(m.read(".youmufs/stats.json"))
+    assert index["dataset"] == path and index["column"] == "text"
+    assert index["records"] == sum(counts) and index["epoch_bytes"] is None
+    assert index["files"] == 6 and len(index["file_list"]) == 6
+    assert index["rows"] == sum(SIZES) and index["options"]["buffer"] == 10000
+    src = index["sources"]
+    assert [s["records"] for s in src] == list(SIZES)
+    assert [s["rows"] for s in src] == list(SIZES)
+    assert [s["column"] for s in src] == list(COLUMNS)
+    assert [s["weight"] for s in src] == list(WEIGHTS)
+    assert [s["records_per_epoch"] for s in src] == counts
+    assert [s["files"] for s in src] == [2, 2, 2]
+    assert sum(s["pages"] for s in src) == index["pages"]
+    assert stats["bytes_served"] == size
+    assert len(stats["sources"]) == 3
+    for key in ("bytes_read", "page_bytes", "segments_built", "pages_decoded"):
+        assert stats[key] == sum(s[key] for s in stats["sources"]), key
+    assert all(s["page_bytes"] > 0 for s in stats["sources"]), "a source read nothing"
+    assert stats["memory"]["limit"] > 0 and "io" in stats["sources"][0]
+
+
 def test_seeks_and_sizes(mix, mount):
     path, _ = mix
     rng = random.Random(5)
