@@ -69,7 +69,9 @@ int yfs_mix_open(const yfs_options *opts, const char *file, int progress, yfs_mo
                  pq_error *err)
 {
     if (opts->shuffle == SH_SHUFFLE_ROW)
-        return pq_error_set(err, "%s: shuffle=row does not serve mixtures", file);
+        return pq_error_set(err, "%s: shuffle=row is not served for mixtures (it would size "
+                            "every record of every source at mount); use shuffle=page or none",
+                            file);
     yfs_mix *mx = calloc(1, sizeof *mx);
     if (!mx)
         return pq_error_set(err, "out of memory");

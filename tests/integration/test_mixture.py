@@ -321,3 +321,10 @@ def test_a_bad_source_is_named(mix, tmp_path, mount_fails):
     r = mount_fails(p)
     err = r.stderr.decode("utf-8", "replace")
     assert p in err and "source 1" in err and "junk.parquet" in err, err
+
+
+def test_shuffle_row_is_refused_with_a_reason(mix, mount_fails):
+    path, _ = mix
+    r = mount_fails(path, "shuffle=row")
+    err = r.stderr.decode("utf-8", "replace")
+    assert path in err and "shuffle=row is not served for mixtures" in err, err
