@@ -63,7 +63,6 @@ struct yfs_mixview {
     uint64_t *offset; /* blocks + 1: where block b starts; UNKNOWN until learned */
     uint64_t lay_block; /* the block laid out below; UNKNOWN: none */
     uint64_t *lay_start;  /* BLOCK + 1: bytes of the block before each position */
-    uint32_t *lay_source; /* BLOCK: the source of each position */
     uint32_t *lay_pos;    /* BLOCK: positions of source i's records of the block, from
                              lay_base[i] on, in record order */
     uint32_t lay_base[SH_MIX_MAX_SOURCES + 1];
@@ -395,10 +394,9 @@ int yfs_mixview_open(yfs_mix *mx, const yfs_name *n, yfs_mixview **out, pq_error
     v->shares = calloc(mx->n, sizeof *v->shares);
     v->counts = calloc(mx->n, sizeof *v->counts);
     v->lay_start = malloc((BLOCK + 1) * sizeof *v->lay_start);
-    v->lay_source = malloc(BLOCK * sizeof *v->lay_source);
     v->lay_pos = malloc(BLOCK * sizeof *v->lay_pos);
     v->sizes = malloc(BLOCK * sizeof *v->sizes);
-    int rc = v->shares && v->counts && v->lay_start && v->lay_source && v->lay_pos && v->sizes
+    int rc = v->shares && v->counts && v->lay_start && v->lay_pos && v->sizes
                  ? 0
                  : pq_error_set(err, "out of memory");
     if (rc == 0)
@@ -431,7 +429,6 @@ void yfs_mixview_close(yfs_mixview *v)
         yfs_budget_release(v->mx->sources[0]->budget, v->charged, YFS_MEM_PLANS, NULL);
     free(v->offset);
     free(v->lay_start);
-    free(v->lay_source);
     free(v->lay_pos);
     free(v->sizes);
     pthread_mutex_destroy(&v->lock);
@@ -529,7 +526,7 @@ static void measure(yfs_mixview *v, uint32_t i, const yfs_seg *seg, uint32_t rec
         yfs_seg_record_start(seg, record + 1) - yfs_seg_record_start(seg, record);
 }
 
-/* Lay block b out: the source and byte start of every position. */
+/* Lay block b out: the byte start of every position. */
 static int lay_out(yfs_mixview *v, uint64_t b, pq_error *err)
 {
     if (v->lay_block == b)
@@ -554,7 +551,6 @@ static int lay_out(yfs_mixview *v, uint64_t b, pq_error *err)
     v->lay_start[0] = 0;
     for (uint32_t p = 0; p < positions; p++) {
         uint32_t i = sh_mix_turns_next(&t);
-        v->lay_source[p] = i;
         v->lay_pos[next[i]] = p;
         v->lay_start[p + 1] = v->lay_start[p] + v->sizes[next[i]++];
     }
