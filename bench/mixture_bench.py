@@ -77,7 +77,8 @@ def main():
     cache = os.path.join(work, "cache")
     lines = ["# Mixtures: mount of ten cached sources, throughput against one dataset", "",
              f"`python3 bench/mixture_bench.py --scale {a.scale} --repeat {a.repeat}` "
-             f"({os.cpu_count()} cores, shared; release build). Same run, side by side.", ""]
+             f"({os.cpu_count()} cores, shared; release build), "
+             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Same run, side by side.", ""]
 
     shapes = a.shapes.split(",")
     first = make_shapes.generate(a.root, shapes[0], a.scale)
@@ -106,8 +107,8 @@ def main():
               f"| the same 8 files as one dataset (a directory), cached | {single:.3f} |", ""]
 
     lines += ["## 2. Epoch throughput: mixture of the 8 files against the directory", "",
-              "| shape | epoch MB | one dataset MB/s | mixture MB/s | mixture / one |",
-              "|---|---|---|---|---|"]
+              "| shape | epoch MB | one dataset MB/s | mixture MB/s | mixture / one | runs (one; mix) |",
+              "|---|---|---|---|---|---|"]
     for name in shapes:
         d = make_shapes.generate(a.root, name, a.scale)
         shape = make_shapes.SHAPES[name]
@@ -128,8 +129,9 @@ def main():
                 rates[kind].append(n / secs / 1e6)
         assert sizes["one"] == sizes["mix"], f"{name}: the mixture's epoch is not the same bytes"
         one, mx = statistics.median(rates["one"]), statistics.median(rates["mix"])
+        runs = "; ".join(" ".join(f"{x:.0f}" for x in rates[k]) for k in ("one", "mix"))
         lines.append(f"| {name} | {sizes['one'] / 1e6:.0f} | {one:.0f} | {mx:.0f} | "
-                     f"**{mx / one:.2f}** |")
+                     f"**{mx / one:.2f}** | {runs} |")
         print(lines[-1], flush=True)
     text = "\n".join(lines) + "\n"
     print(text)
