@@ -96,6 +96,20 @@ static json_t *dataset_json(const yfs_mount *m)
         "seconds_pages", ix->seconds_pages, "seconds_total", m->index_seconds);
 }
 
+/* A mixture's report: `all` with the list of its sources under "sources"
+ * when rc is 0 and that fits in memory, else NULL. Both are consumed. */
+static json_t *with_sources(json_t *all, json_t *sources, int rc)
+{
+    if (rc == 0 && json_object_set(all, "sources", sources) < 0)
+        rc = -1;
+    json_decref(sources);
+    if (rc < 0) {
+        json_decref(all);
+        return NULL;
+    }
+    return all;
+}
+
 /* Fold x into acc, key by key: numbers add up, lists are joined, objects
  * fold alike, anything else keeps acc's. x is consumed. Returns -1 when out
  * of memory. */
@@ -147,15 +161,9 @@ static json_t *mixture_json(const yfs_mix *mx)
     if (rc == 0 && (json_object_set_new(all, "dataset", json_string(mx->file.file)) < 0 ||
                     json_object_set_new(all, "column", json_string(mx->key)) < 0 ||
                     json_object_set_new(all, "records", json_integer((json_int_t)mx->records)) < 0 ||
-                    json_object_set_new(all, "epoch_bytes", json_null()) < 0 ||
-                    json_object_set(all, "sources", sources) < 0))
+                    json_object_set_new(all, "epoch_bytes", json_null()) < 0))
         rc = -1;
-    json_decref(sources);
-    if (rc < 0) {
-        json_decref(all);
-        return NULL;
-    }
-    return all;
+    return with_sources(all, sources, rc);
 }
 
 char *yfs_index_json(yfs_mount *m)
@@ -312,15 +320,9 @@ static json_t *mixture_stats(yfs_mix *mx)
     json_t *io = json_object_get(all, "io");
     if (rc == 0 && (set_amplification(all) < 0 || !io ||
                     json_object_set_new(io, "read_latency_p50_ms", json_real(p50)) < 0 ||
-                    json_object_set_new(io, "read_latency_p99_ms", json_real(p99)) < 0 ||
-                    json_object_set(all, "sources", sources) < 0))
+                    json_object_set_new(io, "read_latency_p99_ms", json_real(p99)) < 0))
         rc = -1;
-    json_decref(sources);
-    if (rc < 0) {
-        json_decref(all);
-        return NULL;
-    }
-    return all;
+    return with_sources(all, sources, rc);
 }
 
 char *yfs_stats_json(yfs_mount *m)
