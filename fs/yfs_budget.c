@@ -24,6 +24,7 @@ struct yfs_budget {
     yfs_stats *stats;
     struct {
         yfs_reclaim_fn fn;
+        yfs_idle_fn idle;
         void *ctx;
     } reclaimers[MAX_RECLAIMERS];
     int num_reclaimers;     /* fixed before the first reservation */
@@ -41,6 +42,10 @@ struct yfs_budget {
      * hung for good when a parked page came in just then: every waiter
      * asleep without a deadline, the page never reclaimed. */
     uint64_t changes;
+    /* Counts releases and notices (memory freed or gone idle): a patient
+     * wait that saw none for YFS_BUDGET_PATIENCE_NS ran out of patience.
+     * Not changes: a waiter's own hold turning blocked wakes the others. */
+    uint64_t freed;
     uint64_t demand_waits, refused, over_budget, max_over, heap_trims;
 };
 
@@ -77,10 +82,11 @@ void yfs_budget_free(yfs_budget *b)
     free(b);
 }
 
-void yfs_budget_add_reclaimer(yfs_budget *b, yfs_reclaim_fn fn, void *ctx)
+void yfs_budget_add_reclaimer(yfs_budget *b, yfs_reclaim_fn fn, yfs_idle_fn idle, void *ctx)
 {
     assert(b->num_reclaimers < MAX_RECLAIMERS && b->used == 0);
     b->reclaimers[b->num_reclaimers].fn = fn;
+    b->reclaimers[b->num_reclaimers].idle = idle;
     b->reclaimers[b->num_reclaimers].ctx = ctx;
     b->num_reclaimers++;
 }
@@ -189,6 +195,49 @@ static uint64_t stuck(const yfs_budget *b)
     return b->blocked + stuck_for_good(b);
 }
 
+/* What stays charged however long a demand reservation of `hold` waits
+ * (lock held). A reservation that holds nothing yet (a build about to
+ * start) counts only what is stuck for good: blocked holds go on by the
+ * over-the-limit rule themselves, and a new build that went over beside
+ * them made every reader's next build go over too (8 readers at mem=64M:
+ * 240 MB over). */
+static uint64_t stuck_for(const yfs_budget *b, const yfs_hold *hold)
+{
+    int holds_nothing = !hold || hold->bytes == 0;
+    uint64_t blocked = holds_nothing ? stuck_for_good(b) : stuck(b);
+    if (hold && !holds_nothing && !is_blocked(hold) && hold->waiting + 1 == hold->threads)
+        blocked += hold->bytes; /* this thread is the hold's last runner */
+    return blocked;
+}
+
+/* What the reclaimers would drop for a demand reservation now (see
+ * Patience in yfs_budget.h): asked with the lock released, like them. */
+static uint64_t idle_now(yfs_budget *b)
+{
+    uint64_t idle = 0;
+    pthread_mutex_unlock(&b->lock);
+    for (int i = 0; i < b->num_reclaimers; i++)
+        idle += b->reclaimers[i].idle(b->reclaimers[i].ctx);
+    pthread_mutex_lock(&b->lock);
+    return idle;
+}
+
+/* Whether a reservation in `mode` (YFS_DEMAND or YFS_TRY; patient: it has
+ * not waited YFS_BUDGET_PATIENCE_NS for nothing) should have the caches
+ * dropped for it: when that lets it through, or, for a demand one that is
+ * out of patience or that nobody running could make room for, always. */
+static int worth_reclaiming(yfs_budget *b, uint64_t bytes, yfs_mem_mode mode,
+                            const yfs_hold *hold, int patient)
+{
+    if (mode == YFS_DEMAND && !patient)
+        return 1;
+    uint64_t idle = idle_now(b);
+    uint64_t kept = b->used > idle ? b->used - idle : 0;
+    if (kept + bytes <= limit_of(b, mode))
+        return 1;
+    return mode == YFS_DEMAND && kept <= stuck_for(b, hold);
+}
+
 /* Lock held: wake the waiters that may now proceed, instead of all of them
  * on every change (8 readers' builds waited ~10^5 times a run, each wait
  * a wakeup that called the reclaimers and went back to sleep):
@@ -281,7 +330,8 @@ int yfs_budget_reserve(yfs_budget *b, uint64_t bytes, yfs_mem_kind kind, yfs_mem
     assert(mode != YFS_DEMAND || !hold || hold->threads > 0);
     pthread_mutex_lock(&b->lock);
     waiter self;
-    int queued = 0;
+    int queued = 0, patient = 1;
+    uint64_t patience_end = 0, freed = 0; /* the patient wait running, and what it saw */
     for (;;) {
         int blocked_out = mode == YFS_PREFETCH && b->demand_waiters > 0;
         if (!blocked_out && fits(b, bytes, mode))
@@ -291,8 +341,18 @@ int yfs_budget_reserve(yfs_budget *b, uint64_t bytes, yfs_mem_kind kind, yfs_mem
             pthread_mutex_unlock(&b->lock);
             return -1;
         }
-        uint64_t seen = b->changes;
-        uint64_t retry = reclaim(b, bytes, mode);
+        uint64_t seen = b->changes, retry;
+        int reclaimed = mode == YFS_PREFETCH || mode == YFS_FORCE ||
+                        worth_reclaiming(b, bytes, mode, hold, patient);
+        if (reclaimed) {
+            retry = reclaim(b, bytes, mode);
+        } else {
+            if (!patience_end || b->freed != freed) { /* (re)started by what was freed */
+                patience_end = yfs_now_ns() + YFS_BUDGET_PATIENCE_NS;
+                freed = b->freed;
+            }
+            retry = patience_end;
+        }
         if (fits(b, bytes, mode) && !(mode == YFS_PREFETCH && b->demand_waiters > 0))
             break;
         if (mode == YFS_FORCE)
@@ -302,17 +362,8 @@ int yfs_budget_reserve(yfs_budget *b, uint64_t bytes, yfs_mem_kind kind, yfs_mem
             pthread_mutex_unlock(&b->lock);
             return -1;
         }
-        /* Could anything not blocked free room (see stuck)? A reservation
-         * that holds nothing yet (a build about to start) goes over only
-         * when nothing but plans and read buffers is charged: blocked
-         * holds go on by this rule themselves, and a new build that went
-         * over beside them made every reader's next build go over too (8
-         * readers at mem=64M: 240 MB over). */
-        int holds_nothing = !hold || hold->bytes == 0;
-        uint64_t blocked = holds_nothing ? stuck_for_good(b) : stuck(b);
-        if (hold && !holds_nothing && !is_blocked(hold) && hold->waiting + 1 == hold->threads)
-            blocked += hold->bytes; /* this thread is the hold's last runner */
-        if (b->used <= blocked)
+        /* Could anything not blocked free room (see stuck_for)? */
+        if (reclaimed && b->used <= stuck_for(b, hold))
             break; /* nothing else can make room: proceed, over the limit, alone */
         if (!queued) {
             if (b->stats)
@@ -321,6 +372,9 @@ int yfs_budget_reserve(yfs_budget *b, uint64_t bytes, yfs_mem_kind kind, yfs_mem
             queued = 1;
         }
         wait_for_room(b, &self, hold, retry, seen);
+        /* patient for as long as nothing is freed: nobody is making room */
+        if (!reclaimed && b->freed == freed && yfs_now_ns() >= patience_end)
+            patient = 0;
     }
     if (queued)
         dequeue(b, &self);
@@ -338,6 +392,7 @@ void yfs_budget_release(yfs_budget *b, uint64_t bytes, yfs_mem_kind kind, yfs_ho
     b->used -= bytes;
     b->bytes[kind] -= bytes;
     hold_adjust(b, hold, 0, bytes);
+    b->freed++;
     wake(b);
     pthread_mutex_unlock(&b->lock);
 }
@@ -426,6 +481,7 @@ int yfs_budget_demand_waiting(yfs_budget *b)
 void yfs_budget_notify(yfs_budget *b)
 {
     pthread_mutex_lock(&b->lock);
+    b->freed++;
     wake(b);
     pthread_mutex_unlock(&b->lock);
 }
@@ -483,7 +539,12 @@ uint64_t yfs_decode_bound_page(const pq_page_header *h)
     return ulen + materialised + n * BOUND_PER_ENTRY;
 }
 
-uint64_t yfs_decode_bound(const uint8_t *raw, uint64_t len)
+static int dictionary_encoded(const pq_page_header *h)
+{
+    return h->encoding == PQ_ENC_RLE_DICTIONARY || h->encoding == PQ_ENC_PLAIN_DICTIONARY;
+}
+
+uint64_t yfs_decode_bound(const uint8_t *raw, uint64_t len, uint64_t copy_width)
 {
     uint64_t bound = 0, at = 0;
     while (at < len) {
@@ -493,6 +554,8 @@ uint64_t yfs_decode_bound(const uint8_t *raw, uint64_t len)
             h.compressed_size < 0 || h.uncompressed_size < 0)
             break;
         bound += yfs_decode_bound_page(&h);
+        if (yfs_decode_bound_page(&h) && dictionary_encoded(&h) && h.num_values > 0)
+            bound += (uint64_t)h.num_values * copy_width;
         at += h.header_len + (uint64_t)h.compressed_size;
     }
     return bound;

@@ -25,7 +25,9 @@
  *                read buffers (a FUSE request's reply, filled from segments
  *                one at a time: at most one request's bytes per thread).
  * Before refusing or waiting, every mode calls the reclaimers (idle
- * segments, idle dictionaries, parked pages drop what they may for it).
+ * segments, idle dictionaries, parked pages drop what they may for it),
+ * but a demand or try reservation only when that lets it through, or when
+ * nothing else could make room (see "Patience" below).
  *
  * Holds and the rule against deadlock. A hold (yfs_hold) is one activity
  * that reserves step by step and frees only at its end: a segment build and
@@ -48,6 +50,17 @@
  * hold; it is counted (over_budget)
  * and runs alone: the next request waits for it. With one such proceeding
  * at a time, waits always end.
+ *
+ * Patience. Idle memory is dropped only for a reservation it lets through:
+ * a reservation that would wait anyway keeps the caches and waits for the
+ * builds running to free room (dictionaries dropped for decodes that still
+ * could not start were read again inside the one decode that fit: 8 parts
+ * of tokens at 50 ms per read served 5 MB/s, one dictionary read at a
+ * time). What the reclaimers would drop is asked of their idle functions.
+ * The caches are dropped after all when nothing but idle and stuck memory
+ * is charged (nobody running could free room), or when a wait of
+ * YFS_BUDGET_PATIENCE_NS passes with no change (idle counts may be short:
+ * a paused stream's dictionary goes idle only once the stream is closed).
  *
  * Thread-safe: one mutex guards the counters and every hold's fields.
  * Reclaimers are called without it; a thread that calls
@@ -93,14 +106,22 @@ typedef struct yfs_hold {
  * is worthless then. Called without the accountant's lock, possibly by
  * several threads at once. */
 typedef uint64_t (*yfs_reclaim_fn)(void *ctx, uint64_t need, int demand);
+/* Its count: the bytes the reclaimer would free now for a demand
+ * reservation of unbounded need, without freeing them. Called without the
+ * accountant's lock. */
+typedef uint64_t (*yfs_idle_fn)(void *ctx);
+
+/* How long a reservation that may wait keeps the caches (see Patience). */
+#define YFS_BUDGET_PATIENCE_NS (100u * 1000u * 1000u)
 
 /* An accountant of `limit` bytes. stats (may be NULL): memory_waits counts
  * demand reservations that waited. NULL when out of memory. */
 yfs_budget *yfs_budget_new(uint64_t limit, yfs_stats *stats);
 /* Every byte must have been released (asserted). */
 void yfs_budget_free(yfs_budget *b);
-/* Register a reclaimer (at most 512; before any reservation is made). */
-void yfs_budget_add_reclaimer(yfs_budget *b, yfs_reclaim_fn fn, void *ctx);
+/* Register a reclaimer and its count (at most 512; before any reservation
+ * is made). */
+void yfs_budget_add_reclaimer(yfs_budget *b, yfs_reclaim_fn fn, yfs_idle_fn idle, void *ctx);
 
 /* Reserve `bytes` of `kind` for `hold` (NULL: the caller holds nothing and
  * the bytes belong to no activity). Returns 0 when reserved, -1 when refused
@@ -164,10 +185,14 @@ const char *yfs_mem_kind_name(yfs_mem_kind kind);
  * allocates at once (decompressed storage, value slices, level arrays and
  * their scratch, values materialised by the encoding, a dictionary-index
  * array), computed from the page headers alone by walking them: a raw run
- * may hold several pages (a row continued on the next page). Values copied out of a dictionary are not included (their size is
- * known only after decoding: the caller reserves them then). Headers that do
- * not parse end the walk (the decoder reports them). */
-uint64_t yfs_decode_bound(const uint8_t *raw, uint64_t len);
+ * may hold several pages (a row continued on the next page). Values copied
+ * out of a dictionary (pq_page_values_own) are included when every value
+ * has the same width, copy_width bytes (a fixed-width column: at most
+ * num_values x copy_width per dictionary-encoded page); with copy_width 0
+ * they are not (their size is known only after decoding: the caller
+ * reserves them then). Headers that do not parse end the walk (the decoder
+ * reports them). */
+uint64_t yfs_decode_bound(const uint8_t *raw, uint64_t len, uint64_t copy_width);
 /* The same for one page, from its parsed header (0 for a page that is not a
  * data page). */
 uint64_t yfs_decode_bound_page(const pq_page_header *h);

@@ -240,6 +240,36 @@ static void make_room(yfs_cache *c, uint64_t need, const void *reader)
     drop_for_demand(c, yfs_budget_shortfall(c->budget, need), &reader, 1);
 }
 
+/* What drop_for_demand would drop for readers[n] with need unbounded
+ * (lock held), without dropping it. */
+static uint64_t droppable_for_demand(const yfs_cache *c, const void *const *readers, int n)
+{
+    uint64_t now = yfs_now_ns(), bytes = 0;
+    victim_filter stale = { STALE, NULL, now > STALE_NS ? now - STALE_NS : 0 };
+    for (const yfs_link *at = c->lru.head; at; at = at->next) {
+        const yfs_seg *e = YFS_CONTAINER(at, yfs_seg, lru);
+        int drop = e->consumed || may_drop(e, &stale) || !e->served;
+        for (int i = 0; i < n && !drop; i++)
+            drop = e->served && e->reader == readers[i];
+        bytes += drop ? e->held : 0;
+    }
+    for (size_t i = 0; i < c->queue_len; i++) {
+        const yfs_seg *e = c->queue[(c->queue_head + i) % QUEUE_CAP];
+        bytes += e->state == QUEUED ? e->held + e->work : 0;
+    }
+    return bytes;
+}
+
+/* The accountant's count of what reclaim frees for a demand reservation. */
+static uint64_t idle(void *ctx)
+{
+    yfs_cache *c = ctx;
+    pthread_mutex_lock(&c->lock);
+    uint64_t bytes = droppable_for_demand(c, c->builders, c->num_builders);
+    pthread_mutex_unlock(&c->lock);
+    return bytes;
+}
+
 /* The accountant's reclaimer: for a prefetch only segments read to their
  * end go; for a demand reservation what drop_for_demand drops for the
  * readers building now. Returns when the least recently used idle segment
@@ -526,7 +556,7 @@ yfs_cache *yfs_cache_new(yfs_mount *m)
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->changed, NULL);
     pthread_cond_init(&c->work, NULL);
-    yfs_budget_add_reclaimer(c->budget, reclaim, c);
+    yfs_budget_add_reclaimer(c->budget, reclaim, idle, c);
     return c;
 }
 

@@ -29,6 +29,7 @@ struct yfs_dicts {
 };
 
 static uint64_t reclaim(void *ctx, uint64_t need, int demand);
+static uint64_t idle(void *ctx);
 
 yfs_dicts *yfs_dicts_new(const ix_index *ix, yfs_budget *budget, uint64_t cap,
                          yfs_stats *stats)
@@ -46,7 +47,7 @@ yfs_dicts *yfs_dicts_new(const ix_index *ix, yfs_budget *budget, uint64_t cap,
     c->cap = cap;
     c->stats = stats;
     pthread_mutex_init(&c->lock, NULL);
-    yfs_budget_add_reclaimer(budget, reclaim, c);
+    yfs_budget_add_reclaimer(budget, reclaim, idle, c);
     return c;
 }
 
@@ -106,6 +107,16 @@ static uint64_t reclaim(void *ctx, uint64_t need, int demand)
         freed += trim(c, c->idle_bytes - least_recent(c)->bytes);
     pthread_mutex_unlock(&c->lock);
     return 0;
+}
+
+/* What reclaim drops for a demand read: every idle dictionary. */
+static uint64_t idle(void *ctx)
+{
+    yfs_dicts *c = ctx;
+    pthread_mutex_lock(&c->lock);
+    uint64_t bytes = c->idle_bytes;
+    pthread_mutex_unlock(&c->lock);
+    return bytes;
 }
 
 /* Bytes a decoded dictionary may take, from its page header: the

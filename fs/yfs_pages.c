@@ -32,6 +32,7 @@ static size_t bucket_of(uint64_t epoch, uint32_t page)
 }
 
 static uint64_t reclaim(void *ctx, uint64_t need, int demand);
+static uint64_t idle(void *ctx);
 
 yfs_pages *yfs_pages_new(yfs_budget *budget, uint64_t cap, yfs_stats *stats)
 {
@@ -42,7 +43,7 @@ yfs_pages *yfs_pages_new(yfs_budget *budget, uint64_t cap, yfs_stats *stats)
     s->cap = cap;
     s->stats = stats;
     pthread_mutex_init(&s->lock, NULL);
-    yfs_budget_add_reclaimer(budget, reclaim, s);
+    yfs_budget_add_reclaimer(budget, reclaim, idle, s);
     return s;
 }
 
@@ -86,6 +87,16 @@ static uint64_t reclaim(void *ctx, uint64_t need, int demand)
     }
     pthread_mutex_unlock(&s->lock);
     return 0;
+}
+
+/* What reclaim drops for a demand read: every parked page. */
+static uint64_t idle(void *ctx)
+{
+    yfs_pages *s = ctx;
+    pthread_mutex_lock(&s->lock);
+    uint64_t bytes = s->bytes;
+    pthread_mutex_unlock(&s->lock);
+    return bytes;
 }
 
 void yfs_pages_free(yfs_pages *s)

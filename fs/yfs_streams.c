@@ -92,6 +92,17 @@ static uint64_t reclaim(void *ctx, uint64_t need, int demand)
     return dicts ? yfs_now_ns() : 0;
 }
 
+/* What reclaim closes for a demand read: every paused stream (their
+ * dictionaries, idle once closed, are the dictionary cache's to count). */
+static uint64_t idle(void *ctx)
+{
+    yfs_streams *st = ctx;
+    pthread_mutex_lock(&st->lock);
+    uint64_t bytes = st->bytes;
+    pthread_mutex_unlock(&st->lock);
+    return bytes;
+}
+
 yfs_streams *yfs_streams_new(yfs_budget *budget, yfs_dicts *dicts, uint64_t cap,
                              yfs_stats *stats)
 {
@@ -108,7 +119,7 @@ yfs_streams *yfs_streams_new(yfs_budget *budget, yfs_dicts *dicts, uint64_t cap,
     pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
     pthread_cond_init(&st->ended, &monotonic);
     pthread_condattr_destroy(&monotonic);
-    yfs_budget_add_reclaimer(budget, reclaim, st);
+    yfs_budget_add_reclaimer(budget, reclaim, idle, st);
     return st;
 }
 

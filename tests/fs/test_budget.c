@@ -3,7 +3,8 @@
  * the oldest), prefetch gives way to a waiting demand and leaves an eighth
  * of the limit to running builds, a request
  * larger than the limit runs alone, holds that all wait do not deadlock,
- * reclaimers are asked before anyone waits, and counters by kind. */
+ * reclaimers are asked before anyone waits, but only when what they hold
+ * idle lets the reservation through (patience), and counters by kind. */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -382,11 +383,16 @@ static uint64_t drop_idle(void *ctx, uint64_t need, int demand)
     return 0;
 }
 
+static uint64_t count_idle(void *ctx)
+{
+    return ((idle_store *)ctx)->idle;
+}
+
 Test(budget, reclaimers_free_idle_memory_before_anyone_waits)
 {
     yfs_budget *b = yfs_budget_new(100, NULL);
     idle_store s = { b, 70, 0, 0, 1 };
-    yfs_budget_add_reclaimer(b, drop_idle, &s);
+    yfs_budget_add_reclaimer(b, drop_idle, count_idle, &s);
     yfs_budget_reserve(b, 70, YFS_MEM_PARKED, YFS_PREFETCH, NULL);
     cr_assert_eq(yfs_budget_reserve(b, 30, YFS_MEM_RAW, YFS_DEMAND, NULL), 0);
     cr_assert_eq(s.calls, 0, "asked while it fit");
@@ -420,7 +426,9 @@ Test(budget, forced_charges_are_counted_over_the_limit)
 
 /* Memory that becomes reclaimable while a waiter runs the reclaimers
  * (without the accountant's lock) is reclaimed for it: the wakeup it missed
- * does not leave it asleep for good. */
+ * does not leave it asleep for good. Nothing is idle at first and nobody
+ * running frees room, so the waiter runs out of patience
+ * (YFS_BUDGET_PATIENCE_NS) and calls the reclaimers. */
 typedef struct late_store {
     yfs_budget *b;
     int calls;
@@ -432,37 +440,83 @@ static uint64_t reclaim_late(void *ctx, uint64_t need, int demand)
     late_store *s = ctx;
     (void)need;
     (void)demand;
-    switch (s->calls++) {
-    case 0: /* the waiter's first try: nothing to give */
-        return 0;
-    case 1: /* its second: meanwhile another thread parks the 60 (and wakes) */
+    if (s->calls++ == 0) { /* meanwhile another thread parks the 60 (and wakes) */
         yfs_budget_transfer(s->b, 60, YFS_MEM_SEGMENTS, NULL, YFS_MEM_PARKED, NULL);
         s->parked = 60;
         return 0;
-    default:
-        yfs_budget_release(s->b, s->parked, YFS_MEM_PARKED, NULL);
-        s->parked = 0;
-        return 0;
     }
+    yfs_budget_release(s->b, s->parked, YFS_MEM_PARKED, NULL);
+    s->parked = 0;
+    return 0;
+}
+
+static uint64_t count_late(void *ctx)
+{
+    return ((late_store *)ctx)->parked;
 }
 
 Test(budget, memory_parked_while_the_reclaimers_run_is_not_missed)
 {
     yfs_budget *b = yfs_budget_new(100, NULL);
     late_store s = { b, 0, 0 };
-    yfs_budget_add_reclaimer(b, reclaim_late, &s);
+    yfs_budget_add_reclaimer(b, reclaim_late, count_late, &s);
     yfs_budget_reserve(b, 60, YFS_MEM_SEGMENTS, YFS_DEMAND, NULL);
     waiter w = { b, 50, NULL, 0 };
     pthread_t t;
     pthread_create(&t, NULL, demand, &w);
-    cr_assert(waiting_now(b));
-    yfs_budget_notify(b); /* its second try; nothing happens after it */
     for (int i = 0; i < 200 && !atomic_load(&w.done); i++)
         sleep_ms(5);
     cr_assert(atomic_load(&w.done), "the waiter slept through memory it could reclaim");
     pthread_join(t, NULL);
+    cr_assert_eq(s.calls, 2);
     cr_assert_eq(yfs_budget_used(b), 50);
     yfs_budget_release(b, 50, YFS_MEM_DECODED, NULL);
+    yfs_budget_free(b);
+}
+
+/* Patience: a demand reservation that the idle memory cannot let through
+ * keeps it and waits for the running work to free room; when nobody
+ * running could (all else is its own blocked hold), it drops the idle
+ * memory at once and goes on. */
+Test(budget, idle_memory_is_dropped_only_when_that_lets_a_reservation_through)
+{
+    yfs_stats st = { 0 };
+    yfs_budget *b = yfs_budget_new(100, &st);
+    idle_store s = { b, 30, 0, 0, 1 };
+    yfs_budget_add_reclaimer(b, drop_idle, count_idle, &s);
+    yfs_budget_reserve(b, 30, YFS_MEM_PARKED, YFS_PREFETCH, NULL);
+    cr_assert_eq(yfs_budget_reserve(b, 50, YFS_MEM_SEGMENTS, YFS_DEMAND, NULL), 0);
+
+    /* 60 more: 30 idle would not make room, 50 running will */
+    waiter w = { b, 60, NULL, 0 };
+    pthread_t t;
+    pthread_create(&t, NULL, demand, &w);
+    cr_assert(waiting_now(b), "the demand did not wait");
+    sleep_ms(YFS_BUDGET_PATIENCE_NS / 2000000);
+    cr_assert_eq(s.calls, 0, "idle memory dropped for a reservation that waits anyway");
+    cr_assert_eq(atomic_load(&w.done), 0);
+    /* a try that the idle memory cannot let through leaves it too */
+    cr_assert_eq(yfs_budget_reserve(b, 60, YFS_MEM_RAW, YFS_TRY, NULL), -1);
+    cr_assert_eq(s.calls, 0);
+    yfs_budget_release(b, 50, YFS_MEM_SEGMENTS, NULL);
+    pthread_join(t, NULL);
+    cr_assert_eq(s.idle, 30, "the room freed was enough: the idle memory stays");
+    yfs_budget_release(b, 60, YFS_MEM_DECODED, NULL);
+
+    /* a hold whose only thread asks for more than the room and the idle
+     * memory: nobody else could make room, so it drops the idle 30 and
+     * goes over the limit, without waiting */
+    yfs_hold h = { 0 };
+    yfs_hold_enter(b, &h);
+    yfs_budget_reserve(b, 50, YFS_MEM_SEGMENTS, YFS_DEMAND, &h);
+    uint64_t waits = snapshot(b).demand_waits;
+    cr_assert_eq(yfs_budget_reserve(b, 60, YFS_MEM_DECODED, YFS_DEMAND, &h), 0);
+    cr_assert_eq(snapshot(b).demand_waits, waits);
+    cr_assert_eq(s.idle, 0);
+    cr_assert_eq(yfs_budget_used(b), 110);
+    yfs_budget_release(b, 60, YFS_MEM_DECODED, &h);
+    yfs_budget_release(b, 50, YFS_MEM_SEGMENTS, &h);
+    yfs_hold_leave(b, &h);
     yfs_budget_free(b);
 }
 

@@ -104,7 +104,7 @@ Test(loads, the_header_bound_covers_every_decoded_page)
         uint32_t len;
         pq_error err;
         cr_assert_eq(yfs_page_read(m, page, &h, &raw, &len, &err), 0, "%s", err.msg);
-        uint64_t bound = yfs_decode_bound(raw, len);
+        uint64_t bound = yfs_decode_bound(raw, len, 0);
         pq_page_values v;
         ix_record *recs = malloc((m->ix->pages[page].records + 1) * sizeof *recs);
         cr_assert_eq(yfs_page_records(m, page, raw, len, &h, &v, recs, &err), 0, "%s", err.msg);
