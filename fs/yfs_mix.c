@@ -18,6 +18,32 @@ static yfs_options source_options(const yfs_options *opts, const yfs_mix_source 
     return o;
 }
 
+/* Several columns (column=a:b) are framed under their own field names, not
+ * under the mount's key: so where any source serves several, every source
+ * must serve the same ones, or records of different sources would not look
+ * alike. One column each may differ (its key is the mount's). */
+static int check_columns(const yfs_mix *mx, const yfs_options *opts, pq_error *err)
+{
+    const yfs_mixture *f = &mx->file;
+    const char *first = f->sources[0].column ? f->sources[0].column : opts->column;
+    int several = 0;
+    for (uint32_t i = 0; i < mx->n; i++) {
+        const char *c = f->sources[i].column ? f->sources[i].column : opts->column;
+        several |= c && strchr(c, ':') != NULL;
+    }
+    for (uint32_t i = 1; several && i < mx->n; i++) {
+        const char *c = f->sources[i].column ? f->sources[i].column : opts->column;
+        if (!first || !c || strcmp(first, c) != 0)
+            return pq_error_set(err, "source %u serves column %s and source 0 %s: with several "
+                                "columns (a:b) every source must serve the same ones (their "
+                                "fields keep their own names in jsonl, so the records of "
+                                "different sources would not look alike)",
+                                i, c ? c : "(the only string column)",
+                                first ? first : "(the only string column)");
+    }
+    return 0;
+}
+
 static int open_sources(yfs_mix *mx, const yfs_options *opts, int progress, pq_error *err)
 {
     yfs_mixture *f = &mx->file;
@@ -86,8 +112,10 @@ int yfs_mix_open(const yfs_options *opts, const char *file, int progress, yfs_mo
     mx->n = mx->file.count;
     mx->sources = calloc(mx->n, sizeof *mx->sources);
     mx->counts = calloc(mx->n, sizeof *mx->counts);
-    int rc = mx->sources && mx->counts ? open_sources(mx, opts, progress, err)
+    int rc = mx->sources && mx->counts ? check_columns(mx, opts, err)
                                        : pq_error_set(err, "out of memory");
+    if (rc == 0)
+        rc = open_sources(mx, opts, progress, err);
     if (rc == 0)
         rc = set_counts(mx, err);
     if (rc < 0 || !mx->sources[0]) {

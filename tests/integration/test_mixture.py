@@ -292,6 +292,47 @@ def test_plain_text_format(mix, mount):
     assert all(r.decode() in values for r in recs)
 
 
+def test_several_columns(mix, tmp_path, mount):
+    """column=other:text (issue 13) over a mixture of sources 0 and 2, the second naming the
+    same columns itself: every record is {"other", "text"} of its source's row, as pyarrow
+    reads it, in the proportions of the weights."""
+    path, oracle = mix
+    root = os.path.dirname(path)
+    p = tmp_path / "cols.json"
+    p.write_text(json.dumps({"sources": [
+        {"path": os.path.join(root, "src0"), "weight": 3},
+        {"path": os.path.join(root, "src2"), "weight": 1, "column": "other:text"}]}))
+    with mount(str(p), "rowid,column=other:text") as m:
+        recs = _records(m, "epoch-0.jsonl")
+        parts = [_records(m, f"epoch-0.part-{i}-of-3.jsonl") for i in range(3)]
+    total = SIZES[0] + SIZES[2]
+    assert len(recs) == total
+    for r in recs:
+        assert list(r) == ["other", "text", "_row", "_source"], f"keys {list(r)}"
+        src = (0, 2)[r["_source"]]
+        assert r["other"] == r["_row"] and r["text"] == oracle[src][r["_row"]], \
+            f"record {r} is not pyarrow's row of source {src}"
+    counts = Counter(r["_source"] for r in recs)
+    assert [counts[0], counts[1]] == expected_counts((3, 1), total)
+    key = lambda r: (r["_source"], r["_row"])
+    assert Counter(key(r) for q in parts for r in q) == Counter(key(r) for r in recs)
+
+
+@pytest.mark.parametrize("columns", ["text", "other:content"])
+def test_several_columns_must_be_the_same_in_every_source(mix, tmp_path, mount_fails, columns):
+    """Several columns keep their own field names, so a source naming other columns than the
+    rest is refused at mount, naming the source and the columns."""
+    path, _ = mix
+    root = os.path.dirname(path)
+    p = _bad(tmp_path, json.dumps({"sources": [
+        {"path": os.path.join(root, "src0"), "weight": 1},
+        {"path": os.path.join(root, "src1"), "weight": 1, "column": columns}]}))
+    r = mount_fails(p, "column=other:text")
+    err = r.stderr.decode("utf-8", "replace")
+    assert p in err and f"source 1 serves column {columns} and source 0 other:text" in err, err
+    assert "every source must serve the same ones" in err, err
+
+
 def _bad(tmp_path, text, name="bad.json"):
     p = tmp_path / name
     p.write_text(text)

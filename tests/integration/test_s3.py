@@ -104,6 +104,39 @@ def test_mount_seek_and_parts(spec, ds, s3, cat):
     assert sorted(recs) == sorted(split_records(reference, "jsonl"))
 
 
+def test_mixture_with_an_s3_source(ds, s3, tmp_path):
+    """A mixture's source may be an s3:// URL (issue 14): a source on the server (weight 2) and
+    the same files on local disk (weight 1), 3 x the rows: the server's source is read in two
+    passes. Every record is pyarrow's row of its source; the epoch and a part are the bytes of
+    the same mixture with both sources on local disk."""
+    url = upload(s3, ds, BASIC)
+    local = ds.path(BASIC)
+    value = dict(ds.oracle(BASIC))
+    rows = len(value)
+    files = {}
+    for name, first in (("s3", url), ("local", local)):
+        p = tmp_path / f"{name}.json"
+        p.write_text(json.dumps({"sources": [{"path": first, "weight": 2},
+                                             {"path": local, "weight": 1}],
+                                 "records": 3 * rows}))
+        files[name] = str(p)
+    got = {}
+    for name in ("s3", "local"):
+        with mounted(files[name], "rowid", env=s3.env() if name == "s3" else None) as m:
+            got[name] = [m.read("epoch-0.jsonl"), m.read("epoch-0.part-1-of-3.jsonl")]
+            assert m.size("epoch-0.jsonl") == len(got[name][0])
+    recs = [json.loads(r) for r in split_records(got["s3"][0], "jsonl")]
+    assert len(recs) == 3 * rows
+    by_source = {0: [], 1: []}
+    for r in recs:
+        assert set(r) == {"text", "_row", "_source"}, f"keys {sorted(r)}"
+        assert r["text"] == value[r["_row"]], f"record {r} is not pyarrow's"
+        by_source[r["_source"]].append(r["_row"])
+    assert sorted(by_source[0]) == sorted(list(value) * 2), "the s3:// source: not two passes"
+    assert sorted(by_source[1]) == sorted(value), "the local source: not every row once"
+    assert got["s3"] == got["local"], "the mixture over s3:// differs from the same on disk"
+
+
 def test_listing_sorted_hidden_and_other_objects_ignored(ds, s3, cat, tmp_path):
     """Keys sorted by byte order as paths are; hidden components and non-.parquet keys are not
     data, as in a directory."""
