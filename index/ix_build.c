@@ -410,10 +410,6 @@ static int keep_shard(build *b, pq_error *err)
 static int resolve_columns(build *b, pq_nest *nest, pq_error *err)
 {
     ix_index *ix = b->ix;
-    if (b->opts->shards > 1)
-        return pq_error_set(err, "column=%s: several columns are not kept in the persistent "
-                            "index, so there is nothing to build ahead by shard",
-                            b->opts->column);
     if (!(ix->columns = calloc(1, sizeof *ix->columns)))
         return pq_error_set(err, "out of memory");
     return ix_columns_resolve(&b->ss.files[0], b->opts->column, &b->opts->frame, ix->columns,
@@ -492,14 +488,21 @@ int ix_build(const ix_options *opts, ix_index **out, pq_error *err)
     if (ix_sources_load(&b.ss, b.cache, &ix->column, &ix->framing.nest, ix->framing.rowid,
                         threads, depth, &b.gate, err) < 0)
         goto done;
-    if (opts->shards > 1 && keep_shard(&b, err) < 0)
-        goto done;
+    /* Several columns: the others' values of every file, before a shard
+     * keeps its own. The primary's records are framed with the others'
+     * values of the same row, found by global row number, and a shard's
+     * files keep their global first rows (keep_shard): so the sizes a shard
+     * measures are a mount's. Each shard decodes the others of every file,
+     * as a mount does (they are not in the persistent index, ix_others.h);
+     * the page pass over the primary, the costly part, is what is sharded. */
     if (ix->columns) {
         if (ix_columns_load(ix->columns, &b.ss, opts->others_max, err) < 0)
             goto done;
         ix->bytes_scanned += ix->columns->bytes_read;
         ix_framing_set_others(&ix->framing, &ix->columns->values);
     }
+    if (opts->shards > 1 && keep_shard(&b, err) < 0)
+        goto done;
     if (plan_scans(&b, err) < 0)
         goto done;
     double t1 = ix_now();

@@ -50,6 +50,36 @@ def test_shards_in_parallel_build_one_index_a_mount_finds_whole(framing, ds, tmp
     assert "2 files (2 from the persistent index, 0 read now)" in again.stdout, again.stdout
 
 
+@pytest.mark.parametrize("framing", ["format=jsonl", "format=jsonl,rowid"])
+def test_shards_of_several_columns_build_the_index_a_mount_finds(framing, ds, tmp_path):
+    """column=id:text:score: each shard decodes the other columns of every file (their values
+    are part of the records' sizes, found by global row) and pages only its own files' text;
+    the merged index is the one a mount with the same options finds, and serves its bytes."""
+    path = ds.path(SIX)
+    cols = "column=id:text:score"
+    opts = f"{cols},{framing},cache={tmp_path}/cache"
+    procs = [subprocess.Popen([BIN, "index", "-o", opts, "--shard", f"{k}/3", path],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=_env()) for k in range(3)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err
+        assert not sanitizer_report(err.encode()), err
+        assert "2 files (0 from the persistent index, 2 read now)" in out, out
+    ix = _index_json(path, opts)
+    assert ix["persistent_index"]["files_reused"] == 6, ix["persistent_index"]
+    # what the mount read is the other columns alone: as after one unsharded `index`
+    whole = f"{cols},{framing},cache={tmp_path}/whole"
+    _index(path, whole)
+    assert ix["bytes_scanned"] == _index_json(path, whole)["bytes_scanned"]
+    assert ix["bytes_scanned"] < _index_json(path, f"{cols},{framing},cache=none")["bytes_scanned"]
+    for name in ("epoch-0.jsonl", "epoch-1.part-1-of-3.jsonl"):
+        assert run_cat(path, name, opts).stdout == \
+            run_cat(path, name, f"{cols},{framing},cache=none").stdout, name
+    again = _index(path, opts, "--shard", "2/3")
+    assert "2 files (2 from the persistent index, 0 read now)" in again.stdout, again.stdout
+
+
 def test_one_process_indexes_everything_and_more_shards_than_files(ds, tmp_path):
     path = ds.path(SIX)
     opts = f"cache={tmp_path}/cache"
