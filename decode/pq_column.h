@@ -21,12 +21,14 @@
  * Unsupported encodings or types fail with a message that names them.
  *
  * Limits: a page may declare at most PQ_MAX_PAGE_VALUES level entries and
- * at most PQ_MAX_PAGE_BYTES uncompressed bytes, so a hostile header cannot
- * force an unbounded allocation. These are absolute ceilings, the same for
- * every file; the limit that matters for one page is its column chunk's:
- * index/ holds every header, at mount and at read, to the chunk's declared
- * uncompressed size and value count and to the page's compressed bytes
- * (ix_claims.h) before it calls this module. Thread-safe; a pq_dictionary
+ * at most PQ_MAX_PAGE_BYTES uncompressed bytes (the format's own limit), and
+ * the decompressors never write past the declared size. These are absolute
+ * ceilings, the same for every file, and decode/ decides no policy: the
+ * limits that matter for one page are its column chunk's and the memory of
+ * the mount reading it: index/ holds every header, at mount and at read, to
+ * the chunk's declared uncompressed size and value count, and a page it
+ * decodes whole to the mount's mem= (ix_claims.h) before it calls this
+ * module. Callers without such a limit (the fuzz targets) set their own. Thread-safe; a pq_dictionary
  * may be shared read-only by several threads decoding pages concurrently.
  */
 #ifndef PQ_COLUMN_H
@@ -39,9 +41,11 @@
 #include "pq_page.h"
 
 #define PQ_MAX_PAGE_VALUES (1u << 26)
-/* 1 GiB: DuckDB, the writer with the largest pages we know, caps a page at
- * 10^9 bytes uncompressed (the format's own limit is 2^31 - 1). */
-#define PQ_MAX_PAGE_BYTES ((size_t)1 << 30)
+/* The format's own limit (PageHeader.uncompressed_page_size is an i32):
+ * parquet-testing's large_string_map.brotli.parquet has a dictionary page
+ * of 2^30 + 4 bytes. Offsets inside a page stay below 2^31, so int32 and
+ * uint32 arithmetic on them cannot wrap. */
+#define PQ_MAX_PAGE_BYTES ((size_t)INT32_MAX)
 /* DELTA_BYTE_ARRAY values repeat prefixes of the previous value, so a small
  * page can describe huge values (each value the previous one plus a byte):
  * the values of one page may take at most this many bytes once expanded. */

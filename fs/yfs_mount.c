@@ -156,6 +156,7 @@ ix_options yfs_index_options(const yfs_options *opts, const char *dataset, int p
         .skip_crc = opts->skip_crc,
         .stream_page_bytes = stream_page_bytes,
         .others_max = opts->mem,
+        .mem = opts->mem,
         .cache_dir = opts->cache_dir,
         .store = { opts->endpoint, opts->region, opts->no_sign },
     };

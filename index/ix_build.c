@@ -95,6 +95,7 @@ static int plan_parsed(build *b, const ix_source *s, uint32_t c, uint64_t row, p
             .first_row = row,
             .num_rows = (uint64_t)rg->num_rows,
             .stream_page_bytes = b->opts->stream_page_bytes,
+            .mem = b->opts->mem,
             .gate = &b->gate,
         };
         b->todo[b->num_todo++] = c;
@@ -251,6 +252,41 @@ static uint64_t chunk_units(const build *b, uint32_t c)
 
 /* Concatenate the chunks' pages into the global page array, and their units
  * into the global unit array. */
+/* The records' memory at this mount (ix_claims.h), from what the index
+ * keeps: a page whose records frame to more than ix_hold_max(mem) on
+ * average has one that does. The page pass refuses each such record as it
+ * measures it; this catches the pages of files from the persistent index,
+ * which an `index` or a mount with more mem= measured. */
+static int records_fit(const ix_index *ix, pq_error *err)
+{
+    if (!ix->mem)
+        return 0;
+    for (uint32_t c = 0; c < ix->num_chunks; c++)
+        for (uint64_t k = 0; k < ix->chunks[c].num_pages; k++) {
+            const ix_page *p = &ix->pages[ix->chunks[c].first_page + k];
+            if (!p->records)
+                continue;
+            uint64_t average = p->framed / p->records + (p->framed % p->records != 0);
+            if (average <= ix_hold_max(ix->mem))
+                continue;
+            char what[256];
+            int n = snprintf(what, sizeof what, "row group %u, column %s: page at offset %llu: ",
+                             ix->chunks[c].row_group, ix->column.path,
+                             (unsigned long long)p->offset);
+            size_t at = n > 0 && (size_t)n < sizeof what ? (size_t)n : 0;
+            if (p->records == 1)
+                snprintf(what + at, sizeof what - at, "its record frames to %llu bytes",
+                         (unsigned long long)p->framed);
+            else
+                snprintf(what + at, sizeof what - at, "its %u records frame to %llu bytes, "
+                         "one to at least %llu", p->records, (unsigned long long)p->framed,
+                         (unsigned long long)average);
+            ix_hold_check(average, ix->mem, what, err);
+            return pq_error_prefix(err, "%s: ", ix->files[ix->chunks[c].file].name);
+        }
+    return 0;
+}
+
 static int assemble(build *b, pq_error *err)
 {
     ix_index *ix = b->ix;
@@ -472,6 +508,7 @@ int ix_build(const ix_options *opts, ix_index **out, pq_error *err)
     int rc = -1;
     double t0 = ix_now();
     ix->verify_crc = !opts->skip_crc;
+    ix->mem = opts->mem;
     if (!(ix->dataset = strdup(opts->dataset))) {
         pq_error_set(err, "out of memory");
         goto done;
@@ -509,7 +546,7 @@ int ix_build(const ix_options *opts, ix_index **out, pq_error *err)
     ix->seconds_footers = t1 - t0;
     if (ix_parallel_for_growing(b.num_todo, threads, depth, scan_chunk, &b,
                         opts->progress ? "youmufs: indexing pages" : NULL, err) < 0 ||
-        assemble(&b, err) < 0)
+        assemble(&b, err) < 0 || records_fit(ix, err) < 0)
         goto done;
     ix->seconds_pages = ix_now() - t1;
     for (uint32_t i = 0; i < ix->num_files; i++) {

@@ -9,6 +9,7 @@
  * entry (ix_row.h), so the pass holds a few MiB whatever the page size. The
  * entries it makes are the same either way. */
 #include <assert.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -185,16 +186,23 @@ static int append_size(uint32_t **sizes, uint32_t *num, uint32_t *cap, uint32_t 
 
 /* Measure one record into pg (records, framed) and append its framed size,
  * refusing values the framing cannot carry (a newline in text, a number
- * outside the raw dtype). */
-static int take_record(const ix_framing *f, const ix_record *r, ix_page *pg, uint32_t **sizes,
+ * outside the raw dtype), and a record larger than the mount's mem= can
+ * build a segment of (ix_claims.h). */
+static int take_record(const ix_scan *scan, const ix_record *r, ix_page *pg, uint32_t **sizes,
                        uint32_t *num, uint32_t *cap, pq_error *err)
 {
     ix_sink count = ix_sink_counter();
-    if (ix_frame(f, r, &count, err) < 0)
+    if (ix_frame(scan->framing, r, &count, err) < 0)
         return -1;
     if (count.size > UINT32_MAX)
         return pq_error_set(err, "row %llu frames to %llu bytes, over 4 GiB",
                             (unsigned long long)r->row, (unsigned long long)count.size);
+    if (count.size > ix_hold_max(scan->mem)) {
+        char what[96];
+        snprintf(what, sizeof what, "row %llu frames to a record of %llu bytes",
+                 (unsigned long long)r->row, (unsigned long long)count.size);
+        return ix_hold_check(count.size, scan->mem, what, err);
+    }
     uint32_t size = (uint32_t)count.size;
     pg->records++;
     pg->framed += size;
@@ -216,7 +224,7 @@ static int measure_records(scan_state *st, const pq_page_values *v, ix_page *pg,
     pg->framed = 0;
     pg->records = 0;
     for (uint32_t k = 0; rc == 0 && k < count; k++)
-        rc = take_record(f, &recs[k], pg, &st->sizes, &st->num_sizes, &st->sizes_cap, err);
+        rc = take_record(st->scan, &recs[k], pg, &st->sizes, &st->num_sizes, &st->sizes_cap, err);
     free(recs);
     return rc;
 }
@@ -230,7 +238,7 @@ static int take_row(scan_state *st, ix_row *r, ix_page *pg, uint32_t **sizes, ui
     ix_record rec;
     int rc = 0;
     if (ix_row_record(r, &f->shape, pg->first_row + pg->rows, &rec))
-        rc = take_record(f, &rec, pg, sizes, num, cap, err);
+        rc = take_record(st->scan, &rec, pg, sizes, num, cap, err);
     pg->rows++;
     return rc;
 }
@@ -450,7 +458,7 @@ static int check_claims(const scan_state *st, const pq_page_header *h, pq_error 
 {
     const pq_column_meta *m = st->scan->meta;
     ix_chunk_bounds chunk = { m->total_uncompressed_size, m->num_values };
-    return ix_page_claims_check(h, &chunk, err);
+    return ix_page_claims_check(h, &chunk, st->scan->mem, err);
 }
 
 /* ---- streaming a large page (see the top) ---- */
@@ -553,7 +561,7 @@ static int stream_rows(scan_state *st, pq_stream *s, ix_page *pg, uint32_t *num,
         if (!repeated) {
             ix_record rec;
             if (ix_flat_record(&f->shape, &e.value, &e.def, pg->first_row + pg->rows, &rec) &&
-                take_record(f, &rec, pg, &st->page_sizes, num, &st->page_sizes_cap, err) < 0)
+                take_record(st->scan, &rec, pg, &st->page_sizes, num, &st->page_sizes_cap, err) < 0)
                 return -1;
             pg->rows++;
             continue;
@@ -748,6 +756,8 @@ static int visit_page(scan_state *st, uint64_t off, uint32_t expect_len, uint64_
         if (streamed)
             return 0;
     }
+    if (ix_page_hold_check(&h, st->scan->mem, err) < 0) /* decoded whole: ix_claims.h */
+        return pq_error_prefix(err, "data page at offset %llu: ", (unsigned long long)off);
     const uint8_t *page = window_get(&st->w, off, (size_t)total, err);
     if (!page)
         return -1;

@@ -51,12 +51,12 @@ static int keep_page(ix_chunk_whole *cv, pq_page_values *v, pq_error *err)
 
 /* Decode every page of the chunk in buf[0..len). */
 static int decode_pages(ix_chunk_whole *cv, const pq_column_desc *desc, const uint8_t *buf,
-                        size_t len, const ix_chunk_bounds *bounds, pq_error *err)
+                        size_t len, const ix_chunk_bounds *bounds, uint64_t mem, pq_error *err)
 {
     for (size_t off = 0; off < len;) {
         pq_page_header h;
         if (pq_page_header_parse(buf + off, len - off, &h, err) < 0 ||
-            ix_page_claims_check(&h, bounds, err) < 0)
+            ix_page_claims_check(&h, bounds, mem, err) < 0 || ix_page_hold_check(&h, mem, err) < 0)
             return pq_error_prefix(err, "page at chunk byte %zu: ", off);
         size_t body = off + h.header_len;
         if ((uint64_t)h.compressed_size > len - body)
@@ -140,7 +140,7 @@ int ix_chunk_whole_load(ix_chunk_whole *cv, const ix_source *s, int leaf, int32_
     int rc = read_chunk(s, m, &buf, &len, err);
     *bytes_read += len;
     if (rc == 0)
-        rc = decode_pages(cv, &desc, buf, len, &bounds, err);
+        rc = decode_pages(cv, &desc, buf, len, &bounds, max, err);
     free(buf);
     if (rc == 0)
         rc = join_pages(cv, &desc, err);

@@ -26,7 +26,8 @@ typedef struct ix_chunk_whole {
 /* Leaf `leaf` of s (parsed footer), row group g, into *cv (emptied first;
  * empty for a row group of no rows). Refuses an encrypted chunk, a type
  * other than the schema's, a chunk of more than max compressed bytes (0:
- * no limit). *bytes_read grows by the bytes read. */
+ * no limit; mounts pass mem=), and a page that mem=max cannot hold whole
+ * (ix_page_hold_check). *bytes_read grows by the bytes read. */
 int ix_chunk_whole_load(ix_chunk_whole *cv, const ix_source *s, int leaf, int32_t g,
                         uint64_t max, uint64_t *bytes_read, pq_error *err);
 void ix_chunk_whole_free(ix_chunk_whole *cv);

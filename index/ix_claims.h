@@ -2,20 +2,47 @@
  * allocated for the page.
  *
  * A page header is untrusted, and its uncompressed size and value count
- * decide what decoding the page allocates. Each is held to what the page's
- * column chunk declares in the footer (ix_chunk_bounds) and to what the
- * page's own compressed bytes can honestly hold:
+ * decide what decoding the page allocates. Two kinds of rule:
+ *
+ * Consistency with the footer (ix_chunk_bounds), for every header:
  *   - uncompressed size <= the chunk's total_uncompressed_size;
- *   - uncompressed size <= compressed size x IX_MAX_COMPRESSION_RATIO
- *     + IX_RATIO_SLACK_BYTES (a decompression bomb otherwise);
  *   - a data page's value count <= the chunk's num_values.
+ *
+ * Memory, for a page held whole: a dictionary page always; a data page when
+ * it is decoded whole rather than streamed (pq_stream.h streams a page in a
+ * few windows whatever it claims). What holding it takes follows from the
+ * header alone (ix_page_hold_bytes); the read path charges it to the
+ * mount's accountant before anything is allocated, and the decompressors
+ * never write past the declared size (pq_codec.h). So a page that
+ * compresses 640,000:1 (parquet-testing's large_string_map.brotli.parquet:
+ * a 1 GiB dictionary page from 1.6 KB of brotli) costs exactly the memory
+ * it declares, like any other page of that size; a compression ratio says
+ * nothing about memory. What matters is whether the mount has that memory:
+ * ix_page_hold_bytes(h) <= ix_hold_max(mem), else the page is refused with
+ * a message that names the mem= it would need (ix_mem_needed). The same
+ * limit holds for one framed record (ix_chunk_scan.c): a record is built
+ * into a segment whole.
+ *
+ * Why a quarter of mem=. For a page of one huge value (that file: one 1 GiB
+ * string per row), the read path may hold at once the decoded page (or
+ * dictionary), the value copied out of it for the unit being framed, the
+ * segment being built and the segment being read: four times the page.
+ * IX_HOLD_SLACK_BYTES is invariant 4's additive slack (16 MiB): it lets a
+ * small mount (mem=1M) hold the 1 MiB pages and dictionaries common writers
+ * make. That file needs mem=4G: measured at mem=4G, 3.0 GiB of RSS (the
+ * bound is 4.4 GiB).
+ *
  * One rule for the whole index: the mount's page pass applies it to every
- * header it walks (ix_chunk_scan.c), and the read path to every header it
- * parses (ix_read.c), which covers the pages the mount sized without seeing
- * their headers (from the page index, or from the persistent index). With
- * it, what one page may allocate is bounded by its chunk's declared size and
- * by the bytes actually on disk, well below the decoder's absolute ceiling
- * (PQ_MAX_PAGE_BYTES, pq_column.h). Pure and thread-safe.
+ * header it walks and every page it decodes whole (ix_chunk_scan.c), the
+ * loads of other columns to their chunks (ix_chunk_whole.c), and the read
+ * path to every header it parses (ix_read.c, ix_stream.c), which covers the
+ * pages the mount sized without seeing their headers (from the page index,
+ * or from the persistent index: a mount with less mem= than the `index`
+ * that built it fails there, at read, with EIO and that message logged).
+ * The decoder's own ceiling (PQ_MAX_PAGE_BYTES, pq_column.h) is the
+ * format's. CPU is not bounded by mem=: a streamed page is decompressed
+ * once per read of it, at most its declared size (< 2 GiB). Pure and
+ * thread-safe.
  */
 #ifndef IX_CLAIMS_H
 #define IX_CLAIMS_H
@@ -25,11 +52,6 @@
 #include "pq_error.h"
 #include "pq_page.h"
 
-/* Real data stays far below this ratio (runs of one value reach a few
- * hundred); the slack lets a small page of such runs through. */
-#define IX_MAX_COMPRESSION_RATIO 1024
-#define IX_RATIO_SLACK_BYTES (16u << 20)
-
 /* What the footer declares of a column chunk, as its pages are held to it
  * (kept per chunk in the index and in the persistent index). */
 typedef struct ix_chunk_bounds {
@@ -37,9 +59,38 @@ typedef struct ix_chunk_bounds {
     int64_t values;       /* ColumnMetaData.num_values: level entries of all its data pages */
 } ix_chunk_bounds;
 
-/* 0 if the header's claims fit the chunk, else -1 with a message that says
- * which claim and what it exceeds (the caller adds file and offset). */
-int ix_page_claims_check(const pq_page_header *h, const ix_chunk_bounds *chunk,
+#define IX_HOLD_PARTS 4
+#define IX_HOLD_SLACK_BYTES ((uint64_t)16 << 20)
+
+/* Bytes holding the page whole takes, from its header: what the read path
+ * charges before decoding it (dictionary: fs/yfs_dicts.c's charge, the
+ * decompressed page, a byte and a slice per entry; data page:
+ * yfs_decode_bound_page, fs/yfs_budget.c, which tests/fs/test_budget.c
+ * holds equal to this). 0 for other page types. */
+uint64_t ix_page_hold_bytes(const pq_page_header *h);
+
+/* The most one page held whole, or one record, may take at a mount of
+ * mem= bytes: (mem + IX_HOLD_SLACK_BYTES) / IX_HOLD_PARTS. mem 0: no limit
+ * (callers outside a mount: tests, tools). */
+uint64_t ix_hold_max(uint64_t mem);
+
+/* The least mem=, in whole MiB, at which `bytes` may be held. */
+uint64_t ix_mem_needed(uint64_t bytes);
+
+/* Refuse holding `bytes` (what: "a dictionary page of ...") at mem=:
+ * 0 if it fits ix_hold_max(mem), else -1 with a message naming the mem=
+ * needed and the mount's. */
+int ix_hold_check(uint64_t bytes, uint64_t mem, const char *what, pq_error *err);
+
+/* 0 if the header's claims fit the chunk and, for a dictionary page, the
+ * mount's memory (mem: its mem=, 0 for none), else -1 with a message that
+ * says which claim and what it exceeds (the caller adds file and offset).
+ * A data page's memory is checked where it is decoded whole:
+ * ix_page_hold_check. */
+int ix_page_claims_check(const pq_page_header *h, const ix_chunk_bounds *chunk, uint64_t mem,
                          pq_error *err);
+
+/* The memory rule for a page about to be decoded whole (any type). */
+int ix_page_hold_check(const pq_page_header *h, uint64_t mem, pq_error *err);
 
 #endif

@@ -156,6 +156,8 @@ typedef struct ix_options {
                                  * more (ix_scan_chunk); 0: 16 MiB */
     uint64_t others_max;   /* several columns: most bytes the other columns' values may hold
                             * (ix_others.h); 0: no limit */
+    uint64_t mem;          /* the mount's mem=: a page held whole, or a record, may take at
+                            * most ix_hold_max(mem) (ix_claims.h); 0: no limit */
     const char *cache_dir; /* persistent index directory (ix_cache.h), NULL for none */
     ix_store_options store; /* an object store's endpoint, region, signing (ix_store.h) */
     /* shards > 1: index only the files of shard `shard` (file k, in path
@@ -172,6 +174,7 @@ typedef struct ix_index {
     ix_framing framing;
     struct ix_column_set *columns; /* several columns (ix_others.h), else NULL; owned */
     int verify_crc;      /* check page CRCs when reading */
+    uint64_t mem;        /* ix_options.mem: what pages read whole may hold (ix_claims.h) */
 
     uint32_t num_files;
     ix_file *files;

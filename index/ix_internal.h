@@ -105,6 +105,7 @@ typedef struct ix_scan {
     uint64_t first_row;  /* global row of the chunk's first row (for rowid sizes) */
     uint64_t num_rows;   /* rows of the row group */
     uint64_t stream_page_bytes; /* ix_options.stream_page_bytes */
+    uint64_t mem;        /* ix_options.mem: pages decoded whole and records (ix_claims.h) */
     ix_gate *gate;       /* the caller holds one of its CPU tokens (ix_gate.h); NULL: none */
     /* out */
     ix_page *pages;      /* page first_row values are global */

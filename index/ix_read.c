@@ -160,7 +160,7 @@ static int parse_page(const ix_index *ix, const ix_chunk *c, const uint8_t *raw,
                       uint64_t length, int partial, pq_page_header *h, pq_error *err)
 {
     if (pq_page_header_parse(raw, length, h, err) < 0 ||
-        ix_page_claims_check(h, &c->bounds, err) < 0)
+        ix_page_claims_check(h, &c->bounds, ix->mem, err) < 0)
         return -1;
     uint64_t total = h->header_len + (uint64_t)h->compressed_size;
     if (partial ? total > length : total != length)
@@ -220,6 +220,8 @@ static int decode_one(const ix_index *ix, uint32_t chunk, const uint8_t *raw, ui
         return -1;
     if (h.type != PQ_PAGE_DATA && h.type != PQ_PAGE_DATA_V2)
         return pq_error_set(err, "not a data page (page type %d; file changed?)", h.type);
+    if (ix_page_hold_check(&h, ix->mem, err) < 0) /* decoded whole: ix_claims.h */
+        return -1;
     if (ix_uses_dictionary(&h) && !*dict) {
         if (c->dict_offset < 0)
             return pq_error_set(err, "dictionary-encoded, but the chunk has no dictionary page");

@@ -201,7 +201,7 @@ static int open_page(ix_stream *s, pq_error *err)
                                    : pq_error_set(err, "a page header of more than %zu bytes "
                                                   "(not streamable)", HEADER_MAX);
     }
-    if (ix_page_claims_check(h, &s->chunk->bounds, err) < 0)
+    if (ix_page_claims_check(h, &s->chunk->bounds, s->ix->mem, err) < 0)
         return -1;
     uint64_t total = h->header_len + (uint64_t)h->compressed_size;
     /* the entry's pages tile its range exactly (ix_chunk_scan.c) */

@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <time.h>
 
+#include "ix_claims.h"
 #include "yfs_budget.h"
 
 static void sleep_ms(long ms)
@@ -555,4 +556,28 @@ Test(budget, the_heap_is_trimmed_only_when_its_free_memory_would_pass_the_bound)
     yfs_budget_release(b, 1700, YFS_MEM_SEGMENTS, NULL);
     yfs_budget_release(b, 50, YFS_MEM_CHUNKS, NULL);
     yfs_budget_free(b);
+}
+
+/* What index/ holds a page decoded whole to (ix_claims.h: refused at mount
+ * past a quarter of mem=) is what the read path charges for it. */
+Test(budget, the_index_limits_a_page_by_what_the_read_path_charges)
+{
+    const int types[] = { PQ_PAGE_DATA, PQ_PAGE_DATA_V2, PQ_PAGE_DICTIONARY, PQ_PAGE_INDEX };
+    const int encodings[] = { PQ_ENC_PLAIN, PQ_ENC_RLE_DICTIONARY, PQ_ENC_BYTE_STREAM_SPLIT,
+                              PQ_ENC_DELTA_BYTE_ARRAY, PQ_ENC_DELTA_BINARY_PACKED };
+    const int32_t sizes[] = { 0, 1, 1 << 20, INT32_MAX };
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+        for (size_t e = 0; e < sizeof encodings / sizeof encodings[0]; e++)
+            for (size_t u = 0; u < sizeof sizes / sizeof sizes[0]; u++)
+                for (size_t n = 0; n < sizeof sizes / sizeof sizes[0]; n++) {
+                    pq_page_header h = { .type = types[t], .encoding = encodings[e],
+                                         .uncompressed_size = sizes[u],
+                                         .num_values = sizes[n] };
+                    if (types[t] == PQ_PAGE_DICTIONARY)
+                        cr_assert_eq(ix_page_hold_bytes(&h),
+                                     (uint64_t)sizes[u] +
+                                         (uint64_t)sizes[n] * (1 + sizeof(pq_bytes)));
+                    else
+                        cr_assert_eq(ix_page_hold_bytes(&h), yfs_decode_bound_page(&h));
+                }
 }

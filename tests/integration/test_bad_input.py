@@ -466,19 +466,28 @@ def test_fuzzed_files_never_crash(codec, tmp_path, cat):
     assert outcomes["error"] > 0, f"no damaged file was refused: {outcomes}"
 
 
-def test_decompression_bomb_refused(tmp_path, cat):
-    """A page whose declared size is far beyond what its compressed bytes can honestly
-    hold (here 48 MiB of one byte in one zstd page, ~5 KB on disk) is refused at mount
-    before anything is allocated for it, naming the file."""
+def test_a_page_large_from_few_bytes_costs_the_memory_it_declares(tmp_path, cat):
+    """A page far larger than its compressed bytes (48 MiB of one byte in one zstd page, ~5 KB
+    on disk) is no decompression bomb: what it declares is charged before anything is
+    allocated and no more is written, so it costs that memory like any page of its size
+    (CONTRACT-TYPES.md). At the default mem= it is read; at a mem= whose quarter cannot hold
+    it, refused at mount naming the file and the mem= that reads it; at that mem=, read."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-    d = tmp_path / "bomb"
+    d = tmp_path / "big"
     d.mkdir()
-    pq.write_table(pa.table({"text": ["a" * (48 << 20)]}), d / "bomb.parquet",
+    value = "a" * (48 << 20)
+    pq.write_table(pa.table({"text": [value]}), d / "big.parquet",
                    compression="zstd", use_dictionary=False, data_page_size=64 << 20)
-    p = cat(d, "epoch-0.jsonl", check=False)
+    assert os.path.getsize(d / "big.parquet") < (64 << 10)
+    want = ('{"text":"' + value + '"}\n').encode()
+    assert cat(d, "epoch-0.jsonl").stdout == want
+    p = cat(d, "epoch-0.jsonl", "mem=64M", check=False)
     err = p.stderr.decode()
-    assert p.returncode != 0 and "bomb.parquet" in err and "decompression bomb" in err, err
+    need = re.search(r"needs mem=(\S+) or more", err)
+    assert p.returncode != 0 and not p.stdout and "big.parquet" in err and need, err
+    assert "mem=64M" in err and "page at offset" in err, err
+    assert cat(d, "epoch-0.jsonl", f"mem={need.group(1)}").stdout == want
 
 
 def _int_file(path, rows=200):

@@ -196,8 +196,7 @@ def test_large_list_and_default_key(types_ds, cat):
 
 
 # ---------------------------------------------------------------------------------------------
-# lists of lists are served (issue 13); maps are refused (small files, so no decompression-bomb
-# guard interferes)
+# lists of lists are served (issue 13); maps are refused (small files, well within mem=)
 
 @pytest.fixture(scope="module")
 def nested_ds(tmp_path_factory):
