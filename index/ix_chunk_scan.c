@@ -48,7 +48,8 @@ typedef struct window {
     size_t cap;
     uint64_t *bytes_read;
     ix_gate *gate;       /* ix_scan.gate: cap is charged to it, the reads leave the CPU */
-    uint64_t charged;    /* == cap under a gate */
+    uint64_t extra;      /* charged with cap: a large decoded dictionary (dictionary()) */
+    uint64_t charged;    /* == cap + extra under a gate */
 } window;
 
 /* Make [off, off+len) available and return it. The range must lie within the
@@ -67,7 +68,7 @@ static const uint8_t *window_get(window *w, uint64_t off, size_t len, pq_error *
         free(w->buf);
         w->buf = NULL;
         w->cap = w->len = 0;
-        ix_gate_take(w->gate, &w->charged, want);
+        ix_gate_take(w->gate, &w->charged, want + w->extra);
         if (!(w->buf = malloc(want))) {
             ix_gate_cpu_enter(w->gate);
             pq_error_set(err, "%s: out of memory for a %zu-byte read", w->src->name, want);
@@ -75,7 +76,7 @@ static const uint8_t *window_get(window *w, uint64_t off, size_t len, pq_error *
         }
         w->cap = want;
     }
-    assert(!w->gate || w->charged == w->cap);
+    assert(!w->gate || w->charged == w->cap + w->extra);
     int rc = ix_store_read(w->src->store, w->src->fd, w->src->name, w->buf, want, off, err);
     ix_gate_cpu_enter(w->gate);
     if (rc < 0)
@@ -413,6 +414,20 @@ static int dictionary(scan_state *st, const pq_dictionary **out, pq_error *err)
         const uint8_t *page = window_get(&st->w, (uint64_t)scan->dict_offset, scan->dict_length, err);
         if (!page)
             return -1;
+        /* A dictionary larger than a window (at most ix_hold_max(mem):
+         * check_claims) is charged to the gate with the window, before it
+         * is decoded, until the chunk is done: the page pass then decodes
+         * such dictionaries one at a time (a request over the gate's bytes
+         * runs alone), not one per thread. Smaller ones stay within what
+         * the windows leave (as before). The window keeps its bytes while
+         * the charge waits. */
+        uint64_t hold = ix_page_hold_bytes(h);
+        if (st->w.gate && hold > WINDOW_BYTES) {
+            ix_gate_cpu_leave(st->w.gate);
+            st->w.extra = hold;
+            ix_gate_take(st->w.gate, &st->w.charged, st->w.cap + st->w.extra);
+            ix_gate_cpu_enter(st->w.gate);
+        }
         const uint8_t *body = page + h->header_len;
         if ((scan->verify_crc && pq_page_check_crc(h, body, (size_t)h->compressed_size, err) < 0) ||
             pq_dictionary_decode(&scan->desc, h, body, (size_t)h->compressed_size, &st->dict,
@@ -1021,9 +1036,9 @@ int ix_scan_chunk(ix_scan *scan, pq_error *err)
         rc = pq_error_set(err, "the pages hold %llu values, the column metadata says %lld",
                           (unsigned long long)st.rows_seen, (long long)m->num_values);
     free(st.w.buf);
-    ix_gate_give(st.w.gate, &st.w.charged);
-    if (st.dict_decoded)
+    if (st.dict_decoded) /* before its charge goes back (dictionary()) */
         pq_dictionary_free(&st.dict);
+    ix_gate_give(st.w.gate, &st.w.charged);
     if (rc < 0) {
         free(scan->pages);
         scan->pages = NULL;
