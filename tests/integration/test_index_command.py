@@ -27,17 +27,24 @@ def _index_json(dataset, options):
     return json.loads(run_cat(dataset, ".youmufs/index.json", options).stdout)
 
 
-@pytest.mark.parametrize("framing", ["format=jsonl", "format=jsonl,rowid", "format=len32"])
-def test_shards_in_parallel_build_one_index_a_mount_finds_whole(framing, ds, tmp_path):
-    path = ds.path(SIX)
-    opts = f"{framing},cache={tmp_path}/cache"
+def _index_three_shards_at_once(path, opts):
+    """`index --shard k/3` for k = 0, 1, 2 run at once on SIX's six files: each indexes its
+    two, cleanly."""
     procs = [subprocess.Popen([BIN, "index", "-o", opts, "--shard", f"{k}/3", path],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env=_env()) for k in range(3)]
     outs = [p.communicate(timeout=300) for p in procs]
     for p, (out, err) in zip(procs, outs):
         assert p.returncode == 0, err
+        assert not sanitizer_report(err.encode()), err
         assert "2 files (0 from the persistent index, 2 read now)" in out, out
+
+
+@pytest.mark.parametrize("framing", ["format=jsonl", "format=jsonl,rowid", "format=len32"])
+def test_shards_in_parallel_build_one_index_a_mount_finds_whole(framing, ds, tmp_path):
+    path = ds.path(SIX)
+    opts = f"{framing},cache={tmp_path}/cache"
+    _index_three_shards_at_once(path, opts)
     ix = _index_json(path, opts)
     assert ix["persistent_index"]["files_reused"] == 6, ix["persistent_index"]
     assert ix["bytes_scanned"] == 0, "the mount read pages although every file was indexed"
@@ -58,14 +65,7 @@ def test_shards_of_several_columns_build_the_index_a_mount_finds(framing, ds, tm
     path = ds.path(SIX)
     cols = "column=id:text:score"
     opts = f"{cols},{framing},cache={tmp_path}/cache"
-    procs = [subprocess.Popen([BIN, "index", "-o", opts, "--shard", f"{k}/3", path],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env=_env()) for k in range(3)]
-    outs = [p.communicate(timeout=300) for p in procs]
-    for p, (out, err) in zip(procs, outs):
-        assert p.returncode == 0, err
-        assert not sanitizer_report(err.encode()), err
-        assert "2 files (0 from the persistent index, 2 read now)" in out, out
+    _index_three_shards_at_once(path, opts)
     ix = _index_json(path, opts)
     assert ix["persistent_index"]["files_reused"] == 6, ix["persistent_index"]
     # what the mount read is the other columns alone: as after one unsharded `index`
