@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "ix_claims.h"
 #include "pq_page.h"
 
 /* A mount registers 5; the mounts of a mixture's sources (at most
@@ -518,25 +519,14 @@ void yfs_budget_snapshot_get(yfs_budget *b, yfs_budget_snapshot *out)
     pthread_mutex_unlock(&b->lock);
 }
 
-/* Per level entry of a data page: its value slice, two uint16 level arrays
- * and their uint32 scratch, and up to 16 bytes the value decoders allocate
- * per value (DELTA_BINARY_PACKED: the decoded integers and their bytes;
- * dictionary indices; booleans). */
-#define BOUND_PER_ENTRY (sizeof(pq_bytes) + 2 * sizeof(uint16_t) + sizeof(uint32_t) + 16)
-
+/* The index's one formula (ix_page_hold_bytes), which it limits pages by:
+ * a DELTA_BYTE_ARRAY page that expands beyond it is charged once decoded
+ * (yfs_budget_settle). */
 uint64_t yfs_decode_bound_page(const pq_page_header *h)
 {
-    if ((h->type != PQ_PAGE_DATA && h->type != PQ_PAGE_DATA_V2) || h->uncompressed_size < 0)
+    if (h->type != PQ_PAGE_DATA && h->type != PQ_PAGE_DATA_V2)
         return 0;
-    uint64_t ulen = (uint64_t)h->uncompressed_size;
-    uint64_t n = h->num_values > 0 ? (uint64_t)h->num_values : 0;
-    /* BYTE_STREAM_SPLIT and DELTA_BYTE_ARRAY materialise values next to
-     * the storage: about as many bytes again (a DELTA_BYTE_ARRAY page that
-     * expands beyond that is charged once decoded, yfs_budget_settle). */
-    uint64_t materialised =
-        h->encoding == PQ_ENC_BYTE_STREAM_SPLIT || h->encoding == PQ_ENC_DELTA_BYTE_ARRAY ? ulen
-                                                                                          : 0;
-    return ulen + materialised + n * BOUND_PER_ENTRY;
+    return ix_page_hold_bytes(h);
 }
 
 static int dictionary_encoded(const pq_page_header *h)

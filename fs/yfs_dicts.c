@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "ix_claims.h"
 #include "ix_read.h"
 #include "pq_page.h"
 #include "yfs_list.h"
@@ -137,8 +138,7 @@ static void charge_decoded(void *ctx, const pq_page_header *h)
     assert(d->bound == 0); /* called once per read */
     if (h->uncompressed_size < 0 || h->num_values < 0)
         return; /* the decode refuses it */
-    uint64_t n = (uint64_t)h->num_values;
-    d->bound = (uint64_t)h->uncompressed_size + n * (1 + sizeof(pq_bytes)) + sizeof(yfs_dict);
+    d->bound = ix_page_hold_bytes(h) + sizeof(yfs_dict);
     yfs_budget_reserve(d->c->budget, d->bound, YFS_MEM_DICTIONARIES, YFS_DEMAND, d->hold);
 }
 

@@ -250,8 +250,6 @@ static uint64_t chunk_units(const build *b, uint32_t c)
     return scan->num_units;
 }
 
-/* Concatenate the chunks' pages into the global page array, and their units
- * into the global unit array. */
 /* The records' memory at this mount (ix_claims.h), from what the index
  * keeps: a page whose records frame to more than ix_hold_max(mem) on
  * average has one that does. The page pass refuses each such record as it
@@ -287,6 +285,8 @@ static int records_fit(const ix_index *ix, pq_error *err)
     return 0;
 }
 
+/* Concatenate the chunks' pages into the global page array, and their units
+ * into the global unit array. */
 static int assemble(build *b, pq_error *err)
 {
     ix_index *ix = b->ix;

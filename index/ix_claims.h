@@ -62,11 +62,13 @@ typedef struct ix_chunk_bounds {
 #define IX_HOLD_PARTS 4
 #define IX_HOLD_SLACK_BYTES ((uint64_t)16 << 20)
 
-/* Bytes holding the page whole takes, from its header: what the read path
- * charges before decoding it (dictionary: fs/yfs_dicts.c's charge, the
- * decompressed page, a byte and a slice per entry; data page:
- * yfs_decode_bound_page, fs/yfs_budget.c, which tests/fs/test_budget.c
- * holds equal to this). 0 for other page types. */
+/* Bytes holding the page whole takes, from its header, and what the read
+ * path charges before decoding it (fs/yfs_dicts.c and yfs_decode_bound_page
+ * call this): a dictionary, the decompressed page, a byte and a slice per
+ * entry; a data page, the decompressed page, per entry a value slice, two
+ * uint16 levels, their uint32 scratch and up to 16 bytes the value decoders
+ * materialise, and the page again for BYTE_STREAM_SPLIT and
+ * DELTA_BYTE_ARRAY. 0 for other page types. */
 uint64_t ix_page_hold_bytes(const pq_page_header *h);
 
 /* The most one page held whole, or one record, may take at a mount of
