@@ -29,7 +29,9 @@ from benchmount import timed_mount
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def make(path, files, rows):
+def make(path, files, rows, ids=False):
+    """files of `rows` short texts each (with ids: and an int64 id before it, as
+    bench/remount_columns.py mounts column=id:text)."""
     if os.path.isdir(path) and len(os.listdir(path)) == files:
         return
     shutil.rmtree(path, ignore_errors=True)
@@ -38,7 +40,9 @@ def make(path, files, rows):
     words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
     for i in range(files):
         text = [" ".join(rng.choice(words) for _ in range(rng.randint(3, 40))) for _ in range(rows)]
-        pq.write_table(pa.table({"text": text}), os.path.join(path, f"part-{i:05d}.parquet"),
+        columns = {"id": list(range(i * rows, (i + 1) * rows))} if ids else {}
+        columns["text"] = text
+        pq.write_table(pa.table(columns), os.path.join(path, f"part-{i:05d}.parquet"),
                        row_group_size=rows // 2 + 1)
 
 

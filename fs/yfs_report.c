@@ -7,6 +7,7 @@
 #include <string.h>
 #include <syslog.h>
 
+#include "ix_others.h"
 #include "yfs_budget.h"
 #include "yfs_io.h"
 #include "yfs_mix.h"
@@ -83,8 +84,16 @@ static json_t *dataset_json(const yfs_mount *m)
     }
     json_t *cache = json_pack("{s:s?, s:I, s:s}", "directory", o->cache_dir, "files_reused",
                               (json_int_t)ix->files_cached, "note", ix->cache_note);
+    /* several columns: where the other columns' values are served from */
+    const ix_column_set *cs = ix->columns;
+    json_t *others = cs ? json_pack("{s:s?, s:b, s:I, s:I, s:s}", "file", cs->file.path,
+                                    "reused", cs->reused, "file_bytes",
+                                    (json_int_t)cs->file.size, "source_bytes_read",
+                                    (json_int_t)cs->bytes_read, "note", cs->note)
+                        : json_null();
     return json_pack(
-        "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:f, s:f, s:f}",
+        "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:f, s:f, "
+        "s:f}",
         "dataset", ix->dataset, "column", ix->column.path, "files", (json_int_t)ix->num_files,
         "row_groups", (json_int_t)ix->num_chunks, "pages", (json_int_t)ix->num_pages,
         "offset_index_chunks", (json_int_t)ix->offset_index_chunks,
@@ -92,7 +101,8 @@ static json_t *dataset_json(const yfs_mount *m)
         "header_sized_pages", (json_int_t)ix->header_sized_pages, "rows",
         (json_int_t)ix->num_rows, "records", (json_int_t)ix->num_records, "epoch_bytes",
         (json_int_t)ix->framed_bytes, "bytes_scanned", (json_int_t)ix->bytes_scanned,
-        "file_list", files, "persistent_index", cache, "seconds_footers", ix->seconds_footers,
+        "file_list", files, "persistent_index", cache, "other_columns", others,
+        "seconds_footers", ix->seconds_footers,
         "seconds_pages", ix->seconds_pages, "seconds_total", m->index_seconds);
 }
 

@@ -19,6 +19,7 @@ typedef struct build {
     uint32_t *todo;     /* the chunks the page pass scans */
     uint32_t num_todo;
     ix_cache *cache;
+    char *key;          /* the cache's key; NULL: cache=none */
     ix_cache_key *keys; /* one per file */
     uint64_t *first_rows; /* sharded: each kept file's first row in the whole dataset */
     ix_gate gate;       /* the page pass: opts->threads decode, io_depth read (ix_gate.h) */
@@ -392,10 +393,48 @@ static char *cache_key(const build *b)
 
 static void open_cache(build *b)
 {
-    char *key = b->opts->cache_dir ? cache_key(b) : NULL;
-    b->cache = ix_cache_open(key ? b->opts->cache_dir : NULL, key ? key : "",
+    b->key = b->opts->cache_dir ? cache_key(b) : NULL;
+    b->cache = ix_cache_open(b->key ? b->opts->cache_dir : NULL, b->key ? b->key : "",
                              b->ix->cache_note, sizeof b->ix->cache_note);
-    free(key);
+}
+
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ ((const uint8_t *)p)[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* What the other columns' values are of: the cache's key (the dataset, every
+ * column and leaf, the framing) and every file's identity, in order, as the
+ * persistent index knows it (name, size, mtime, footer). */
+static uint64_t others_digest(const build *b)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    h = fnv1a(h, b->key, strlen(b->key) + 1);
+    for (size_t i = 0; i < b->ss.count; i++) {
+        const ix_source *s = &b->ss.files[i];
+        uint64_t id[5] = { (uint64_t)s->st.st_size, (uint64_t)s->st.st_mtim.tv_sec,
+                           (uint64_t)s->st.st_mtim.tv_nsec, s->footer_len, s->footer_crc };
+        h = fnv1a(h, s->name, strlen(s->name) + 1);
+        h = fnv1a(h, id, sizeof id);
+    }
+    return h;
+}
+
+/* Several columns: their values, from the file beside the persistent
+ * index (reused when whole, else built there), or a temporary file. */
+static int load_others(build *b, pq_error *err)
+{
+    ix_index *ix = b->ix;
+    const char *cache = ix_cache_path(b->cache);
+    char *path = NULL;
+    if (cache && asprintf(&path, "%s.others", cache) < 0)
+        return pq_error_set(err, "out of memory");
+    int rc = ix_columns_load(ix->columns, &b->ss, path, path ? others_digest(b) : 0,
+                             b->opts->others_max, err);
+    free(path);
+    return rc;
 }
 
 /* Rewrite the persistent index when any file was read afresh, or files are
@@ -529,11 +568,11 @@ int ix_build(const ix_options *opts, ix_index **out, pq_error *err)
      * keeps its own. The primary's records are framed with the others'
      * values of the same row, found by global row number, and a shard's
      * files keep their global first rows (keep_shard): so the sizes a shard
-     * measures are a mount's. Each shard decodes the others of every file,
-     * as a mount does (they are not in the persistent index, ix_others.h);
-     * the page pass over the primary, the costly part, is what is sharded. */
+     * measures are a mount's. Each shard finds or builds the values of
+     * every file, as a mount does (ix_others.h); the page pass over the
+     * primary, the costly part, is what is sharded. */
     if (ix->columns) {
-        if (ix_columns_load(ix->columns, &b.ss, opts->others_max, err) < 0)
+        if (load_others(&b, err) < 0)
             goto done;
         ix->bytes_scanned += ix->columns->bytes_read;
         ix_framing_set_others(&ix->framing, &ix->columns->values);
@@ -565,6 +604,7 @@ done:
     free(b.scans);
     free(b.todo);
     free(b.keys);
+    free(b.key);
     free(b.first_rows);
     ix_sources_free(&b.ss);
     ix_cache_free(b.cache);

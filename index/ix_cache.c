@@ -330,6 +330,11 @@ ix_cache *ix_cache_open(const char *dir, const char *dataset_key, char *warning,
     return c;
 }
 
+const char *ix_cache_path(const ix_cache *c)
+{
+    return c->path;
+}
+
 uint32_t ix_cache_entries(const ix_cache *c)
 {
     return c->num_files;

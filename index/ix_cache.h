@@ -91,6 +91,10 @@ ix_cache *ix_cache_open(const char *dir, const char *dataset_key, char *warning,
                         size_t warning_cap);
 void ix_cache_free(ix_cache *c);
 
+/* The cache file's path, or NULL when caching is off (files kept beside
+ * it are named from it: ix_others.h). */
+const char *ix_cache_path(const ix_cache *c);
+
 /* Number of file entries loaded. */
 uint32_t ix_cache_entries(const ix_cache *c);
 

@@ -7,6 +7,8 @@
 #include <emmintrin.h>
 #endif
 
+#include "ix_others_file.h"
+
 /* ",\"_row\":" written before the row number in jsonl records. */
 static const char ROWID_KEY[] = ",\"_row\":";
 /* ",\"_source\":" written before a mixture source's number under rowid. */
@@ -480,6 +482,26 @@ static int is_null_here(const ix_framing *f, const ix_record *r)
 
 static int own_tree_value(const ix_framing *f, const ix_record *r, ix_sink *s, pq_error *err);
 
+/* Row `row`'s value of position p, read from the file straight into the
+ * sink's buffer (a counting sink only needs its length). */
+static int put_held(const ix_others_file *file, uint32_t p, uint64_t row, ix_sink *s,
+                    pq_error *err)
+{
+    uint64_t from, len;
+    if (ix_others_file_value(file, p, row, &from, &len, err) < 0)
+        return -1;
+    if (s->at && len <= (uint64_t)(s->end - s->at)) {
+        if (ix_others_file_read(file, p, from, len, s->at, err) < 0)
+            return -1;
+        s->at += len;
+    } else if (s->at) {
+        s->at = NULL;
+        s->passed_end = 1;
+    }
+    s->size += len;
+    return 0;
+}
+
 /* Every column's key and value, in the order given: the own column's from
  * r (and its sibling leaves held at mount), the others' as framed at mount. */
 static int columns_values(const ix_framing *f, const ix_record *r, ix_sink *s, pq_error *err)
@@ -491,8 +513,8 @@ static int columns_values(const ix_framing *f, const ix_record *r, ix_sink *s, p
         put_byte(s, p == 0 ? '{' : ',');
         put(s, o->key[p], o->key_len[p]);
         if (p != o->own) {
-            uint64_t from = r->row ? o->ends[p][r->row - 1] : 0;
-            put(s, o->bytes[p] + from, o->ends[p][r->row] - from);
+            if (put_held(o->file, p, r->row, s, err) < 0)
+                return -1;
         } else if (is_null_here(f, r)) {
             put(s, "null", 4);
         } else if (o->own_tree ? own_tree_value(f, r, s, err) < 0 : json_value(f, r, s, err) < 0) {
@@ -768,9 +790,16 @@ static int own_tree_value(const ix_framing *f, const ix_record *r, ix_sink *s, p
     const pq_bytes **values = calloc(n, sizeof *values);
     uint16_t **levels = calloc(n, sizeof *levels);
     pq_bytes **vals = calloc(n, sizeof *vals);
-    uint64_t from = r->row ? o->ends[o->own][r->row - 1] : 0;
-    held h = { o->bytes[o->own] + from, o->bytes[o->own] + o->ends[o->own][r->row] };
+    uint64_t from = 0, len = 0;
+    uint8_t *entries = NULL;
     int rc = rows && values && levels && vals ? 0 : pq_error_set(err, "out of memory");
+    if (rc == 0)
+        rc = ix_others_file_value(o->file, o->own, r->row, &from, &len, err);
+    if (rc == 0 && !(entries = malloc(len ? len : 1)))
+        rc = pq_error_set(err, "out of memory");
+    if (rc == 0)
+        rc = ix_others_file_read(o->file, o->own, from, len, entries, err);
+    held h = { entries, entries ? entries + len : NULL };
     for (uint32_t j = 0; rc == 0 && j < n; j++) {
         if (j == o->own_leaf) {
             rows[j] = (pq_tree_row){ r->defs, r->reps, r->levels, r->num_values };
@@ -787,6 +816,7 @@ static int own_tree_value(const ix_framing *f, const ix_record *r, ix_sink *s, p
         free(levels[j]);
         free(vals[j]);
     }
+    free(entries);
     free(rows);
     free(values);
     free(levels);

@@ -57,14 +57,13 @@ typedef struct ix_others {
     uint32_t own;            /* position of the framing's own column */
     char **key;              /* per position: `"<key>":`, escaped */
     size_t *key_len;
-    /* per position (NULL at `own`): row r's value is
-     * bytes[p][ends[p][r - 1] .. ends[p][r]) (from 0 for r == 0) */
-    uint8_t **bytes;
-    uint64_t **ends;
+    /* per position that has values (not `own` of one leaf): row r's
+     * value, read from the file at each record (ix_others_file.h) */
+    const struct ix_others_file *file;
     uint64_t rows;           /* rows of the dataset */
     uint64_t *any;           /* bit r: some other column is not null at row r */
     /* The own column a field of several leaves (ix_others.h): the framing's
-     * leaf is own_leaf of own_tree, and bytes[own] hold the other leaves'
+     * leaf is own_leaf of own_tree, and position own's values are the other leaves'
      * entries of each row (ix_tree_siblings_put), which the framing joins
      * to its record's. NULL: the own column is of its one leaf. */
     const struct ix_tree_framing *own_tree;

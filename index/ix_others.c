@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "ix_chunk_whole.h"
 #include "ix_others.h"
 
@@ -125,9 +127,7 @@ static int keys_init(ix_others *o, const pq_nest *nests)
 {
     o->key = calloc(o->columns, sizeof *o->key);
     o->key_len = calloc(o->columns, sizeof *o->key_len);
-    o->bytes = calloc(o->columns, sizeof *o->bytes);
-    o->ends = calloc(o->columns, sizeof *o->ends);
-    if (!o->key || !o->key_len || !o->bytes || !o->ends)
+    if (!o->key || !o->key_len)
         return -1;
     for (uint32_t k = 0; k < o->columns; k++)
         if (ix_json_key(nests[k].key, strlen(nests[k].key), &o->key[k], &o->key_len[k]) < 0)
@@ -251,16 +251,13 @@ done:
     return rc;
 }
 
-/* The values of one other column, filled row by row. */
+/* The values of one position, written row by row to the file. */
 typedef struct column_fill {
-    uint64_t *held, max; /* the set's bytes held so far, and its limit (0: none) */
+    ix_others_out out;
     int own;             /* the primary's field: its other leaves' entries, no any bit */
     uint32_t own_leaf;
-    uint8_t *bytes;
-    uint64_t used, cap;
-    uint64_t *ends;  /* one per row of the dataset */
     uint64_t *any;
-    uint64_t row;    /* next global row to fill */
+    uint64_t row;        /* next global row to fill */
 } column_fill;
 
 /* How one row's value is framed (a one-leaf record or a tree row). */
@@ -293,35 +290,21 @@ static int put_value(column_fill *c, const value_src *v, pq_error *err)
         count.size = 4; /* null */
     else if (frame_src(v, &count, err) < 0)
         return -1;
-    *c->held += count.size + sizeof *c->ends;
-    if (c->max && *c->held > c->max)
-        return pq_error_set(err, "the values of the columns beside the primary take more than "
-                            "mem=%llu bytes held in memory (%llu bytes at row %llu); give "
-                            "a larger mem= or fewer columns", (unsigned long long)c->max,
-                            (unsigned long long)*c->held, (unsigned long long)c->row);
-    if (c->used + count.size > c->cap) {
-        uint64_t cap = c->cap ? c->cap : 4096;
-        while (cap < c->used + count.size)
-            cap *= 2;
-        uint8_t *grown = realloc(c->bytes, cap);
-        if (!grown)
-            return pq_error_set(err, "out of memory for the values of several columns");
-        c->bytes = grown;
-        c->cap = cap;
-    }
+    uint8_t *room = ix_others_out_room(&c->out, count.size, err);
+    if (!room)
+        return -1;
     if (v) {
-        ix_sink sink = ix_sink_buffer(c->bytes + c->used, count.size);
+        ix_sink sink = ix_sink_buffer(room, count.size);
         if (frame_src(v, &sink, err) < 0)
             return -1;
         assert(sink.size == count.size);
         if (!c->own)
             c->any[c->row >> 6] |= (uint64_t)1 << (c->row & 63);
     } else {
-        memcpy(c->bytes + c->used, "null", 4);
+        memcpy(room, "null", 4);
     }
-    c->used += count.size;
-    c->ends[c->row++] = c->used;
-    return 0;
+    c->row++;
+    return ix_others_out_row(&c->out, count.size, err);
 }
 
 /* One leaf's rows of the row group, from the chunk's records. */
@@ -442,16 +425,13 @@ static int load_column(ix_column_set *set, uint32_t k, ix_sources *ss, uint64_t 
                        pq_error *err)
 {
     ix_others *o = &set->values;
-    column_fill fill = { .held = &set->held, .max = max, .own = k == set->own,
-                         .own_leaf = set->own_leaf, .any = o->any };
+    column_fill fill = { .own = k == set->own, .own_leaf = set->own_leaf, .any = o->any };
     uint32_t n = set->trees[k].count ? set->trees[k].count : 1;
     int *leaves = calloc(n, sizeof *leaves);
-    if (!leaves || !(fill.ends = malloc((o->rows ? o->rows : 1) * sizeof *fill.ends))) {
-        free(leaves);
+    if (!leaves)
         return pq_error_set(err, "out of memory for the values of several columns");
-    }
+    int rc = ix_others_out_begin(&fill.out, &set->file, k, err);
     const char *field = (const char *)o->key[k];
-    int rc = 0;
     for (size_t i = 0; rc == 0 && i < ss->count; i++) {
         const ix_source *s = &ss->files[i];
         rc = find_leaves(set, k, &ss->files[0], s, leaves, err);
@@ -461,46 +441,65 @@ static int load_column(ix_column_set *set, uint32_t k, ix_sources *ss, uint64_t 
                                      (int)o->key_len[k] - 1, field);
     }
     free(leaves);
-    /* the values' bytes, grown by doubling, are trimmed to what they hold */
-    uint8_t *trimmed = fill.used ? realloc(fill.bytes, fill.used) : NULL;
-    o->bytes[k] = trimmed ? trimmed : fill.bytes;
-    o->ends[k] = fill.ends;
-    assert(rc < 0 || fill.row == o->rows);
-    return rc;
+    if (rc == 0)
+        return ix_others_out_end(&fill.out, err);
+    ix_others_out_drop(&fill.out);
+    return -1;
 }
 
-int ix_columns_load(ix_column_set *set, ix_sources *ss, uint64_t max, pq_error *err)
+/* Decode every file's other columns into a new file (ix_others_file.h). */
+static int build_file(ix_column_set *set, ix_sources *ss, const char *path, uint64_t digest,
+                      const uint8_t *has, uint64_t max, pq_error *err)
 {
     ix_others *o = &set->values;
-    o->rows = 0;
     for (size_t i = 0; i < ss->count; i++) {
         ix_source *s = &ss->files[i];
         /* a file from the persistent index: its primary's pages are known,
          * the other columns are read from its footer's chunks */
         if (!s->has_footer && ix_source_read_footer(s, NULL, err) < 0)
             return -1;
-        o->rows += ix_source_rows(s);
     }
-    if (!(o->any = calloc(o->rows / 64 + 1, sizeof *o->any)))
-        return pq_error_set(err, "out of memory for the values of several columns");
+    if (ix_others_file_create(&set->file, path, digest, has, set->columns, o->rows, err) < 0)
+        return -1;
     for (uint32_t k = 0; k < set->columns; k++)
-        if ((k != set->own || set->trees[k].count) && load_column(set, k, ss, max, err) < 0)
+        if (has[k] && load_column(set, k, ss, max, err) < 0)
             return -1;
-    return 0;
+    return ix_others_file_seal(&set->file, o->any, err);
+}
+
+int ix_columns_load(ix_column_set *set, ix_sources *ss, const char *path, uint64_t digest,
+                    uint64_t max, pq_error *err)
+{
+    ix_others *o = &set->values;
+    o->rows = 0;
+    for (size_t i = 0; i < ss->count; i++)
+        o->rows += ix_source_rows(&ss->files[i]);
+    uint8_t *has = calloc(set->columns, 1);
+    if (!has || !(o->any = calloc(o->rows / 64 + 1, sizeof *o->any))) {
+        free(has);
+        return pq_error_set(err, "out of memory for the values of several columns");
+    }
+    for (uint32_t k = 0; k < set->columns; k++)
+        has[k] = k != set->own || set->trees[k].count;
+    pq_error why;
+    set->note[0] = '\0';
+    set->reused = path && ix_others_file_open(&set->file, path, digest, has, set->columns,
+                                              o->rows, o->any, &why) == 0;
+    if (path && !set->reused && access(path, F_OK) == 0)
+        memcpy(set->note, why.msg, sizeof set->note); /* why it was rebuilt */
+    int rc = 0;
+    if (!set->reused) {
+        memset(o->any, 0, (o->rows / 64 + 1) * sizeof *o->any);
+        rc = build_file(set, ss, path, digest, has, max, err);
+    }
+    free(has);
+    o->file = &set->file;
+    return rc;
 }
 
 uint64_t ix_columns_bytes(const ix_column_set *set)
 {
-    const ix_others *o = &set->values;
-    uint64_t bytes = (o->rows / 64 + 1) * sizeof *o->any;
-    for (uint32_t k = 0; k < set->columns; k++) {
-        if (!o->ends || !o->ends[k])
-            continue;
-        bytes += o->rows * sizeof *o->ends[k];
-        if (o->rows)
-            bytes += o->ends[k][o->rows - 1];
-    }
-    return bytes;
+    return (set->values.rows / 64 + 1) * sizeof *set->values.any;
 }
 
 void ix_columns_free(ix_column_set *set)
@@ -509,10 +508,6 @@ void ix_columns_free(ix_column_set *set)
     for (uint32_t k = 0; k < set->columns; k++) {
         if (o->key)
             free(o->key[k]);
-        if (o->bytes)
-            free(o->bytes[k]);
-        if (o->ends)
-            free(o->ends[k]);
         if (set->framing && k != set->own)
             ix_framing_free(&set->framing[k]);
         if (set->trees) {
@@ -526,9 +521,8 @@ void ix_columns_free(ix_column_set *set)
     }
     free(o->key);
     free(o->key_len);
-    free(o->bytes);
-    free(o->ends);
     free(o->any);
+    ix_others_file_close(&set->file);
     free(set->leaf);
     free(set->framing);
     free(set->trees);

@@ -13,22 +13,21 @@
  * before a fixed-width one, then the most uncompressed bytes in the first
  * file; so what is held beside it is the smallest.
  *
- * The rest is decoded once at mount, column chunk by column chunk (each
- * decoded whole), and held in an ix_others the primary's framing reads
+ * The rest is decoded column chunk by column chunk (each decoded whole) and
+ * written once into a file (ix_others_file.h) the primary's framing reads
  * from (ix_framing_set_others): each other column's rows as JSON (`7`,
  * `"a"`, `null`, `[1,2]`, `{"role":..}`), and, when the primary is a leaf
  * of a field of several, the other leaves' level entries and values of
  * each row (ix_tree_siblings_put), which the framing joins to the primary
- * record's to assemble the field. Their bytes are read from storage once
- * per mount, not per epoch, and a unit needs nothing but its primary page.
- * Their memory is part of the index's (ix_memory_bytes), so invariant 4's
- * bound, 1.1 x (index + mem) + 16 MiB, covers it: cheap for ids, scores,
- * urls and roles (a few bytes and an 8-byte offset per row), costly for a
- * second long text, so a mount lets them take at most mem= bytes and
- * refuses beyond, naming the size. They are not kept in the persistent
- * index, which holds the primary's pages (sized with the others' values:
- * its key names every column and leaf): a mount reads every file's footer
- * and decodes them afresh.
+ * record's to assemble the field. A record reads its values from the file
+ * straight into the bytes it is framed in, which the read path charged
+ * before: so they cost no memory beyond one bit a row (`any`, part of the
+ * index's memory, ix_memory_bytes, and so of invariant 4's bound), however
+ * large, and no mem= limit applies to them. The file sits beside the
+ * persistent index's cache file, under the same key (every column and
+ * leaf, ix_column_set.key, and every file's identity): a re-mount of
+ * unchanged files reuses it and reads no footer and no column of them;
+ * with cache=none it is a temporary file that goes with the mount.
  *
  * Not thread-safe while building; immutable afterwards.
  */
@@ -39,6 +38,7 @@
 
 #include "ix_frame.h"
 #include "ix_internal.h"
+#include "ix_others_file.h"
 
 /* A field of several leaves (a struct of several fields, a list of
  * structs, a map), named at one position. */
@@ -58,8 +58,10 @@ typedef struct ix_column_set {
     ix_framing *framing; /* per position of one leaf but own: jsonl of its values alone */
     ix_column_tree *trees; /* per position: a field of several leaves, or count 0 */
     ix_others values;    /* the others' values, once loaded */
-    uint64_t held;       /* bytes of values and row ends loaded so far */
-    uint64_t bytes_read; /* from storage by the load */
+    ix_others_file file; /* where values.file points */
+    int reused;          /* the file was found whole: nothing was read from the sources */
+    char note[PQ_ERROR_MAX]; /* why a file found was not used, or "" */
+    uint64_t bytes_read; /* from the sources by the load (0 when reused) */
     char *key;           /* for the persistent index's key: every column and its leaf as
                           * the first file describes it, one line each */
 } ix_column_set;
@@ -76,14 +78,17 @@ int ix_columns_several(const ix_source *first, const char *spec);
 int ix_columns_resolve(ix_source *first, const char *spec, const ix_frame_options *fo,
                        ix_column_set *set, pq_nest *own_nest, pq_error *err);
 
-/* Decode the other columns of every file (in global row order; a footer
- * not parsed yet, of a file from the persistent index, is read) into
- * set->values, holding at most max bytes (0: no
- * limit; mounts pass mem=): past that the load fails saying how much the
- * columns would need. Errors name the file, row group and column. */
-int ix_columns_load(ix_column_set *set, ix_sources *ss, uint64_t max, pq_error *err);
+/* The other columns' values (set->values): from the file at path when it
+ * holds them whole for `digest` (what they are of: ix_build.c), reading
+ * nothing of the sources; else decoded from every file (in global row
+ * order; a footer not parsed yet, of a file from the persistent index, is
+ * read) into a new file there (path NULL: a temporary file). A column
+ * chunk is decoded whole, at most max compressed bytes (0: no limit;
+ * mounts pass mem=). Errors name the file, row group and column. */
+int ix_columns_load(ix_column_set *set, ix_sources *ss, const char *path, uint64_t digest,
+                    uint64_t max, pq_error *err);
 
-/* Heap bytes held (for ix_memory_bytes). */
+/* Heap bytes held: the any bitmap (for ix_memory_bytes). */
 uint64_t ix_columns_bytes(const ix_column_set *set);
 void ix_columns_free(ix_column_set *set);
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ix_frame.h"
+#include "ix_others_file.h"
 
 /* A flat leaf of the given physical type and annotation. */
 static pq_leaf leaf_of(char *path, int type, int kind)
@@ -204,12 +205,23 @@ Test(frame, several_columns_in_order_with_nulls)
         cr_assert_eq(ix_json_key(names[k], strlen(names[k]), &key[k], &key_len[k]), 0);
     cr_assert_str_eq(key[2], "\"s\\\"q\":");
     /* rows 0..2: id 7, null, 9; s "a", null, [] */
-    uint8_t ids[] = "7null9", ss[] = "\"a\"null[]";
-    uint64_t id_ends[] = { 1, 5, 6 }, s_ends[] = { 3, 7, 9 };
-    uint8_t *bytes[3] = { ids, NULL, ss };
-    uint64_t *ends[3] = { id_ends, NULL, s_ends };
+    const char *values[3][3] = { { "7", "null", "9" }, { NULL }, { "\"a\"", "null", "[]" } };
+    const uint8_t has[3] = { 1, 0, 1 };
+    ix_others_file file;
+    cr_assert_eq(ix_others_file_create(&file, NULL, 1, has, 3, 3, &err), 0, "%s", err.msg);
+    for (uint32_t p = 0; p < 3; p += 2) {
+        ix_others_out out;
+        cr_assert_eq(ix_others_out_begin(&out, &file, p, &err), 0, "%s", err.msg);
+        for (int r = 0; r < 3; r++) {
+            size_t n = strlen(values[p][r]);
+            memcpy(ix_others_out_room(&out, n, &err), values[p][r], n);
+            cr_assert_eq(ix_others_out_row(&out, n, &err), 0, "%s", err.msg);
+        }
+        cr_assert_eq(ix_others_out_end(&out, &err), 0, "%s", err.msg);
+    }
     uint64_t any[1] = { 0x5 }; /* rows 0 and 2 */
-    ix_others o = { 3, 1, key, key_len, bytes, ends, 3, any, NULL, 0 };
+    cr_assert_eq(ix_others_file_seal(&file, any, &err), 0, "%s", err.msg);
+    ix_others o = { 3, 1, key, key_len, &file, 3, any, NULL, 0 };
     ix_framing_set_others(&f, &o);
     CHECK(&f, "x", 0, "{\"id\":7,\"text\":\"x\",\"s\\\"q\":\"a\",\"_row\":0}\n");
     CHECK(&f, "", 1, "{\"id\":null,\"text\":\"\",\"s\\\"q\":null,\"_row\":1}\n");
@@ -237,5 +249,6 @@ Test(frame, several_columns_in_order_with_nulls)
     cr_assert(strstr(err.msg, "row 3"), "%s", err.msg);
     for (int k = 0; k < 3; k++)
         free(key[k]);
+    ix_others_file_close(&file);
     ix_framing_free(&f);
 }

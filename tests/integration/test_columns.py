@@ -15,6 +15,7 @@ a read at any offset equals the sequential read, the bytes do not depend on thre
 """
 
 import collections
+import errno
 import json
 import os
 import random
@@ -245,21 +246,173 @@ def test_column_name_with_colon_is_one_column(tmp_path, cat):
     assert p.stdout == b'{"a:b":"x"}\n{"a:b":"y"}\n'
 
 
-def test_columns_beside_primary_limited_by_mem(tmp_path, cat):
-    """The columns beside the primary are held in memory (decoded once at mount) and may take at
-    most mem= bytes: two long texts over mem=1M are refused at mount naming the column and the
-    size, and served under a larger mem=. The primary is the string column, whatever its order
-    or how well it compresses (a text of one value is smaller in the file than the ids)."""
+def test_columns_beside_primary_beyond_mem(tmp_path, cat):
+    """The columns beside the primary are written once into a file and read from it per
+    record, so their size is not limited by mem=: two long texts, the second of 6 MB, are
+    served under mem=1M. The primary is the string column, whatever its order or how well it
+    compresses (a text of one value is smaller in the file than the ids)."""
     n = 20000
     pq.write_table(pa.table({"id": list(range(n)), "a": ["x" * 300] * n,
                              "b": [f"{i:0300d}" for i in range(n)]}), str(tmp_path / "t.parquet"))
-    p = cat(str(tmp_path), "epoch-0.jsonl", {"column": "a:b", "mem": "1M"}, check=False)
-    err = p.stderr.decode("utf-8", "replace")
-    assert p.returncode != 0 and "t.parquet" in err and "mem=" in err, err
-    p = cat(str(tmp_path), "epoch-0.jsonl", {"column": "a:b", "mem": "16M", "shuffle": "none"})
+    p = cat(str(tmp_path), "epoch-0.jsonl", {"column": "a:b", "mem": "1M", "shuffle": "none"})
+    assert p.stdout.split(b"\n")[7] == b'{"a":"' + b"x" * 300 + b'","b":"' + \
+        f"{7:0300d}".encode() + b'"}'
     assert p.stdout.count(b"\n") == n
     p = cat(str(tmp_path), "epoch-0.jsonl", {"column": "id:a", "mem": "1M", "shuffle": "none"})
     assert p.stdout.split(b"\n")[1] == b'{"id":1,"a":"' + b"x" * 300 + b'"}'
+
+
+def _long_pairs(root, n=14000):
+    """prompt:response, the response column (~40 MB framed) far over mem=16M; the prompt,
+    longer, is the paged one."""
+    path = os.path.join(root, "pairs")
+    if not os.path.isdir(path):
+        os.makedirs(path)
+        for k in range(2):
+            rows = range(k * n // 2, (k + 1) * n // 2)
+            pq.write_table(pa.table({"id": list(rows),
+                                     "prompt": [f"p{i} " * (700 + i % 50) for i in rows],
+                                     "response": [f"r{i}\n" * (500 + i % 40) for i in rows]}),
+                           os.path.join(path, f"part-{k}.parquet"), data_page_size=1 << 16)
+    return path
+
+
+@pytest.fixture(scope="module")
+def pairs(tmp_path_factory):
+    return _long_pairs(str(tmp_path_factory.mktemp("pairs")))
+
+
+@pytest.mark.parametrize("names", ["prompt:response", "id:prompt"])
+def test_columns_long_pair_exact_under_small_mem(names, pairs, cat):
+    """column=prompt:response (and id:text's shape) at mem=16M with ~40 MB of responses beside
+    the paged prompts: the mount succeeds and every record is pyarrow's, per row."""
+    want = expected_rows(pairs, names.split(":"))
+    p = cat(pairs, "epoch-0.jsonl", {"column": names, "rowid": True, "mem": "16M",
+                                     "cache": "none"})
+    problem = check_records(p.stdout, want)
+    assert not problem, problem
+    if names == "prompt:response":
+        assert sum(len(json.loads(r)["response"]) for r in p.stdout.splitlines()) > 36e6
+
+
+def test_columns_long_pair_memory_bound(pairs, mount):
+    """Invariant 4 with ~40 MB of responses beside the paged prompts at mem=16M: 4 parts read
+    at once, peak RSS within 1.1 x (index + mem) + 16 MiB, the records all there."""
+    import test_memory as tm
+    tm._skip_if_asan()
+    mem = 16 << 20
+    with mount(pairs, {"column": "prompt:response", "mem": "16M", "cache": "none"}) as m:
+        b = tm.bound(tm._index_bytes(m), mem)
+        names = [f"epoch-0.part-{i}-of-4.jsonl" for i in range(4)]
+        lines = tm._count_lines_at_once(m, names, timeout=300)
+        peak = tm._hwm(m.proc.pid)
+    assert sum(lines) == 14000
+    assert peak <= b, f"peak RSS {peak / 2**20:.1f} MiB over the bound {b / 2**20:.1f} MiB"
+
+
+def _index_json(cat, path, opts):
+    return json.loads(cat(path, ".youmufs/index.json", opts).stdout)
+
+
+def _values_file(cache):
+    files = [f for f in os.listdir(cache) if f.endswith(".yfsidx.others")]
+    assert len(files) == 1, os.listdir(cache)
+    return os.path.join(cache, files[0])
+
+
+def test_columns_remount_reuses_values_file(cc, cat, tmp_path):
+    """The values beside the primary are kept beside the persistent index: a re-mount of
+    unchanged files reads no column of them (source_bytes_read 0, no page pass) and serves the
+    same bytes. Under cache=none a temporary file serves the mount and is gone after it."""
+    path = _path(cc, VARIANTS[0])
+    cache = str(tmp_path / "cache")
+    opts = {"column": "id:text:messages", "rowid": True, "cache": cache}
+    first = _index_json(cat, path, opts)
+    assert first["other_columns"]["reused"] is False, first["other_columns"]
+    assert first["other_columns"]["source_bytes_read"] > 0
+    assert first["other_columns"]["file"] == _values_file(cache)
+    again = _index_json(cat, path, opts)
+    others = again["other_columns"]
+    assert others["reused"] is True and others["source_bytes_read"] == 0, others
+    assert again["persistent_index"]["files_reused"] == 2 and again["bytes_scanned"] == 0, again
+    data = cat(path, "epoch-0.jsonl", opts).stdout
+    assert not check_records(data, expected_rows(path, ["id", "text", "messages"]))
+    tmp = tmp_path / "tmpdir"
+    tmp.mkdir()
+    fresh = cat(path, "epoch-0.jsonl", {**opts, "cache": "none"}, env={"TMPDIR": str(tmp)})
+    assert fresh.stdout == data
+    none = _index_json(cat, path, {**opts, "cache": "none"})
+    assert none["other_columns"]["file"].startswith("a temporary file"), none["other_columns"]
+    assert os.listdir(tmp) == [], "the temporary values file outlived the mount"
+
+
+def test_columns_concurrent_first_mounts_share_values_file(cc, cat, tmp_path):
+    """Mounts started together on an empty cache directory each build the values file under a
+    temporary name and rename it: all serve pyarrow's bytes, one whole file is left (no
+    temporary one), and the next mount reuses it."""
+    import concurrent.futures
+    path = _path(cc, VARIANTS[0])
+    cache = str(tmp_path / "cache")
+    opts = {"column": "id:text:score", "rowid": True, "cache": cache}
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        outs = list(pool.map(lambda _: cat(path, "epoch-0.jsonl", opts).stdout, range(4)))
+    assert all(o == outs[0] for o in outs)
+    assert not check_records(outs[0], expected_rows(path, ["id", "text", "score"]))
+    assert [f for f in os.listdir(cache) if ".others" in f] == \
+        [os.path.basename(_values_file(cache))], os.listdir(cache)
+    assert _index_json(cat, path, opts)["other_columns"]["reused"] is True
+
+
+def _damage(path, how):
+    size = os.path.getsize(path)
+    with open(path, "r+b") as f:
+        if how == "truncated":
+            f.truncate(size - 5)
+        elif how == "header":
+            f.seek(20)
+            f.write(b"\xff")
+        elif how == "value":  # a byte of the last column's values, near the end
+            f.seek(size - 100)
+            b = f.read(1)
+            f.seek(size - 100)
+            f.write(bytes([b[0] ^ 0x20]))
+        elif how == "foreign":
+            f.seek(0)
+            f.write(b"not a values file" * 4)
+
+
+@pytest.mark.parametrize("how", ["truncated", "header", "value", "foreign"])
+def test_columns_damaged_values_file_rebuilt(how, cc, cat, tmp_path):
+    """A torn, corrupt or foreign values file in the cache directory is never trusted: the
+    mount says why, builds it again from the sources and serves pyarrow's bytes."""
+    path = _path(cc, VARIANTS[0])
+    cache = str(tmp_path / "cache")
+    opts = {"column": "id:text", "rowid": True, "cache": cache}
+    good = cat(path, "epoch-0.jsonl", opts).stdout
+    _damage(_values_file(cache), how)
+    idx = _index_json(cat, path, opts)
+    others = idx["other_columns"]
+    assert others["reused"] is False and others["source_bytes_read"] > 0, others
+    assert others["note"], others
+    data = cat(path, "epoch-0.jsonl", opts).stdout
+    assert data == good
+    assert not check_records(data, expected_rows(path, ["id", "text"]))
+    assert _index_json(cat, path, opts)["other_columns"]["reused"] is True
+
+
+def test_columns_values_file_damaged_while_mounted_eio(cc, mount, tmp_path):
+    """A values file cut short under a live mount (its own inode) fails the reads that need it
+    with EIO and a log line naming the file, never other bytes."""
+    path = _path(cc, VARIANTS[0])
+    cache = str(tmp_path / "cache")
+    with mount(path, {"column": "id:text", "cache": cache, "readahead": 0}) as m:
+        values = _values_file(cache)
+        with open(values, "r+b") as f:
+            f.truncate(4096)
+        with pytest.raises(OSError) as e:
+            m.read("epoch-0.jsonl")
+        assert e.value.errno == errno.EIO, e.value
+        assert values in m.stderr(), m.stderr()[-2000:]
 
 
 def test_columns_persistent_index(cc, cat, tmp_path):
