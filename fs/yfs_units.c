@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ix_others_file.h"
 #include "ix_record.h"
 #include "ix_stream.h"
 #include "yfs_dicts.h"
@@ -59,15 +60,18 @@ static int writer_done(const unit_writer *w, pq_error *err)
     return 0;
 }
 
-/* Frame the unit's records (recs holds its page's) into block. */
+/* Frame the unit's records (recs holds its page's) into block; their rows
+ * are consecutive, so the others' values come through one window. */
 static int frame_unit(const ix_framing *f, const ix_record *recs, const sh_unit *u,
                       uint8_t *block, pq_error *err)
 {
     unit_writer w = writer_for(f, u, block);
-    for (uint32_t r = 0; r < u->records; r++)
-        if (writer_put(&w, &recs[u->first_record + r], err) < 0)
-            return -1;
-    return writer_done(&w, err);
+    w.bytes.window = ix_framing_window(f);
+    int rc = 0;
+    for (uint32_t r = 0; rc == 0 && r < u->records; r++)
+        rc = writer_put(&w, &recs[u->first_record + r], err);
+    ix_others_window_free(w.bytes.window);
+    return rc < 0 ? -1 : writer_done(&w, err);
 }
 
 /* The page's raw bytes: through the plan's chunk loads when it has them. */
@@ -276,21 +280,25 @@ static int64_t frame_stream(yfs_mount *m, ix_stream *s, uint64_t from, uint32_t 
     uint32_t last = units;
     while (last > 0 && !block[last - 1])
         last--;
-    for (uint32_t k = 0; k < last; k++) {
+    ix_others_window *window = ix_framing_window(&m->ix->framing);
+    int rc = 1;
+    for (uint32_t k = 0; rc > 0 && k < last; k++) {
         sh_unit u = sh_unit_at(m->page_summary, cut, m->ix->num_pages, (uint32_t)(from + k));
         unit_writer w = block[k] ? writer_for(&m->ix->framing, &u, block[k]) : (unit_writer){ 0 };
-        for (uint32_t r = 0; r < u.records; r++) {
+        w.bytes.window = window;
+        for (uint32_t r = 0; rc > 0 && r < u.records; r++) {
             ix_record rec;
-            int rc = ix_stream_next(s, &rec, err);
+            rc = ix_stream_next(s, &rec, err);
             if (rc == 0)
                 rc = pq_error_set(err, "fewer records than indexed (file changed?)");
-            if (rc < 0 || (block[k] && writer_put(&w, &rec, err) < 0))
-                return -1;
+            if (rc > 0 && block[k] && writer_put(&w, &rec, err) < 0)
+                rc = -1;
         }
-        if (block[k] && writer_done(&w, err) < 0)
-            return -1;
+        if (rc > 0 && block[k] && writer_done(&w, err) < 0)
+            rc = -1;
     }
-    return last;
+    ix_others_window_free(window);
+    return rc < 0 ? -1 : (int64_t)last;
 }
 
 /* A stream positioned at unit `from` of the page, with what it holds. */

@@ -16,6 +16,7 @@
 
 #include "ix_gate.h"
 #include "ix_internal.h"
+#include "ix_others_file.h"
 #include "ix_row.h"
 #include "pq_page.h"
 #include "pq_stream.h"
@@ -135,6 +136,9 @@ typedef struct scan_state {
      * whole): they become `sizes` then. */
     uint32_t *page_sizes;
     uint32_t page_sizes_cap;
+    /* several columns: the others' values of the records measured, read
+     * through one window (their rows are consecutive) */
+    ix_others_window *window;
 } scan_state;
 
 static int add_page(scan_state *st, const ix_page *pg, pq_error *err)
@@ -189,10 +193,12 @@ static int append_size(uint32_t **sizes, uint32_t *num, uint32_t *cap, uint32_t 
  * refusing values the framing cannot carry (a newline in text, a number
  * outside the raw dtype), and a record larger than the mount's mem= can
  * build a segment of (ix_claims.h). */
-static int take_record(const ix_scan *scan, const ix_record *r, ix_page *pg, uint32_t **sizes,
+static int take_record(const scan_state *st, const ix_record *r, ix_page *pg, uint32_t **sizes,
                        uint32_t *num, uint32_t *cap, pq_error *err)
 {
+    const ix_scan *scan = st->scan;
     ix_sink count = ix_sink_counter();
+    count.window = st->window;
     if (ix_frame(scan->framing, r, &count, err) < 0)
         return -1;
     if (count.size > UINT32_MAX)
@@ -225,7 +231,7 @@ static int measure_records(scan_state *st, const pq_page_values *v, ix_page *pg,
     pg->framed = 0;
     pg->records = 0;
     for (uint32_t k = 0; rc == 0 && k < count; k++)
-        rc = take_record(st->scan, &recs[k], pg, &st->sizes, &st->num_sizes, &st->sizes_cap, err);
+        rc = take_record(st, &recs[k], pg, &st->sizes, &st->num_sizes, &st->sizes_cap, err);
     free(recs);
     return rc;
 }
@@ -239,7 +245,7 @@ static int take_row(scan_state *st, ix_row *r, ix_page *pg, uint32_t **sizes, ui
     ix_record rec;
     int rc = 0;
     if (ix_row_record(r, &f->shape, pg->first_row + pg->rows, &rec))
-        rc = take_record(st->scan, &rec, pg, sizes, num, cap, err);
+        rc = take_record(st, &rec, pg, sizes, num, cap, err);
     pg->rows++;
     return rc;
 }
@@ -576,7 +582,7 @@ static int stream_rows(scan_state *st, pq_stream *s, ix_page *pg, uint32_t *num,
         if (!repeated) {
             ix_record rec;
             if (ix_flat_record(&f->shape, &e.value, &e.def, pg->first_row + pg->rows, &rec) &&
-                take_record(st->scan, &rec, pg, &st->page_sizes, num, &st->page_sizes_cap, err) < 0)
+                take_record(st, &rec, pg, &st->page_sizes, num, &st->page_sizes_cap, err) < 0)
                 return -1;
             pg->rows++;
             continue;
@@ -1009,7 +1015,7 @@ int ix_scan_chunk(ix_scan *scan, pq_error *err)
                             (long long)m->total_compressed_size,
                             (unsigned long long)file_size);
 
-    scan_state st = { .scan = scan };
+    scan_state st = { .scan = scan, .window = ix_framing_window(scan->framing) };
     ix_row_init(&st.open, STREAM_ROW_BYTES);
     ix_row_init(&st.row, STREAM_ROW_BYTES);
     st.w.src = scan->src;
@@ -1026,6 +1032,7 @@ int ix_scan_chunk(ix_scan *scan, pq_error *err)
     ix_row_free(&st.row);
     free(st.sizes);
     free(st.page_sizes);
+    ix_others_window_free(st.window);
     if (rc < 0 || !scan->cut) {
         free(scan->unit_bytes);
         scan->unit_bytes = NULL;

@@ -316,6 +316,11 @@ void ix_framing_set_others(ix_framing *f, const ix_others *others)
     f->shape.others_rows = others->rows;
 }
 
+struct ix_others_window *ix_framing_window(const ix_framing *f)
+{
+    return f->others ? ix_others_window_new(f->others->file) : NULL;
+}
+
 void ix_framing_free(ix_framing *f)
 {
     for (int i = 0; f->step_prefix && i < f->nest.num_steps; i++)
@@ -488,10 +493,14 @@ static int put_held(const ix_others_file *file, uint32_t p, uint64_t row, ix_sin
                     pq_error *err)
 {
     uint64_t from, len;
-    if (ix_others_file_value(file, p, row, &from, &len, err) < 0)
+    const uint8_t *held;
+    if (ix_others_file_value(file, s->window, p, row, &from, &len, s->at ? &held : NULL,
+                             err) < 0)
         return -1;
     if (s->at && len <= (uint64_t)(s->end - s->at)) {
-        if (ix_others_file_read(file, p, from, len, s->at, err) < 0)
+        if (held)
+            memcpy(s->at, held, len);
+        else if (ix_others_file_read(file, p, from, len, s->at, err) < 0)
             return -1;
         s->at += len;
     } else if (s->at) {
@@ -791,15 +800,16 @@ static int own_tree_value(const ix_framing *f, const ix_record *r, ix_sink *s, p
     uint16_t **levels = calloc(n, sizeof *levels);
     pq_bytes **vals = calloc(n, sizeof *vals);
     uint64_t from = 0, len = 0;
-    uint8_t *entries = NULL;
+    const uint8_t *at = NULL;
+    uint8_t *entries = NULL; /* when the window does not hold them */
     int rc = rows && values && levels && vals ? 0 : pq_error_set(err, "out of memory");
     if (rc == 0)
-        rc = ix_others_file_value(o->file, o->own, r->row, &from, &len, err);
-    if (rc == 0 && !(entries = malloc(len ? len : 1)))
+        rc = ix_others_file_value(o->file, s->window, o->own, r->row, &from, &len, &at, err);
+    if (rc == 0 && !at && !(at = entries = malloc(len ? len : 1)))
         rc = pq_error_set(err, "out of memory");
-    if (rc == 0)
+    if (rc == 0 && entries)
         rc = ix_others_file_read(o->file, o->own, from, len, entries, err);
-    held h = { entries, entries ? entries + len : NULL };
+    held h = { at, at ? at + len : NULL };
     for (uint32_t j = 0; rc == 0 && j < n; j++) {
         if (j == o->own_leaf) {
             rows[j] = (pq_tree_row){ r->defs, r->reps, r->levels, r->num_values };

@@ -117,18 +117,27 @@ typedef struct ix_sink {
     uint8_t *end;    /* the end of the buffer */
     uint64_t size;   /* bytes framed into the sink so far */
     int passed_end;  /* a write did not fit: nothing from it on was stored */
+    /* several columns: the others' values are read through it (one thread's:
+     * ix_framing_window), or record by record when NULL */
+    struct ix_others_window *window;
 } ix_sink;
 
 static inline ix_sink ix_sink_counter(void)
 {
-    return (ix_sink){ NULL, NULL, 0, 0 };
+    return (ix_sink){ NULL, NULL, 0, 0, NULL };
 }
 
 /* A sink storing into buf[0..room). */
 static inline ix_sink ix_sink_buffer(uint8_t *buf, size_t room)
 {
-    return (ix_sink){ buf, buf + room, 0, 0 };
+    return (ix_sink){ buf, buf + room, 0, 0, NULL };
 }
+
+/* For a thread framing records of consecutive rows (a unit, a page) with
+ * f: a window on f's others (ix_others_file.h) to set in its sinks, which
+ * the thread frees with ix_others_window_free; NULL when f has no others
+ * (or out of memory: values are then read record by record). */
+struct ix_others_window *ix_framing_window(const ix_framing *f);
 
 /* Frame record r into s (s->size grows by the record's framed size).
  * Returns 0, or -1 with a message naming the row for a value the framing

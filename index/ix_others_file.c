@@ -180,8 +180,9 @@ static int check_header(ix_others_file *f, const ix_others_file *want, uint64_t 
                                      (unsigned long long)size)
                       : pread_all(f, h, n, 0, err);
     if (rc == 0) {
-        pq_cursor cur = pq_cursor_make(h + 8, 56);
-        uint32_t version = 0, positions = 0, whole = 0;
+        /* n bytes were read: every field below is inside them */
+        pq_cursor cur = pq_cursor_make(h + sizeof MAGIC, n - sizeof MAGIC);
+        uint32_t version = 0, positions = 0, whole = 0, pad = 0;
         uint64_t rows = 0, digest = 0, claimed = 0;
         pq_cursor_le32(&cur, &version);
         pq_cursor_le32(&cur, &positions);
@@ -189,13 +190,17 @@ static int check_header(ix_others_file *f, const ix_others_file *want, uint64_t 
         pq_cursor_le64(&cur, &digest);
         pq_cursor_le64(&cur, &claimed);
         pq_cursor_le32(&cur, crc);
-        whole = (uint32_t)(get64(h + 56) >> 32);
+        for (int k = 0; k < 4; k++) /* 16 zero bytes */
+            pq_cursor_le32(&cur, &pad);
+        pq_cursor_le32(&cur, &whole);
+        for (uint32_t p = 0; p < f->positions; p++) {
+            ix_others_span *sp = &f->spans[p];
+            pq_cursor_le64(&cur, &sp->ends_at);
+            pq_cursor_le64(&cur, &sp->bytes_at);
+            pq_cursor_le64(&cur, &sp->bytes_len);
+        }
         uint32_t computed = (uint32_t)crc32(crc32(0, h, 60), h + HEADER_BYTES,
                                             (uInt)(f->positions * SPAN_BYTES));
-        for (uint32_t p = 0; p < f->positions; p++) {
-            const uint8_t *s = h + HEADER_BYTES + (size_t)p * SPAN_BYTES;
-            f->spans[p] = (ix_others_span){ get64(s), get64(s + 8), get64(s + 16) };
-        }
         if (memcmp(h, MAGIC, sizeof MAGIC) != 0 || version != IX_OTHERS_FILE_VERSION)
             rc = pq_error_set(err, "%s: not a values file of this version", f->path);
         else if (whole != computed)
@@ -441,30 +446,111 @@ int ix_others_file_seal(ix_others_file *f, const uint64_t *any, pq_error *err)
     return 0;
 }
 
-int ix_others_file_value(const ix_others_file *f, uint32_t p, uint64_t row, uint64_t *from,
-                         uint64_t *len, pq_error *err)
+/* Position p's ends of `count` rows from `row` (and, before them, where
+ * row starts) into ends[0 .. count]: ends[k + 1] is where row + k ends. */
+static int read_ends(const ix_others_file *f, uint32_t p, uint64_t row, uint64_t count,
+                     uint64_t *ends, pq_error *err)
 {
-    assert(p < f->positions && f->spans[p].ends_at && row < f->rows);
     const ix_others_span *s = &f->spans[p];
-    uint8_t ends[16];
-    uint64_t to;
-    if (row == 0) {
-        if (pread_all(f, ends, 8, s->ends_at, err) < 0)
-            return -1;
-        *from = 0;
-        to = get64(ends);
-    } else {
-        if (pread_all(f, ends, 16, s->ends_at + (row - 1) * 8, err) < 0)
-            return -1;
-        *from = get64(ends);
-        to = get64(ends + 8);
+    uint64_t *to = row ? ends : ends + 1, n = row ? count + 1 : count;
+    ends[0] = 0;
+    if (pread_all(f, to, (size_t)n * 8, s->ends_at + (row ? row - 1 : 0) * 8, err) < 0)
+        return -1;
+    for (uint64_t k = 0; k < n; k++)
+        to[k] = get64((const uint8_t *)&to[k]); /* little-endian in the file */
+    return 0;
+}
+
+typedef struct window_pos {
+    uint64_t first, count;  /* rows [first, first + count) have their ends here */
+    uint64_t ends[IX_OTHERS_WINDOW_ROWS + 1]; /* as read_ends */
+    uint64_t bytes_from;    /* bytes[0 .. bytes_len) are the position's from bytes_from */
+    uint64_t bytes_len;
+    uint8_t bytes[IX_OTHERS_WINDOW_BYTES];
+} window_pos;
+
+struct ix_others_window {
+    const ix_others_file *f;
+    window_pos pos[];       /* one per position */
+};
+
+uint64_t ix_others_window_bytes(uint32_t positions)
+{
+    return sizeof(ix_others_window) + (uint64_t)positions * sizeof(window_pos);
+}
+
+ix_others_window *ix_others_window_new(const ix_others_file *f)
+{
+    ix_others_window *w = malloc(ix_others_window_bytes(f->positions));
+    if (!w)
+        return NULL;
+    w->f = f;
+    for (uint32_t p = 0; p < f->positions; p++)
+        w->pos[p].count = w->pos[p].bytes_from = w->pos[p].bytes_len = 0;
+    return w;
+}
+
+void ix_others_window_free(ix_others_window *w)
+{
+    free(w);
+}
+
+/* Where row's bytes are in the window, moving it to them when the value
+ * fits in one; NULL when it does not. from..from+len is inside the column. */
+static const uint8_t *window_bytes(const ix_others_file *f, window_pos *wp, uint32_t p,
+                                   uint64_t from, uint64_t len, pq_error *err, int *failed)
+{
+    if (len > IX_OTHERS_WINDOW_BYTES)
+        return NULL;
+    if (from < wp->bytes_from || from + len > wp->bytes_from + wp->bytes_len) {
+        uint64_t left = f->spans[p].bytes_len - from;
+        wp->bytes_from = from;
+        wp->bytes_len = left < IX_OTHERS_WINDOW_BYTES ? left : IX_OTHERS_WINDOW_BYTES;
+        if (ix_others_file_read(f, p, from, wp->bytes_len, wp->bytes, err) < 0) {
+            wp->bytes_len = 0;
+            *failed = 1;
+            return NULL;
+        }
     }
-    if (*from > to || to > s->bytes_len)
+    return wp->bytes + (from - wp->bytes_from);
+}
+
+int ix_others_file_value(const ix_others_file *f, ix_others_window *w, uint32_t p,
+                         uint64_t row, uint64_t *from, uint64_t *len, const uint8_t **at,
+                         pq_error *err)
+{
+    assert(p < f->positions && f->spans[p].ends_at && row < f->rows && (!w || w->f == f));
+    uint64_t one[2], *ends = one;
+    if (w) {
+        window_pos *wp = &w->pos[p];
+        if (!(wp->count && row >= wp->first && row - wp->first < wp->count)) {
+            uint64_t count = f->rows - row;
+            wp->count = 0;
+            if (count > IX_OTHERS_WINDOW_ROWS)
+                count = IX_OTHERS_WINDOW_ROWS;
+            if (read_ends(f, p, row, count, wp->ends, err) < 0)
+                return -1;
+            wp->first = row;
+            wp->count = count;
+        }
+        ends = wp->ends + (row - wp->first);
+    } else if (read_ends(f, p, row, 1, one, err) < 0) {
+        return -1;
+    }
+    *from = ends[0];
+    uint64_t to = ends[1];
+    if (*from > to || to > f->spans[p].bytes_len)
         return pq_error_set(err, "%s: row %llu's value at %llu..%llu is outside the %llu bytes "
                             "of its column (corrupt)", f->path, (unsigned long long)row,
                             (unsigned long long)*from, (unsigned long long)to,
-                            (unsigned long long)s->bytes_len);
+                            (unsigned long long)f->spans[p].bytes_len);
     *len = to - *from;
+    if (at) {
+        int failed = 0;
+        *at = w ? window_bytes(f, &w->pos[p], p, *from, *len, err, &failed) : NULL;
+        if (failed)
+            return -1;
+    }
     return 0;
 }
 

@@ -4,12 +4,13 @@
  * Per position p that has values (every column but the paged one's single
  * leaf), row r's value is bytes_p[ends_p[r - 1] .. ends_p[r]) (from 0 for
  * r == 0): the same content ix_others held in memory before, written once.
- * A read of one value costs two preads (its two ends, then its bytes,
- * straight into the caller's sink), so what a read holds of them is the
- * record it frames, already charged (invariant 4: nothing of this file
- * stays resident in the process, whatever is read; mmap was not chosen
- * because fault-around maps 64 KiB per touched value and pages stay
- * counted in RSS until released).
+ * Values are read with pread, through a small window per framing thread
+ * (ix_others_window, below) or straight into the caller's sink, so what
+ * the process holds of them is the record being framed, already charged,
+ * and the windows (invariant 4: nothing of this file stays resident
+ * otherwise, whatever is read; mmap was not chosen because fault-around
+ * maps 64 KiB around each touched value and mapped pages count in RSS
+ * until released).
  *
  * Where it lives: beside the persistent index's cache file ("<cache
  * file>.others"), named by the same key, so that a re-mount of unchanged
@@ -20,7 +21,7 @@
  * Format (little-endian): a 64-byte header — "YFSOTHR" 0, version u32,
  * positions u32, rows u64, digest u64 (what the values are of: the index's
  * key and every file's identity, ix_build.c), the file's size u64, the
- * CRC-32 of the body u32, 12 zero bytes, the CRC-32 of the header's first
+ * CRC-32 of the body u32, 16 zero bytes, the CRC-32 of the header's first
  * 60 bytes and the table u32 — then a table of (ends_at, bytes_at,
  * bytes_len) u64 per position (zeros: no values), then the body: the
  * `any` bitmap ((rows / 64 + 1) u64), each position's ends (rows u64),
@@ -107,10 +108,34 @@ void ix_others_out_drop(ix_others_out *o);
  * leaves it unlinked, still serving this mount. */
 int ix_others_file_seal(ix_others_file *f, const uint64_t *any, pq_error *err);
 
+/* A window on the values of runs of consecutive rows, for one thread
+ * framing the records of a unit or a page (their rows are consecutive):
+ * it reads the ends of IX_OTHERS_WINDOW_ROWS rows of a position in one
+ * pread, and IX_OTHERS_WINDOW_BYTES of its values in another, where each
+ * record took two preads per position (10M records of id:text: 56 s
+ * instead of 4 s an epoch, bench/results/remount_columns.md). It holds
+ * about 4.6 KiB a position (ix_others_window_bytes), one per thread framing
+ * records, so within invariant 4's 16 MiB beside the bound for up to 64
+ * framing threads of 8 positions (2.4 MiB). Not thread-safe. */
+#define IX_OTHERS_WINDOW_ROWS 64u
+#define IX_OTHERS_WINDOW_BYTES 4096u
+
+typedef struct ix_others_window ix_others_window;
+
+/* A window on f's values; NULL when out of memory (values are then read
+ * record by record). */
+ix_others_window *ix_others_window_new(const ix_others_file *f);
+uint64_t ix_others_window_bytes(uint32_t positions);
+void ix_others_window_free(ix_others_window *w);
+
 /* Row `row`'s value of position p: its offset and length in the
- * position's bytes, checked against them. Fails naming the file. */
-int ix_others_file_value(const ix_others_file *f, uint32_t p, uint64_t row, uint64_t *from,
-                         uint64_t *len, pq_error *err);
+ * position's bytes, checked against them, through window w (NULL: none).
+ * With `at`, also where its bytes are: in w (valid until w's next use), or
+ * NULL when w does not hold them (no window, a value larger than one):
+ * read them with ix_others_file_read. Fails naming the file. */
+int ix_others_file_value(const ix_others_file *f, ix_others_window *w, uint32_t p,
+                         uint64_t row, uint64_t *from, uint64_t *len, const uint8_t **at,
+                         pq_error *err);
 /* len bytes of position p's values from `from` into to; a short read fails
  * naming the file. */
 int ix_others_file_read(const ix_others_file *f, uint32_t p, uint64_t from, uint64_t len,

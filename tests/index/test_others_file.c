@@ -58,7 +58,7 @@ static void check_values(const ix_others_file *f)
             char want[64], got[64];
             uint64_t from, len;
             value_of(p, r, want, sizeof want);
-            cr_assert_eq(ix_others_file_value(f, p, r, &from, &len, &err), 0, "%s", err.msg);
+            cr_assert_eq(ix_others_file_value(f, NULL, p, r, &from, &len, NULL, &err), 0, "%s", err.msg);
             cr_assert_eq(len, strlen(want));
             cr_assert_eq(ix_others_file_read(f, p, from, len, (uint8_t *)got, &err), 0, "%s",
                          err.msg);
@@ -106,6 +106,59 @@ Test(others_file, written_then_reused_whole)
     const uint8_t other[3] = { 1, 1, 0 };
     cr_assert_eq(ix_others_file_open(&f, path, DIGEST, other, 3, ROWS, back, &err), -1);
     remove_path(path);
+}
+
+/* Through a window: the same values as record by record, for rows in
+ * order, out of order and across window refills; a value larger than the
+ * window is left to ix_others_file_read. */
+Test(others_file, window_serves_what_reads_serve)
+{
+    char *path = temp_path();
+    uint64_t any[ROWS / 64 + 1];
+    write_file(path, any);
+    ix_others_file f;
+    pq_error err;
+    cr_assert_eq(open_it(path, DIGEST, &f, any, &err), 0, "%s", err.msg);
+    ix_others_window *w = ix_others_window_new(&f);
+    cr_assert_not_null(w);
+    uint32_t rows[] = { 0, 1, 2, 63, 64, 65, 200, 199, 5, ROWS - 1, ROWS - 2, 128, 127 };
+    for (uint32_t round = 0; round < 2; round++)
+        for (size_t i = 0; i < sizeof rows / sizeof *rows + (round ? ROWS : 0); i++) {
+            uint32_t r = i < sizeof rows / sizeof *rows ? rows[i]
+                                                         : (uint32_t)(i - sizeof rows / sizeof *rows);
+            for (uint32_t p = 0; p < 3; p += 2) {
+                char want[64];
+                value_of(p, r, want, sizeof want);
+                uint64_t from, len;
+                const uint8_t *at;
+                cr_assert_eq(ix_others_file_value(&f, w, p, r, &from, &len, &at, &err), 0, "%s",
+                             err.msg);
+                cr_assert(at && len == strlen(want) && memcmp(at, want, len) == 0,
+                          "p %u row %u", p, r);
+            }
+        }
+    ix_others_window_free(w);
+    ix_others_file_close(&f);
+    remove_path(path);
+
+    /* one row of 10,000 bytes: longer than the window */
+    ix_others_file big;
+    const uint8_t has[1] = { 1 };
+    cr_assert_eq(ix_others_file_create(&big, NULL, 1, has, 1, 1, &err), 0, "%s", err.msg);
+    ix_others_out out;
+    cr_assert_eq(ix_others_out_begin(&out, &big, 0, &err), 0, "%s", err.msg);
+    memset(ix_others_out_room(&out, 10000, &err), 'x', 10000);
+    cr_assert_eq(ix_others_out_row(&out, 10000, &err), 0, "%s", err.msg);
+    cr_assert_eq(ix_others_out_end(&out, &err), 0, "%s", err.msg);
+    uint64_t one[1] = { 1 };
+    cr_assert_eq(ix_others_file_seal(&big, one, &err), 0, "%s", err.msg);
+    w = ix_others_window_new(&big);
+    uint64_t from, len;
+    const uint8_t *at = (const uint8_t *)"not null";
+    cr_assert_eq(ix_others_file_value(&big, w, 0, 0, &from, &len, &at, &err), 0, "%s", err.msg);
+    cr_assert(from == 0 && len == 10000 && at == NULL);
+    ix_others_window_free(w);
+    ix_others_file_close(&big);
 }
 
 /* A file cut short, a byte changed in its header or its body, or a file of
@@ -156,12 +209,12 @@ Test(others_file, damage_after_open_fails_reads)
     uint8_t far[8] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f };
     cr_assert_eq(pwrite(fd, far, 8, (off_t)(f.spans[2].ends_at + 10 * 8)), 8);
     uint64_t from, len;
-    cr_assert_eq(ix_others_file_value(&f, 2, 10, &from, &len, &err), -1);
+    cr_assert_eq(ix_others_file_value(&f, NULL, 2, 10, &from, &len, NULL, &err), -1);
     cr_assert(strstr(err.msg, "outside") && strstr(err.msg, path), "%s", err.msg);
-    cr_assert_eq(ix_others_file_value(&f, 2, 11, &from, &len, &err), -1);
+    cr_assert_eq(ix_others_file_value(&f, NULL, 2, 11, &from, &len, NULL, &err), -1);
     cr_assert_eq(ftruncate(fd, (off_t)f.spans[2].bytes_at + 5), 0);
     close(fd);
-    cr_assert_eq(ix_others_file_value(&f, 2, ROWS - 1, &from, &len, &err), 0, "%s", err.msg);
+    cr_assert_eq(ix_others_file_value(&f, NULL, 2, ROWS - 1, &from, &len, NULL, &err), 0, "%s", err.msg);
     uint8_t buf[64];
     cr_assert_eq(ix_others_file_read(&f, 2, from, len, buf, &err), -1);
     cr_assert(strstr(err.msg, "short read") && strstr(err.msg, path), "%s", err.msg);
@@ -193,7 +246,7 @@ Test(others_file, temporary_file_leaves_nothing)
     cr_assert_eq(rmdir(dir), 0, "the temporary file is still in %s", dir);
     uint64_t from, len;
     uint8_t got[2];
-    cr_assert_eq(ix_others_file_value(&f, 2, 0, &from, &len, &err), 0, "%s", err.msg);
+    cr_assert_eq(ix_others_file_value(&f, NULL, 2, 0, &from, &len, NULL, &err), 0, "%s", err.msg);
     cr_assert_eq(ix_others_file_read(&f, 2, from, len, got, &err), 0, "%s", err.msg);
     cr_assert_eq(memcmp(got, "42", 2), 0);
     ix_others_file_close(&f);
