@@ -487,8 +487,8 @@ static int is_null_here(const ix_framing *f, const ix_record *r)
 
 static int own_tree_value(const ix_framing *f, const ix_record *r, ix_sink *s, pq_error *err);
 
-/* Row `row`'s value of position p, read from the file straight into the
- * sink's buffer (a counting sink only needs its length). */
+/* Row `row`'s value of position p, from the sink's window or read from the
+ * file straight into its buffer (a counting sink only needs its length). */
 static int put_held(const ix_others_file *file, uint32_t p, uint64_t row, ix_sink *s,
                     pq_error *err)
 {

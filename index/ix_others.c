@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
 #include <unistd.h>
 
 #include "ix_chunk_whole.h"
@@ -197,6 +196,7 @@ int ix_columns_resolve(ix_source *first, const char *spec, const ix_frame_option
                        ix_column_set *set, pq_nest *own_nest, pq_error *err)
 {
     memset(set, 0, sizeof *set);
+    set->file.fd = -1; /* no values file until ix_columns_load */
     char *copy = NULL, **names = NULL;
     pq_nest *nests = NULL;
     int rc = -1;
