@@ -501,3 +501,8 @@ void pq_stream_close(pq_stream *s)
     free(s->def.bytes);
     free(s);
 }
+
+int pq_stream_whole_instead(const pq_error *err)
+{
+    return strstr(err->msg, "not streamable") || strstr(err->msg, "beyond the stream's window");
+}

@@ -124,6 +124,11 @@ pq_stream *pq_stream_open(const pq_column_desc *col, const pq_page_header *h,
                           const pq_dictionary *dict, const pq_stream_opts *opts,
                           pq_stream_read_fn read, void *ctx, pq_error *err);
 
+/* Whether a failure of pq_stream_open or pq_stream_next (its message in
+ * err) leaves the page valid as far as is known, so that decoding it whole
+ * serves instead: "not streamable", "beyond the stream's window". */
+int pq_stream_whole_instead(const pq_error *err);
+
 /* The next entry: returns 1 and fills *e, 0 at the end (the body then
  * checked to the last byte), -1 on bad input or a read failure; after -1 or 0
  * every later call returns the same. */

@@ -155,7 +155,6 @@ ix_options yfs_index_options(const yfs_options *opts, const char *dataset, int p
         .progress = progress,
         .skip_crc = opts->skip_crc,
         .stream_page_bytes = stream_page_bytes,
-        .others_max = opts->mem,
         .mem = opts->mem,
         .cache_dir = opts->cache_dir,
         .store = { opts->endpoint, opts->region, opts->no_sign },

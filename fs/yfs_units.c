@@ -7,6 +7,7 @@
 #include "ix_others_file.h"
 #include "ix_record.h"
 #include "ix_stream.h"
+#include "pq_stream.h"
 #include "yfs_dicts.h"
 #include "yfs_loads.h"
 #include "yfs_pages.h"
@@ -263,12 +264,6 @@ static uint64_t whole_decode_bytes(const ix_page *p, const pq_page_header *h)
     return p->length + yfs_decode_bound_page(h) * pages_worth;
 }
 
-/* A stream failure after which the whole decode serves (ix_stream.h). */
-static int whole_decode_serves(const pq_error *err)
-{
-    return strstr(err->msg, "not streamable") || strstr(err->msg, "beyond the stream's window");
-}
-
 /* Frame `units` units of the page from the stream s, positioned at the
  * first record of unit `from`, into the blocks given (block[k] for unit
  * from + k; NULL: passed over). Stops after the last unit that has a block,
@@ -336,7 +331,7 @@ static int stream_for(yfs_mount *m, const sh_unit *u, uint32_t unit, uint64_t fi
      * need its later units wait for it meanwhile). */
     pq_page_header h;
     int rc = ix_entry_first_header(m->ix, u->page, &h, &ps->read, err) < 0
-                 ? (whole_decode_serves(err) ? 1 : -1)
+                 ? (pq_stream_whole_instead(err) ? 1 : -1)
                  : whole_decode_bytes(&m->ix->pages[u->page], &h) <= whole_decode_share(m);
     if (rc == 0) {
         ps->charged = ix_stream_cap();
@@ -494,7 +489,7 @@ static int unit_get(yfs_mount *m, yfs_plan *plan, uint32_t unit, yfs_hold *hold,
         int rc = frame_streamed(m, plan, unit, &u, hold, out, err);
         if (rc == 2)
             return 0;
-        if (rc <= 0 && (rc == 0 || !whole_decode_serves(err)))
+        if (rc <= 0 && (rc == 0 || !pq_stream_whole_instead(err)))
             return rc;
     }
     if (yfs_wants_begin(m->wants, unit, out))

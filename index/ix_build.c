@@ -431,8 +431,8 @@ static int load_others(build *b, pq_error *err)
     char *path = NULL;
     if (cache && asprintf(&path, "%s.others", cache) < 0)
         return pq_error_set(err, "out of memory");
-    int rc = ix_columns_load(ix->columns, &b->ss, path, path ? others_digest(b) : 0,
-                             b->opts->others_max, err);
+    ix_load_limits lim = { b->opts->mem, ix->verify_crc };
+    int rc = ix_columns_load(ix->columns, &b->ss, path, path ? others_digest(b) : 0, &lim, err);
     free(path);
     return rc;
 }

@@ -12,20 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "ix_gate.h"
 #include "ix_internal.h"
 #include "ix_others_file.h"
 #include "ix_row.h"
+#include "ix_window.h"
 #include "pq_page.h"
 #include "pq_stream.h"
-
-#define WINDOW_BYTES IX_SCAN_WINDOW_BYTES
-/* Page headers are short but may carry statistics with long min/max values:
- * try a small read first, then a large one. */
-#define HEADER_PROBE_BYTES (64u << 10)
-#define HEADER_MAX_BYTES (16u << 20)
 
 /* Streaming (see the top): the default ix_scan.stream_page_bytes; what a
  * whole decode is taken to cost per level entry (value slice, levels and a
@@ -40,75 +34,9 @@
 #define STREAM_ROW_BYTES ((size_t)4 << 20)
 #define STREAM_CAP_BYTES ((size_t)32 << 20)
 
-typedef struct window {
-    const ix_source *src;
-    uint64_t begin, end; /* the chunk's byte range; reads stay inside */
-    uint64_t base;       /* file offset of buf[0] */
-    size_t len;
-    uint8_t *buf;
-    size_t cap;
-    uint64_t *bytes_read;
-    ix_gate *gate;       /* ix_scan.gate: cap is charged to it, the reads leave the CPU */
-    uint64_t extra;      /* charged with cap: a large decoded dictionary (dictionary()) */
-    uint64_t charged;    /* == cap + extra under a gate */
-} window;
-
-/* Make [off, off+len) available and return it. The range must lie within the
- * chunk (callers check against w->end first). */
-static const uint8_t *window_get(window *w, uint64_t off, size_t len, pq_error *err)
-{
-    if (off >= w->base && off + len <= w->base + w->len)
-        return w->buf + (off - w->base);
-    size_t want = len > WINDOW_BYTES ? len : WINDOW_BYTES;
-    if (want > w->end - off)
-        want = (size_t)(w->end - off);
-    /* The read waits on storage without a CPU token (ix_gate.h), and so
-     * does the charge for a larger buffer. */
-    ix_gate_cpu_leave(w->gate);
-    if (want > w->cap) { /* what the window held is not kept: let it go first */
-        free(w->buf);
-        w->buf = NULL;
-        w->cap = w->len = 0;
-        ix_gate_take(w->gate, &w->charged, want + w->extra);
-        if (!(w->buf = malloc(want))) {
-            ix_gate_cpu_enter(w->gate);
-            pq_error_set(err, "%s: out of memory for a %zu-byte read", w->src->name, want);
-            return NULL;
-        }
-        w->cap = want;
-    }
-    assert(!w->gate || w->charged == w->cap + w->extra);
-    int rc = ix_store_read(w->src->store, w->src->fd, w->src->name, w->buf, want, off, err);
-    ix_gate_cpu_enter(w->gate);
-    if (rc < 0)
-        return NULL;
-    *w->bytes_read += want;
-    w->base = off;
-    w->len = want;
-    return w->buf;
-}
-
-/* Parse the page header at `off`. */
-static int read_header(window *w, uint64_t off, pq_page_header *h, pq_error *err)
-{
-    uint64_t left = w->end - off;
-    size_t probe = left < HEADER_PROBE_BYTES ? (size_t)left : HEADER_PROBE_BYTES;
-    const uint8_t *p = window_get(w, off, probe, err);
-    if (!p)
-        return -1;
-    if (pq_page_header_parse(p, probe, h, err) == 0)
-        return 0;
-    if (left <= probe)
-        return -1;
-    size_t more = left < HEADER_MAX_BYTES ? (size_t)left : HEADER_MAX_BYTES;
-    if (!(p = window_get(w, off, more, err)))
-        return -1;
-    return pq_page_header_parse(p, more, h, err);
-}
-
 typedef struct scan_state {
     ix_scan *scan;
-    window w;
+    ix_window w;
     pq_page_header dict_header; /* of the dictionary page at scan->dict_offset */
     pq_dictionary dict;
     int dict_decoded;   /* decoded once a page needs it */
@@ -417,7 +345,7 @@ static int dictionary(scan_state *st, const pq_dictionary **out, pq_error *err)
         return 0;
     if (!st->dict_decoded) {
         const pq_page_header *h = &st->dict_header;
-        const uint8_t *page = window_get(&st->w, (uint64_t)scan->dict_offset, scan->dict_length, err);
+        const uint8_t *page = ix_window_get(&st->w, (uint64_t)scan->dict_offset, scan->dict_length, err);
         if (!page)
             return -1;
         /* A dictionary larger than a window (at most ix_hold_max(mem):
@@ -428,7 +356,7 @@ static int dictionary(scan_state *st, const pq_dictionary **out, pq_error *err)
          * the windows leave (as before). The window keeps its bytes while
          * the charge waits. */
         uint64_t hold = ix_page_hold_bytes(h);
-        if (st->w.gate && hold > WINDOW_BYTES) {
+        if (st->w.gate && hold > IX_SCAN_WINDOW_BYTES) {
             ix_gate_cpu_leave(st->w.gate);
             st->w.extra = hold;
             ix_gate_take(st->w.gate, &st->w.charged, st->w.cap + st->w.extra);
@@ -496,77 +424,6 @@ static int should_stream(const scan_state *st, const pq_page_header *h, uint64_t
     return total + (uint64_t)h->uncompressed_size + entries * WHOLE_BYTES_PER_ENTRY > limit;
 }
 
-/* The page body for a pq_stream: read in order, from the window where it
- * holds the bytes and straight from the file elsewhere, taking the page's
- * CRC-32 (ix_page_crc, of header and body) and the body's (the Parquet page
- * CRC) on the way. */
-typedef struct body_reader {
-    scan_state *st;
-    uint64_t pos, end; /* file offsets: next byte, end of the body */
-    uLong crc;         /* zlib crc32 of the header and the body so far */
-    int check;         /* the Parquet page CRC is to be checked: */
-    uLong body_crc;    /* ... crc32 of the body so far */
-} body_reader;
-
-static int read_body(void *ctx, uint8_t *buf, size_t want, size_t *got, pq_error *err)
-{
-    body_reader *r = ctx;
-    window *w = &r->st->w;
-    size_t n = want < STREAM_READ_BYTES ? want : STREAM_READ_BYTES;
-    if (n > r->end - r->pos)
-        n = (size_t)(r->end - r->pos);
-    if (r->pos >= w->base && r->pos < w->base + w->len) {
-        size_t held = (size_t)(w->base + w->len - r->pos);
-        n = n < held ? n : held;
-        memcpy(buf, w->buf + (r->pos - w->base), n);
-    } else if (n > 0) {
-        if (ix_store_read(w->src->store, w->src->fd, w->src->name, buf, n, r->pos, err) < 0)
-            return -1;
-        *w->bytes_read += n;
-    }
-    r->crc = crc32(r->crc, buf, (uInt)n);
-    if (r->check)
-        r->body_crc = crc32(r->body_crc, buf, (uInt)n);
-    r->pos += n;
-    *got = n;
-    return 0;
-}
-
-/* The Parquet page CRC of a streamed body (pq_page_check_crc's rule), once
- * every byte of it went through r. */
-static int check_body_crc(const pq_page_header *h, const body_reader *r, pq_error *err)
-{
-    assert(r->pos == r->end);
-    if (!r->check || (uint32_t)r->body_crc == h->crc)
-        return 0;
-    return pq_error_set(err, "data page: CRC mismatch: header says 0x%08x, the %d-byte body has "
-                        "0x%08x", (unsigned)h->crc, h->compressed_size,
-                        (unsigned)r->body_crc);
-}
-
-/* A page that failed to decode: read the rest of its body, so that a body
- * that does not match its CRC is reported as such (a corrupt page fails
- * its decode somewhere; the CRC says why). */
-static void blame_crc(const pq_page_header *h, body_reader *r, pq_error *err)
-{
-    if (!r->check)
-        return;
-    uint8_t *buf = malloc(STREAM_READ_BYTES);
-    pq_error ignored;
-    size_t got = 1;
-    while (buf && r->pos < r->end && got > 0)
-        if (read_body(r, buf, STREAM_READ_BYTES, &got, &ignored) < 0)
-            break;
-    free(buf);
-    if (r->pos == r->end)
-        check_body_crc(h, r, err);
-}
-
-static int not_streamable(const pq_error *err)
-{
-    return strstr(err->msg, "not streamable") || strstr(err->msg, "beyond the stream's window");
-}
-
 /* The entries of the streaming page s, rows assembled (repeated columns)
  * or taken one per entry (flat), into pg and st->page_sizes (*num sizes).
  * *started: a row starts in the page. Rows continued from the page before
@@ -630,18 +487,16 @@ static int stream_page(scan_state *st, const pq_page_header *h, uint64_t off, ui
     if ((h->encoding == PQ_ENC_PLAIN_DICTIONARY || h->encoding == PQ_ENC_RLE_DICTIONARY) &&
         dictionary(st, &dict, err) < 0)
         return -1;
-    const uint8_t *header = window_get(&st->w, off, h->header_len, err);
-    if (!header)
+    ix_body r;
+    if (ix_body_init(&r, &st->w, h, off, STREAM_READ_BYTES, scan->verify_crc, err) < 0)
         return -1;
-    body_reader r = { st, off + h->header_len, off + total, crc32(0L, Z_NULL, 0),
-                      scan->verify_crc && h->has_crc, crc32(0L, Z_NULL, 0) };
-    r.crc = crc32(r.crc, header, (uInt)h->header_len);
+    assert(r.end == off + total);
     pq_stream_opts opts = { .read_size = STREAM_READ_BYTES, .cap = STREAM_CAP_BYTES };
-    pq_stream *s = pq_stream_open(&scan->desc, h, dict, &opts, read_body, &r, err);
+    pq_stream *s = pq_stream_open(&scan->desc, h, dict, &opts, ix_body_read, &r, err);
     if (!s) {
-        if (not_streamable(err))
+        if (pq_stream_whole_instead(err))
             return 0;
-        blame_crc(h, &r, err);
+        ix_body_blame_crc(h, &r, err);
         return -1;
     }
     if (!st->streaming && start_streaming(st, err) < 0) {
@@ -659,11 +514,11 @@ static int stream_page(scan_state *st, const pq_page_header *h, uint64_t off, ui
     int rc = stream_rows(st, s, pg, &num, &started, err);
     pq_stream_close(s);
     if (rc == 0)
-        rc = check_body_crc(h, &r, err);
+        rc = ix_body_check_crc(h, &r, err);
     if (rc < 0) {
         ix_row_clear(&st->row);
-        if (!not_streamable(err)) {
-            blame_crc(h, &r, err);
+        if (!pq_stream_whole_instead(err)) {
+            ix_body_blame_crc(h, &r, err);
             return -1;
         }
         st->open.entries = open_entries;
@@ -676,7 +531,7 @@ static int stream_page(scan_state *st, const pq_page_header *h, uint64_t off, ui
     scan->pages_streamed++;
 
     /* The page is done: the same bookkeeping as take_rows. */
-    uint32_t page_crc = (uint32_t)r.crc ? (uint32_t)r.crc : 1;
+    uint32_t page_crc = r.crc ? r.crc : 1;
     if (scan->desc.max_rep > 0) {
         if (!started && !st->row_open)
             return pq_error_set(err, "the page starts in the middle of a row, but no earlier "
@@ -725,7 +580,7 @@ static int visit_page(scan_state *st, uint64_t off, uint32_t expect_len, uint64_
                       pq_error *err)
 {
     pq_page_header h;
-    if (read_header(&st->w, off, &h, err) < 0)
+    if (ix_window_header(&st->w, off, &h, err) < 0)
         return pq_error_prefix(err, "page header at offset %llu: ", (unsigned long long)off);
     uint64_t total = h.header_len + (uint64_t)h.compressed_size;
     if (total > st->w.end - off)
@@ -744,7 +599,7 @@ static int visit_page(scan_state *st, uint64_t off, uint32_t expect_len, uint64_
     /* Change detection (ix_index.h): the CRC of a page's bytes, taken here
      * wherever the window holds them already; 0 (learned at the page's first
      * read) elsewhere. */
-    const uint8_t *held = off >= st->w.base && off + total <= st->w.base + st->w.len
+    const uint8_t *held = ix_window_holds(&st->w, off, total)
                               ? st->w.buf + (off - st->w.base)
                               : NULL;
     if (h.type == PQ_PAGE_DICTIONARY) {
@@ -779,7 +634,7 @@ static int visit_page(scan_state *st, uint64_t off, uint32_t expect_len, uint64_
     }
     if (ix_page_hold_check(&h, st->scan->mem, err) < 0) /* decoded whole: ix_claims.h */
         return pq_error_prefix(err, "data page at offset %llu: ", (unsigned long long)off);
-    const uint8_t *page = window_get(&st->w, off, (size_t)total, err);
+    const uint8_t *page = ix_window_get(&st->w, off, (size_t)total, err);
     if (!page)
         return -1;
     atomic_init(&pg.crc, ix_page_crc(page, (size_t)total));
@@ -806,7 +661,7 @@ static int visit_page(scan_state *st, uint64_t off, uint32_t expect_len, uint64_
             ix_page *e = &st->scan->pages[k];
             if (e->offset + e->length != off + total)
                 continue;
-            int whole = e->offset >= st->w.base && off + total <= st->w.base + st->w.len;
+            int whole = ix_window_holds(&st->w, e->offset, e->length);
             atomic_init(&e->crc, whole ? ix_page_crc(st->w.buf + (e->offset - st->w.base),
                                                      e->length)
                                        : 0);
@@ -1018,11 +873,9 @@ int ix_scan_chunk(ix_scan *scan, pq_error *err)
     scan_state st = { .scan = scan, .window = ix_framing_window(scan->framing) };
     ix_row_init(&st.open, STREAM_ROW_BYTES);
     ix_row_init(&st.row, STREAM_ROW_BYTES);
-    st.w.src = scan->src;
-    st.w.begin = (uint64_t)begin;
-    st.w.end = (uint64_t)begin + (uint64_t)m->total_compressed_size;
-    st.w.bytes_read = &scan->bytes_read;
-    st.w.gate = scan->gate;
+    ix_window_init(&st.w, scan->src, (uint64_t)begin,
+                   (uint64_t)begin + (uint64_t)m->total_compressed_size, IX_SCAN_WINDOW_BYTES,
+                   &scan->bytes_read, scan->gate);
 
     int rc = scan->has_offset_index ? follow_offset_index(&st, err) : walk_headers(&st, err);
     if (rc == 0 && close_row(&st, err) < 0)
@@ -1042,10 +895,9 @@ int ix_scan_chunk(ix_scan *scan, pq_error *err)
         scan->desc.max_rep == 0)
         rc = pq_error_set(err, "the pages hold %llu values, the column metadata says %lld",
                           (unsigned long long)st.rows_seen, (long long)m->num_values);
-    free(st.w.buf);
     if (st.dict_decoded) /* before its charge goes back (dictionary()) */
         pq_dictionary_free(&st.dict);
-    ix_gate_give(st.w.gate, &st.w.charged);
+    ix_window_free(&st.w);
     if (rc < 0) {
         free(scan->pages);
         scan->pages = NULL;

@@ -34,7 +34,7 @@
  *
  * One rule for the whole index: the mount's page pass applies it to every
  * header it walks and every page it decodes whole (ix_chunk_scan.c), the
- * loads of other columns to their chunks (ix_chunk_whole.c), and the read
+ * loads of other columns to their pages and rows (ix_chunk_rows.c), and the read
  * path to every header it parses (ix_read.c, ix_stream.c), which covers the
  * pages the mount sized without seeing their headers (from the page index,
  * or from the persistent index: a mount with less mem= than the `index`

@@ -154,8 +154,6 @@ typedef struct ix_options {
     int skip_crc;        /* do not verify page CRCs (they are verified where present) */
     uint64_t stream_page_bytes; /* the page pass streams pages whose whole decode would take
                                  * more (ix_scan_chunk); 0: 16 MiB */
-    uint64_t others_max;   /* several columns: most compressed bytes of a column chunk of
-                            * the others decoded whole (ix_others.h); 0: no limit */
     uint64_t mem;          /* the mount's mem=: a page held whole, or a record, may take at
                             * most ix_hold_max(mem) (ix_claims.h); 0: no limit */
     const char *cache_dir; /* persistent index directory (ix_cache.h), NULL for none */

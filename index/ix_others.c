@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ix_chunk_whole.h"
+#include "ix_chunk_rows.h"
 #include "ix_others.h"
 
 int ix_columns_several(const ix_source *first, const char *spec)
@@ -307,103 +307,147 @@ static int put_value(column_fill *c, const value_src *v, pq_error *err)
     return ix_others_out_row(&c->out, count.size, err);
 }
 
-/* One leaf's rows of the row group, from the chunk's records. */
-static int put_leaf_rows(column_fill *c, const ix_framing *f, const ix_chunk_whole *cv,
+/* One leaf's rows of the row group, run by run. */
+static int put_leaf_rows(column_fill *c, const ix_framing *f, ix_chunk_rows *cr,
                          uint64_t rows_want, pq_error *err)
 {
-    const pq_page_values *v = &cv->all;
-    ix_record *recs = malloc((v->num_levels ? v->num_levels : 1) * sizeof *recs);
-    if (!recs)
-        return pq_error_set(err, "out of memory");
-    uint32_t count = 0, rows = 0;
-    int rc = v->num_levels ? ix_page_records(&f->shape, v, c->row, recs, v->num_levels, &count,
-                                             &rows, err)
-                           : 0;
-    if (rc == 0 && rows != rows_want)
-        rc = pq_error_set(err, "the pages hold %u rows, the row group %llu", rows,
-                          (unsigned long long)rows_want);
-    uint64_t end = c->row + rows;
-    for (uint32_t k = 0; rc == 0 && c->row < end;) {
-        value_src src = { .f = f, .r = k < count ? &recs[k] : NULL };
-        rc = put_value(c, k < count && recs[k].row == c->row ? (k++, &src) : NULL, err);
+    uint64_t end = c->row + rows_want;
+    ix_record *recs = NULL;
+    size_t cap = 0;
+    pq_page_values run;
+    int rc, got;
+    while ((got = rc = ix_chunk_rows_next(cr, &run, err)) == 1) {
+        if (run.num_levels > cap) {
+            free(recs);
+            cap = run.num_levels;
+            if (!(recs = malloc(cap * sizeof *recs))) {
+                rc = pq_error_set(err, "out of memory");
+                break;
+            }
+        }
+        uint32_t count = 0, rows = 0;
+        if ((rc = ix_page_records(&f->shape, &run, c->row, recs, run.num_levels, &count, &rows,
+                                  err)) < 0)
+            break;
+        if (rows > end - c->row) {
+            rc = pq_error_set(err, "the pages hold more rows than the row group's %llu",
+                              (unsigned long long)rows_want);
+            break;
+        }
+        uint64_t run_end = c->row + rows;
+        for (uint32_t k = 0; rc == 0 && c->row < run_end;) {
+            value_src src = { .f = f, .r = k < count ? &recs[k] : NULL };
+            rc = put_value(c, k < count && recs[k].row == c->row ? (k++, &src) : NULL, err);
+        }
+        if (rc < 0)
+            break;
     }
+    if (got == 0 && c->row != end)
+        rc = pq_error_set(err, "the pages hold %llu rows, the row group %llu",
+                          (unsigned long long)(rows_want - (end - c->row)),
+                          (unsigned long long)rows_want);
     free(recs);
-    return rc;
+    return rc < 0 ? -1 : 0;
 }
 
-/* Rows of a field of several leaves: cv[j] is leaf j's chunk. */
-static int put_tree_rows(column_fill *c, const ix_tree_framing *tf, const ix_chunk_whole *cv,
+/* One leaf of a field of several, handed out row by row. */
+typedef struct leaf_cursor {
+    ix_chunk_rows rows;
+    pq_page_values run; /* the current run of whole rows */
+    uint32_t at, value; /* its next entry, and the value that entry's row starts at */
+} leaf_cursor;
+
+/* The next row's entries of leaf j: 1, or 0 when the leaf has no more. */
+static int leaf_next_row(leaf_cursor *lc, int16_t max_def, pq_tree_row *row,
+                         const pq_bytes **values, pq_error *err)
+{
+    const pq_page_values *v = &lc->run;
+    if (lc->at >= v->num_levels) {
+        int got = ix_chunk_rows_next(&lc->rows, &lc->run, err);
+        if (got <= 0)
+            return got;
+        lc->at = lc->value = 0;
+    }
+    uint32_t b = lc->at, e = b + 1, vals = 0;
+    while (e < v->num_levels && v->rep_levels && v->rep_levels[e] != 0)
+        e++;
+    for (uint32_t i = b; i < e; i++)
+        vals += !v->def_levels || v->def_levels[i] == max_def;
+    if (lc->value + vals > v->num_values)
+        return pq_error_set(err, "its levels define more values than it holds");
+    *row = (pq_tree_row){ v->def_levels ? v->def_levels + b : NULL,
+                          v->rep_levels ? v->rep_levels + b : NULL, e - b, vals };
+    *values = v->values + lc->value;
+    lc->at = e;
+    lc->value += vals;
+    return 1;
+}
+
+/* Rows of a field of several leaves: lc[j] reads leaf j (all but the
+ * primary's own leaf, when the field is the primary's). */
+static int put_tree_rows(column_fill *c, const ix_tree_framing *tf, leaf_cursor *lc,
                          uint64_t rows_want, pq_error *err)
 {
     uint32_t n = tf->tree.num_leaves;
     pq_tree_row *rows = calloc(n, sizeof *rows);
     const pq_bytes **values = calloc(n, sizeof *values);
-    uint32_t *at = calloc(2 * (size_t)n, sizeof *at), *value = at + n;
-    int rc = rows && values && at ? 0 : pq_error_set(err, "out of memory");
+    int rc = rows && values ? 0 : pq_error_set(err, "out of memory");
     for (uint64_t r = 0; rc == 0 && r < rows_want; r++) {
-        int null = 0;
         for (uint32_t j = 0; rc == 0 && j < n; j++) {
-            const pq_page_values *v = &cv[j].all;
             if (c->own && j == c->own_leaf)
                 continue; /* paged: its entries come with each record */
-            uint32_t b = at[j], e = b + 1, vals = 0;
-            if (b >= v->num_levels) {
+            int got = leaf_next_row(&lc[j], tf->tree.max_def[j], &rows[j], &values[j], err);
+            if (got == 0)
                 rc = pq_error_set(err, "leaf %u holds fewer rows than the row group's %llu", j,
                                   (unsigned long long)rows_want);
-                break;
-            }
-            while (e < v->num_levels && v->rep_levels && v->rep_levels[e] != 0)
-                e++;
-            for (uint32_t i = b; i < e; i++)
-                vals += !v->def_levels || v->def_levels[i] == tf->tree.max_def[j];
-            if (value[j] + vals > v->num_values) {
-                rc = pq_error_set(err, "leaf %u: its levels define more values than it holds",
-                                  j);
-                break;
-            }
-            rows[j] = (pq_tree_row){ v->def_levels ? v->def_levels + b : NULL,
-                                     v->rep_levels ? v->rep_levels + b : NULL, e - b, vals };
-            values[j] = v->values + value[j];
-            at[j] = e;
-            value[j] += vals;
+            else if (got < 0)
+                rc = pq_error_prefix(err, "leaf %u: ", j);
         }
         if (rc)
             break;
         value_src src = { .t = tf, .rows = rows, .values = values, .siblings = c->own,
                           .own_leaf = c->own_leaf };
-        null = !c->own && pq_tree_row_is_null(&tf->tree, rows);
+        int null = !c->own && pq_tree_row_is_null(&tf->tree, rows);
         rc = put_value(c, null ? NULL : &src, err);
     }
-    for (uint32_t j = 0; rc == 0 && j < n; j++)
-        if (!(c->own && j == c->own_leaf) && at[j] != cv[j].all.num_levels)
+    for (uint32_t j = 0; rc == 0 && j < n; j++) {
+        pq_tree_row row;
+        const pq_bytes *vals;
+        int got = c->own && j == c->own_leaf ? 0
+                                             : leaf_next_row(&lc[j], tf->tree.max_def[j], &row,
+                                                             &vals, err);
+        if (got > 0)
             rc = pq_error_set(err, "leaf %u holds more rows than the row group's %llu", j,
                               (unsigned long long)rows_want);
+        else if (got < 0)
+            rc = pq_error_prefix(err, "leaf %u: ", j);
+    }
     free(rows);
     free(values);
-    free(at);
     return rc;
 }
 
 /* Position k's values in row group g of s. */
 static int load_group(ix_column_set *set, uint32_t k, column_fill *fill, const ix_source *s,
-                      const int *leaves, int32_t g, uint64_t max, pq_error *err)
+                      const int *leaves, int32_t g, const ix_load_limits *lim, pq_error *err)
 {
     const ix_column_tree *t = &set->trees[k];
     uint32_t n = t->count ? t->count : 1;
-    ix_chunk_whole *cv = calloc(n, sizeof *cv);
-    if (!cv)
+    leaf_cursor *lc = calloc(n, sizeof *lc);
+    if (!lc)
         return pq_error_set(err, "out of memory");
     uint64_t rows = (uint64_t)s->meta.row_groups[g].num_rows;
     int rc = 0;
     for (uint32_t j = 0; rc == 0 && j < n; j++)
         if (!(fill->own && j == fill->own_leaf))
-            rc = ix_chunk_whole_load(&cv[j], s, leaves[j], g, max, &set->bytes_read, err);
-    if (rc == 0 && s->meta.row_groups[g].num_rows > 0)
-        rc = t->count ? put_tree_rows(fill, &t->framing, cv, rows, err)
-                      : put_leaf_rows(fill, &set->framing[k], cv, rows, err);
+            rc = ix_chunk_rows_open(&lc[j].rows, s, leaves[j], g, lim->mem, lim->verify_crc,
+                                    &set->bytes_read, err);
+    if (rc == 0 && rows > 0)
+        rc = t->count ? put_tree_rows(fill, &t->framing, lc, rows, err)
+                      : put_leaf_rows(fill, &set->framing[k], &lc[0].rows, rows, err);
     for (uint32_t j = 0; j < n; j++)
-        ix_chunk_whole_free(&cv[j]);
-    free(cv);
+        ix_chunk_rows_close(&lc[j].rows);
+    free(lc);
     return rc;
 }
 
@@ -421,8 +465,8 @@ static int find_leaves(const ix_column_set *set, uint32_t k, const ix_source *fi
     return 0;
 }
 
-static int load_column(ix_column_set *set, uint32_t k, ix_sources *ss, uint64_t max,
-                       pq_error *err)
+static int load_column(ix_column_set *set, uint32_t k, ix_sources *ss,
+                       const ix_load_limits *lim, pq_error *err)
 {
     ix_others *o = &set->values;
     column_fill fill = { .own = k == set->own, .own_leaf = set->own_leaf, .any = o->any };
@@ -436,7 +480,7 @@ static int load_column(ix_column_set *set, uint32_t k, ix_sources *ss, uint64_t 
         const ix_source *s = &ss->files[i];
         rc = find_leaves(set, k, &ss->files[0], s, leaves, err);
         for (int32_t g = 0; rc == 0 && g < s->meta.num_row_groups; g++)
-            if (load_group(set, k, &fill, s, leaves, g, max, err) < 0)
+            if (load_group(set, k, &fill, s, leaves, g, lim, err) < 0)
                 rc = pq_error_prefix(err, "%s: row group %d, field %.*s: ", s->name, g,
                                      (int)o->key_len[k] - 1, field);
     }
@@ -449,7 +493,7 @@ static int load_column(ix_column_set *set, uint32_t k, ix_sources *ss, uint64_t 
 
 /* Decode every file's other columns into a new file (ix_others_file.h). */
 static int build_file(ix_column_set *set, ix_sources *ss, const char *path, uint64_t digest,
-                      const uint8_t *has, uint64_t max, pq_error *err)
+                      const uint8_t *has, const ix_load_limits *lim, pq_error *err)
 {
     ix_others *o = &set->values;
     for (size_t i = 0; i < ss->count; i++) {
@@ -462,13 +506,13 @@ static int build_file(ix_column_set *set, ix_sources *ss, const char *path, uint
     if (ix_others_file_create(&set->file, path, digest, has, set->columns, o->rows, err) < 0)
         return -1;
     for (uint32_t k = 0; k < set->columns; k++)
-        if (has[k] && load_column(set, k, ss, max, err) < 0)
+        if (has[k] && load_column(set, k, ss, lim, err) < 0)
             return -1;
     return ix_others_file_seal(&set->file, o->any, err);
 }
 
 int ix_columns_load(ix_column_set *set, ix_sources *ss, const char *path, uint64_t digest,
-                    uint64_t max, pq_error *err)
+                    const ix_load_limits *lim, pq_error *err)
 {
     ix_others *o = &set->values;
     o->rows = 0;
@@ -490,7 +534,7 @@ int ix_columns_load(ix_column_set *set, ix_sources *ss, const char *path, uint64
     int rc = 0;
     if (!set->reused) {
         memset(o->any, 0, (o->rows / 64 + 1) * sizeof *o->any);
-        rc = build_file(set, ss, path, digest, has, max, err);
+        rc = build_file(set, ss, path, digest, has, lim, err);
     }
     free(has);
     o->file = &set->file;

@@ -13,7 +13,8 @@
  * before a fixed-width one, then the most uncompressed bytes in the first
  * file; so what is held beside it is the smallest.
  *
- * The rest is decoded column chunk by column chunk (each decoded whole) and
+ * The rest is read column chunk by column chunk, page by page
+ * (ix_chunk_rows.h: whatever a chunk's size, a page and a row at a time), and
  * written once into a file (ix_others_file.h) the primary's framing reads
  * from (ix_framing_set_others): each other column's rows as JSON (`7`,
  * `"a"`, `null`, `[1,2]`, `{"role":..}`), and, when the primary is a leaf
@@ -78,15 +79,22 @@ int ix_columns_several(const ix_source *first, const char *spec);
 int ix_columns_resolve(ix_source *first, const char *spec, const ix_frame_options *fo,
                        ix_column_set *set, pq_nest *own_nest, pq_error *err);
 
+/* What a load of the other columns may hold: each of its column chunk
+ * readers holds pages and rows of at most ix_hold_max(mem) each
+ * (ix_chunk_rows.h); and whether it checks the pages' CRCs. */
+typedef struct ix_load_limits {
+    uint64_t mem;   /* the mount's mem= (0: no limit) */
+    int verify_crc;
+} ix_load_limits;
+
 /* The other columns' values (set->values): from the file at path when it
  * holds them whole for `digest` (what they are of: ix_build.c), reading
- * nothing of the sources; else decoded from every file (in global row
- * order; a footer not parsed yet, of a file from the persistent index, is
- * read) into a new file there (path NULL: a temporary file). A column
- * chunk is decoded whole, at most max compressed bytes (0: no limit;
- * mounts pass mem=). Errors name the file, row group and column. */
+ * nothing of the sources; else read from every file page by page (in
+ * global row order; a footer not parsed yet, of a file from the persistent
+ * index, is read) into a new file there (path NULL: a temporary file).
+ * Errors name the file, row group, column and page. */
 int ix_columns_load(ix_column_set *set, ix_sources *ss, const char *path, uint64_t digest,
-                    uint64_t max, pq_error *err);
+                    const ix_load_limits *lim, pq_error *err);
 
 /* Heap bytes held: the any bitmap (for ix_memory_bytes). */
 uint64_t ix_columns_bytes(const ix_column_set *set);

@@ -262,6 +262,44 @@ def test_columns_beside_primary_beyond_mem(tmp_path, cat):
     assert p.stdout.split(b"\n")[1] == b'{"id":1,"a":"' + b"x" * 300 + b'"}'
 
 
+def test_columns_beside_primary_duckdb_list_pages(tmp_path, cat):
+    """DuckDB writes a list column's row group as one page of every element (about 2.2 M
+    token ids here; 16 M, 130 MB decoded, in its token files): beside the paged text such a
+    page is streamed into the values file piece by piece, never decoded whole, so mem=64M
+    serves it (holding it whole would take 89 MB; the mount used to refuse it, naming
+    mem=324M). Every record is pyarrow's, per row, rows of null and empty lists included."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "bench"))
+    import make_shapes
+    problem = make_shapes.duckdb_problem()
+    if problem:
+        if REQUIRE:
+            pytest.fail(f"DuckDB writer: {problem} (YOUMUFS_REQUIRE=1)")
+        pytest.skip(f"DuckDB writer: {problem}")
+    rng = random.Random(29)
+    words = [f"w{i}" for i in range(500)]
+    base = " ".join(rng.choice(words) for _ in range(300000))
+    text, tokens = [], []
+    for r in range(16000):
+        o = rng.randrange(len(base) - 2200)
+        text.append(base[o:o + rng.randint(1200, 2100)])
+        k = rng.random()
+        tokens.append(None if k < 0.05 else [] if k < 0.1 else
+                      [rng.randrange(40) for _ in range(rng.randint(1, 300))])
+    src, out = tmp_path / "src", tmp_path / "duckdb"
+    src.mkdir()
+    out.mkdir()
+    pq.write_table(pa.table({"text": text, "tokens": pa.array(tokens, pa.list_(pa.int64()))}),
+                   str(src / "part-0.parquet"))
+    make_shapes.duckdb_rewrite(str(src), str(out), ["text", "tokens"])
+    want = expected_rows(str(out), ["text", "tokens"])
+    p = cat(str(out), "epoch-0.jsonl", {"column": "text:tokens", "rowid": True, "mem": "64M",
+                                        "cache": "none"})
+    problem = check_records(p.stdout, want)
+    assert not problem, problem
+
+
 def _long_pairs(root, n=14000):
     """prompt:response, the response column (~40 MB framed) far over mem=16M; the prompt,
     longer, is the paged one."""

@@ -35,3 +35,28 @@ def test_corrupt_checksum_refused_and_skippable(cat):
     assert p.returncode != 0 and "CRC mismatch" in err and "datapage_v1-corrupt" in err, err
     out = cat(path, "epoch-0.jsonl", "column=a,shuffle=none,crc=skip").stdout
     assert out.count(b"\n") == len(_values(path, "a"))
+
+
+def test_corrupt_checksum_beside_the_primary(cat, tmp_path):
+    """Several columns: the column beside the paged one is checked too. Its one page's body
+    is changed under its stored CRC: column=text:n is refused naming the page, the column
+    alone (the paged text) reads, and crc=skip lets the mount through."""
+    import pyarrow as pa
+    path = str(tmp_path / "beside.parquet")
+    n = list(range(1000))
+    pq.write_table(pa.table({"text": [f"doc {i} " * 20 for i in n], "n": n}), path,
+                   compression="none", use_dictionary=False, write_page_checksum=True)
+    md = pq.ParquetFile(path).metadata.row_group(0).column(1)
+    assert md.path_in_schema == "n"
+    with open(path, "r+b") as f:        # a byte in the middle of n's page body (PLAIN int64)
+        f.seek(md.data_page_offset + md.total_compressed_size - 100)
+        b = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([b[0] ^ 0x40]))
+    p = cat(path, "epoch-0.jsonl", "column=text:n,shuffle=none", check=False)
+    err = p.stderr.decode()
+    assert p.returncode != 0 and "CRC mismatch" in err and 'field "n"' in err, err
+    assert "beside.parquet" in err and "page at file offset" in err, err
+    assert cat(path, "epoch-0.jsonl", "column=text,shuffle=none").stdout.count(b"\n") == 1000
+    out = cat(path, "epoch-0.jsonl", "column=text:n,shuffle=none,crc=skip").stdout
+    assert out.count(b"\n") == 1000

@@ -12,6 +12,9 @@ caught).
   The text shapes also with an int64 id beside the text, as column=id:text (issue 13).
 - test_chat_messages_within_bound: chat `messages` (list<struct<role, content>>) as
   column=messages (the content paged, the roles held), 8 parts at once under mem=64M.
+- test_two_long_columns_within_bound: column=prompt:response where the column beside the
+  paged one has a row group's chunk larger than the bound: it is read into the values file
+  page by page at mount, not decoded whole.
 - test_mixed_readers_within_bound: one sequential epoch, then 4 part readers and 4 random
   readers at once, on the shared text corpus.
 
@@ -291,6 +294,48 @@ def test_chat_messages_within_bound(chat_dataset, mount):
     assert peak <= b, (f"column=messages: peak RSS {peak / MIB:.0f} MiB with {PARTS} parts at "
                        f"once > 1.1 x (index + mem {MEM / MIB:.0f} MiB) + 16 MiB = "
                        f"{b / MIB:.0f} MiB")
+
+
+@pytest.fixture(scope="module")
+def two_long_columns(ds):
+    """One file, one row group of 30,000 rows: `prompt` (~110 MB of text) and `response`
+    (~130 MB), zstd: each column's chunk decodes to more than the bound at mem=64M, as a
+    Spark or DuckDB file of long prompt/response pairs does at the default mem=."""
+    import pyarrow as pa
+    d = os.path.join(ds.root, "memory-two-long")
+    if not os.path.isdir(d):
+        rng = random.Random(17)
+        words = [f"w{i}" for i in range(3000)]
+        base = " ".join(rng.choice(words) for _ in range(400000))
+        rows = 30000
+        starts = [rng.randrange(len(base) - 9000) for _ in range(2 * rows)]
+        prompt = [base[o:o + 3600 + (o % 200)] for o in starts[:rows]]
+        response = [base[o:o + 4300 + (o % 200)] for o in starts[rows:]]
+        os.makedirs(d + ".tmp", exist_ok=True)
+        pq.write_table(pa.table({"prompt": prompt, "response": response}),
+                       f"{d}.tmp/pairs.parquet", row_group_size=rows, compression="zstd")
+        os.rename(d + ".tmp", d)
+    return d
+
+
+def test_two_long_columns_within_bound(two_long_columns, mount):
+    """Issue 13 on invariant 4: the column beside the paged one (here `prompt`, beside the
+    longer `response`) is written into the values file page by page at mount; decoding its
+    row group's chunk whole took ~210 MiB against a bound of ~87 MiB at mem=64M."""
+    _skip_if_asan()
+    md = pq.ParquetFile(os.path.join(two_long_columns, "pairs.parquet")).metadata
+    rows = md.num_rows
+    other_chunk = min(md.row_group(0).column(j).total_uncompressed_size for j in range(2))
+    with mount(two_long_columns, f"column=prompt:response,mem={MEM}") as m:
+        b = bound(_index_bytes(m), MEM)
+        assert other_chunk > b, (f"the chunk beside the primary decodes to {other_chunk} B: "
+                                 f"too small to test a {b:.0f} B bound")
+        lines = _count_lines_at_once(
+            m, [f"epoch-0.part-{i}-of-{PARTS}.jsonl" for i in range(PARTS)], timeout=200)
+        peak = _hwm(m.proc.pid)
+    assert sum(lines) == rows, f"{sum(lines)} records served, pyarrow counts {rows} rows"
+    assert peak <= b, (f"column=prompt:response: peak RSS {peak / MIB:.0f} MiB > 1.1 x "
+                       f"(index + mem {MEM / MIB:.0f} MiB) + 16 MiB = {b / MIB:.0f} MiB")
 
 
 def test_mixture_parts_within_bound(big_dataset, ds, mount, tmp_path):

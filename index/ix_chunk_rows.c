@@ -1,0 +1,320 @@
+/* ix_chunk_rows: a column chunk's rows, piece by piece (ix_chunk_rows.h). */
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ix_chunk_rows.h"
+#include "ix_record.h"
+
+/* What a streamed page's body is read in, beyond the window. */
+#define STREAM_READ_BYTES ((size_t)256 << 10)
+
+int ix_chunk_rows_open(ix_chunk_rows *cr, const ix_source *s, int leaf, int32_t g,
+                       uint64_t mem, int verify_crc, uint64_t *bytes_read, pq_error *err)
+{
+    const pq_leaf *l = &s->leaves[leaf];
+    const pq_row_group *rg = &s->meta.row_groups[g];
+    const pq_column_meta *m = &rg->columns[leaf];
+    memset(cr, 0, sizeof *cr);
+    cr->path = l->path;
+    cr->desc = (pq_column_desc){ l->type, l->type_length, l->max_def, l->max_rep, m->codec };
+    cr->bounds = (ix_chunk_bounds){ m->total_uncompressed_size, m->num_values };
+    cr->mem = mem;
+    cr->verify_crc = verify_crc;
+    if (m->encrypted)
+        return pq_error_set(err, "column %s is encrypted; youmufs cannot read encrypted "
+                            "Parquet", l->path);
+    if (m->type != l->type)
+        return pq_error_set(err, "column %s: chunk type %d differs from the schema's %d",
+                            l->path, m->type, l->type);
+    if (rg->num_rows < 0)
+        return pq_error_set(err, "a negative row count");
+    uint64_t size = (uint64_t)s->st.st_size;
+    int64_t start = m->data_page_offset;
+    if (m->dictionary_page_offset > 0 && m->dictionary_page_offset < start)
+        start = m->dictionary_page_offset;
+    if (rg->num_rows > 0 &&
+        (start < 4 || m->total_compressed_size <= 0 ||
+         (uint64_t)m->total_compressed_size > size ||
+         (uint64_t)start > size - (uint64_t)m->total_compressed_size))
+        return pq_error_set(err, "column %s: the chunk's bytes (offset %lld, %lld bytes) lie "
+                            "outside the file", l->path, (long long)start,
+                            (long long)m->total_compressed_size);
+    uint64_t begin = rg->num_rows > 0 ? (uint64_t)start : 0;
+    uint64_t end = rg->num_rows > 0 ? begin + (uint64_t)m->total_compressed_size : 0;
+    ix_window_init(&cr->w, s, begin, end, IX_CHUNK_ROWS_READ_BYTES, bytes_read, NULL);
+    cr->next = begin;
+    return 0;
+}
+
+/* Entries [begin, end) of the piece join the row going on over pieces. */
+static int carry_add(ix_chunk_rows *cr, uint32_t begin, uint32_t end, pq_error *err)
+{
+    if (pq_page_values_append(&cr->carry, &cr->page, begin, end, cr->desc.max_def, err) < 0)
+        return -1;
+    char what[64];
+    uint64_t bytes = pq_page_values_bytes(&cr->carry);
+    snprintf(what, sizeof what, "a row going on over pages (%llu bytes so far)",
+             (unsigned long long)bytes);
+    return ix_hold_check(bytes, cr->mem, what, err);
+}
+
+static const pq_dictionary *dictionary(const ix_chunk_rows *cr)
+{
+    return cr->has_dict ? &cr->dict : NULL;
+}
+
+/* The data page at off (header h) decoded whole into cr->page, without its
+ * first `skip` entries (handed out already by a stream that could not go
+ * on). */
+static int decode_whole(ix_chunk_rows *cr, const pq_page_header *h, uint64_t off, uint32_t skip,
+                        pq_error *err)
+{
+    uint64_t total = h->header_len + (uint64_t)h->compressed_size;
+    const uint8_t *page;
+    if (ix_page_hold_check(h, cr->mem, err) < 0 ||
+        !(page = ix_window_get(&cr->w, off, (size_t)total, err)))
+        return -1;
+    const uint8_t *body = page + h->header_len;
+    if ((cr->verify_crc && pq_page_check_crc(h, body, (size_t)h->compressed_size, err) < 0) ||
+        pq_page_decode(&cr->desc, h, body, (size_t)h->compressed_size, dictionary(cr),
+                       &cr->page, err) < 0)
+        return -1;
+    if (skip > cr->page.num_levels)
+        return pq_error_set(err, "data page: %u level entries decoded whole, %u streamed",
+                            cr->page.num_levels, skip);
+    pq_page_values_drop_front(&cr->page, skip, cr->desc.max_def);
+    return 0;
+}
+
+/* Stream the data page at off (header h): 1, or 0 when it cannot stream
+ * (nothing held: decode it whole instead). */
+static int start_stream(ix_chunk_rows *cr, const pq_page_header *h, uint64_t off,
+                        pq_error *err)
+{
+    if (ix_body_init(&cr->body, &cr->w, h, off, STREAM_READ_BYTES, cr->verify_crc, err) < 0)
+        return -1;
+    size_t cap = cr->mem ? (size_t)ix_hold_max(cr->mem) : 0;
+    pq_stream_opts opts = { .read_size = STREAM_READ_BYTES, .value_max = cap / 4,
+                            .levels_max = cap / 4, .cap = cap };
+    cr->stream_h = *h; /* the stream keeps a pointer to its header */
+    cr->stream = pq_stream_open(&cr->desc, &cr->stream_h, dictionary(cr), &opts, ix_body_read,
+                                &cr->body, err);
+    if (cr->stream) {
+        cr->stream_off = off;
+        cr->streamed = 0;
+        return 1;
+    }
+    if (pq_stream_whole_instead(err))
+        return 0;
+    ix_body_blame_crc(h, &cr->body, err);
+    return -1;
+}
+
+static void end_stream(ix_chunk_rows *cr)
+{
+    pq_stream_close(cr->stream);
+    cr->stream = NULL;
+}
+
+/* The next piece of the page streaming into cr->page: its next level
+ * entries, their values' bytes copied into page.extra. 1, or 0 when the
+ * page is done (its body checked to the last byte and its CRC). A stream
+ * that cannot go on (pq_stream_whole_instead) gives way to the page
+ * decoded whole, less what was handed out. */
+static int stream_piece(ix_chunk_rows *cr, pq_error *err)
+{
+    pq_page_values *v = &cr->page;
+    int16_t max_def = cr->desc.max_def;
+    size_t cap = IX_CHUNK_ROWS_PIECE_ENTRIES, extra_cap = IX_CHUNK_ROWS_PIECE_BYTES;
+    if ((max_def > 0 && !(v->def_levels = malloc(cap * sizeof *v->def_levels))) ||
+        (cr->desc.max_rep > 0 && !(v->rep_levels = malloc(cap * sizeof *v->rep_levels))) ||
+        !(v->values = malloc(cap * sizeof *v->values)) || !(v->extra = malloc(extra_cap)))
+        return pq_error_set(err, "out of memory for a piece of a streamed page");
+    int rc = 1;
+    while (v->num_levels < cap && v->extra_len < IX_CHUNK_ROWS_PIECE_BYTES) {
+        pq_stream_entry e;
+        if ((rc = pq_stream_next(cr->stream, &e, err)) <= 0)
+            break;
+        if (v->def_levels)
+            v->def_levels[v->num_levels] = e.def;
+        if (v->rep_levels)
+            v->rep_levels[v->num_levels] = e.rep;
+        v->num_levels++;
+        if (!e.has_value)
+            continue;
+        if (e.value.len > extra_cap - v->extra_len) {
+            size_t want = v->extra_len + e.value.len;
+            uint8_t *grown = realloc(v->extra, want);
+            if (!grown) {
+                rc = pq_error_set(err, "out of memory for a value of %u bytes", e.value.len);
+                break;
+            }
+            v->extra = grown;
+            extra_cap = want;
+        }
+        memcpy(v->extra + v->extra_len, e.value.ptr, e.value.len);
+        v->values[v->num_values++] = (pq_bytes){ NULL, e.value.len };
+        v->extra_len += e.value.len;
+    }
+    if (rc == 0)
+        rc = ix_body_check_crc(&cr->stream_h, &cr->body, err);
+    if (rc < 0) {
+        pq_page_values_free(v);
+        memset(v, 0, sizeof *v);
+        pq_page_header h = cr->stream_h;
+        int whole = pq_stream_whole_instead(err);
+        if (!whole)
+            ix_body_blame_crc(&h, &cr->body, err);
+        end_stream(cr);
+        return whole ? (decode_whole(cr, &h, cr->stream_off, cr->streamed, err) < 0 ? -1 : 1)
+                     : -1;
+    }
+    /* the values' bytes lie back to back in extra, in order */
+    size_t at = 0;
+    for (uint32_t i = 0; i < v->num_values; i++) {
+        v->values[i].ptr = v->extra + at;
+        at += v->values[i].len;
+    }
+    cr->streamed += v->num_levels;
+    if (rc == 1)
+        return 1;
+    end_stream(cr);
+    if (v->num_levels > 0)
+        return 1;
+    pq_page_values_free(v);
+    memset(v, 0, sizeof *v);
+    return 0;
+}
+
+/* The next piece into cr->page (a dictionary page on the way is decoded
+ * into cr->dict): 1, or 0 when the chunk has no more. */
+static int next_piece(ix_chunk_rows *cr, pq_error *err)
+{
+    if (cr->stream) {
+        int rc = stream_piece(cr, err);
+        if (rc != 0)
+            return rc < 0 ? pq_error_prefix(err, "page at file offset %llu: ",
+                                            (unsigned long long)cr->stream_off)
+                          : 1;
+    }
+    while (cr->next < cr->w.end) {
+        uint64_t off = cr->next;
+        pq_page_header h;
+        if (ix_window_header(&cr->w, off, &h, err) < 0 ||
+            ix_page_claims_check(&h, &cr->bounds, cr->mem, err) < 0)
+            goto bad;
+        if ((uint64_t)h.compressed_size > cr->w.end - off - h.header_len) {
+            pq_error_set(err, "its %d bytes pass the column chunk's end", h.compressed_size);
+            goto bad;
+        }
+        cr->next = off + h.header_len + (uint64_t)h.compressed_size;
+        if (h.type == PQ_PAGE_DICTIONARY) {
+            const uint8_t *page;
+            if (cr->has_dict) {
+                pq_error_set(err, "a second dictionary page in the column chunk");
+                goto bad;
+            }
+            if (!(page = ix_window_get(&cr->w, off, (size_t)(cr->next - off), err)) ||
+                (cr->verify_crc && pq_page_check_crc(&h, page + h.header_len,
+                                                     (size_t)h.compressed_size, err) < 0) ||
+                pq_dictionary_decode(&cr->desc, &h, page + h.header_len,
+                                     (size_t)h.compressed_size, &cr->dict, err) < 0)
+                goto bad;
+            cr->has_dict = 1;
+            continue;
+        }
+        if (h.type != PQ_PAGE_DATA && h.type != PQ_PAGE_DATA_V2)
+            continue; /* an index page: nothing of the rows */
+        uint64_t hold = ix_page_hold_bytes(&h), max = ix_hold_max(cr->mem);
+        if (hold > IX_CHUNK_ROWS_WHOLE_BYTES || (cr->mem && hold > max)) {
+            int rc = start_stream(cr, &h, off, err);
+            if (rc < 0)
+                goto bad;
+            if (rc == 1) {
+                if ((rc = stream_piece(cr, err)) < 0)
+                    goto bad;
+                if (rc == 0)
+                    continue; /* a page of no entries */
+                return 1;
+            }
+        }
+        if (decode_whole(cr, &h, off, 0, err) < 0)
+            goto bad;
+        return 1;
+    bad:
+        return pq_error_prefix(err, "page at file offset %llu: ", (unsigned long long)off);
+    }
+    return 0;
+}
+
+static pq_page_values whole(const pq_page_values *v, int16_t max_def)
+{
+    return ix_entries_view(v, max_def, 0, v->num_levels);
+}
+
+int ix_chunk_rows_next(ix_chunk_rows *cr, pq_page_values *run, pq_error *err)
+{
+    int16_t max_def = cr->desc.max_def;
+    memset(run, 0, sizeof *run);
+    if (cr->carry_out) {
+        pq_page_values_free(&cr->carry);
+        memset(&cr->carry, 0, sizeof cr->carry);
+        cr->carry_out = 0;
+    }
+    for (;;) {
+        if (cr->at < cr->page.num_levels) {
+            /* cr->at starts a row; the piece's last row may go on in the
+             * next piece, unless none follows */
+            int more = cr->stream || cr->next < cr->w.end;
+            uint32_t last = more ? ix_last_row_start(&cr->page) : cr->page.num_levels;
+            if (last > cr->at && last <= cr->page.num_levels) {
+                *run = ix_entries_view(&cr->page, max_def, cr->at, last);
+                cr->at = last;
+                return 1;
+            }
+            if (carry_add(cr, cr->at, cr->page.num_levels, err) < 0)
+                return -1;
+            cr->at = cr->page.num_levels;
+        }
+        pq_page_values_free(&cr->page);
+        memset(&cr->page, 0, sizeof cr->page);
+        cr->at = 0;
+        int got = next_piece(cr, err);
+        if (got < 0)
+            return -1;
+        if (got == 0) {
+            if (!cr->carry.num_levels)
+                return 0;
+            *run = whole(&cr->carry, max_def);
+            cr->carry_out = 1;
+            return 1;
+        }
+        uint32_t start = ix_row_start(&cr->page, 0);
+        if (start > 0) { /* the piece goes on with the row before */
+            if (!cr->carry.num_levels)
+                return pq_error_set(err, "column %s: a data page begins inside a row that "
+                                    "no page before it started", cr->path);
+            if (carry_add(cr, 0, start, err) < 0)
+                return -1;
+        }
+        cr->at = start;
+        if (cr->carry.num_levels && start < cr->page.num_levels) { /* that row is whole */
+            *run = whole(&cr->carry, max_def);
+            cr->carry_out = 1;
+            return 1;
+        }
+    }
+}
+
+void ix_chunk_rows_close(ix_chunk_rows *cr)
+{
+    end_stream(cr);
+    pq_page_values_free(&cr->page);
+    pq_page_values_free(&cr->carry);
+    if (cr->has_dict)
+        pq_dictionary_free(&cr->dict);
+    ix_window_free(&cr->w);
+    memset(cr, 0, sizeof *cr);
+}
