@@ -12,9 +12,12 @@
   d-duckdb-tokens        the same files rewritten by DuckDB with its defaults: list<BIGINT>,
                          pages of ~100 MB in which rows (lists) continue on the next page
   e-pyarrow-int32-jsonl  list<int32> `input_ids`, pyarrow defaults, served as jsonl
+  f-pyarrow-chat         chat `messages`, list<struct<role: string, content: string>> of 2..8
+                         turns of ~0.6 KB (the same documents' words), pyarrow defaults, jsonl
 
-A text shape's name with "+id" (a-pyarrow-text-1m+id) is the same documents with an int64
-`id` column beside them (the row's number in the shape), for column=id:text (issue 13).
+A shape's name with "+id" (a-pyarrow-text-1m+id) is the same data with an int64 `id` column
+beside it (the row's number in the shape), for column=id:<column> (issue 13); every shape but
+the raw token ones (d-) has one.
 
 SHAPES gives each one's column, mount options and epoch file extension. Full scale is about
 1.5 GB of decoded data per shape (text: epoch bytes; tokens: 512M ids, a 1 GB u16 epoch);
@@ -80,6 +83,8 @@ SHAPES = {s.name: s for s in [
           TOKENS_RAW, "bin", "duckdb"),
     Shape("e-pyarrow-int32-jsonl", "(e) pyarrow list<int32> tokens as jsonl", "input_ids", "",
           "jsonl", "pyarrow"),
+    Shape("f-pyarrow-chat", "(f) pyarrow chat messages list<struct<role, content>> as jsonl",
+          "messages", "", "jsonl", "pyarrow"),
 ]}
 
 # full-scale sizes, per file
@@ -128,6 +133,12 @@ def token_lists(rng, total, dtype):
     return pa.ListArray.from_arrays(pa.array(offsets), values)
 
 
+def _with_ids(cols, first):
+    """cols with an int64 `id` after them: first, first + 1, ... (the rows' numbers)."""
+    n = len(next(iter(cols.values())))
+    return {**cols, "id": pa.array(np.arange(first, first + n, dtype=np.int64))}, first + n
+
+
 def write_text(out, seed, scale, log_mean, log_sigma, lo, hi, ids=False, **writer_opts):
     """The documents; with ids, an int64 `id` column after `text` (page_table takes the first
     field for the served one)."""
@@ -138,17 +149,41 @@ def write_text(out, seed, scale, log_mean, log_sigma, lo, hi, ids=False, **write
         docs = text_docs(rng, base, int(TEXT_BYTES * scale), log_mean, log_sigma, lo, hi)
         cols = {"text": pa.array(docs, pa.string())}
         if ids:
-            cols["id"] = pa.array(np.arange(first, first + len(docs), dtype=np.int64))
-        first += len(docs)
+            cols, first = _with_ids(cols, first)
         pq.write_table(pa.table(cols), os.path.join(out, f"part-{f:03d}.parquet"), **writer_opts)
 
 
-def write_tokens(out, seed, total, dtype, **writer_opts):
+def write_tokens(out, seed, total, dtype, ids=False, **writer_opts):
     rng = np.random.default_rng(seed)
+    first = 0
     for f in range(FILES):
-        col = token_lists(rng, total, dtype)
-        pq.write_table(pa.table({"input_ids": col}), os.path.join(out, f"part-{f:03d}.parquet"),
+        cols = {"input_ids": token_lists(rng, total, dtype)}
+        if ids:
+            cols, first = _with_ids(cols, first)
+        pq.write_table(pa.table(cols), os.path.join(out, f"part-{f:03d}.parquet"),
                        **writer_opts)
+
+
+def write_chat(out, seed, scale, ids=False):
+    """Conversations of 2..8 turns, roles user / assistant in turn, contents cut from the
+    documents' text (log-normal, ~0.6 KB), TEXT_BYTES * scale of contents a file."""
+    base = base_text(seed)
+    rng = np.random.default_rng(seed + 1)
+    first = 0
+    for f in range(FILES):
+        contents = text_docs(rng, base, int(TEXT_BYTES * scale), 6.0, 0.9, 5, 20_000)
+        turns = rng.integers(2, 9, len(contents) // 2)
+        offsets = np.concatenate([[0], np.cumsum(turns)])
+        offsets = offsets[offsets <= len(contents)].astype(np.int32)
+        n = int(offsets[-1])
+        position = np.arange(n) - np.repeat(offsets[:-1], np.diff(offsets))
+        roles = pa.array(np.where(position % 2 == 0, "user", "assistant"))
+        turn = pa.StructArray.from_arrays([roles, pa.array(contents[:n], pa.string())],
+                                          names=["role", "content"])
+        cols = {"messages": pa.ListArray.from_arrays(pa.array(offsets), turn)}
+        if ids:
+            cols, first = _with_ids(cols, first)
+        pq.write_table(pa.table(cols), os.path.join(out, f"part-{f:03d}.parquet"))
 
 
 def duckdb_problem():
@@ -186,8 +221,8 @@ def generate(root, name, scale=1.0, seed=10):
     ids = name.endswith("+id")
     if ids:
         name = name[:-len("+id")]
-        if not name.startswith(("a-", "b-", "c-")):
-            raise ValueError(f"+id: only the text shapes have an id variant, not {name!r}")
+        if name.startswith("d-"):
+            raise ValueError(f"+id: the raw token shapes serve one column: no {name!r}+id")
     if name == "d-duckdb-tokens":
         generate(root, "d-pyarrow-tokens", scale, seed)     # the same lists, rewritten
     tmp = d + ".tmp"
@@ -217,7 +252,9 @@ def generate(root, name, scale=1.0, seed=10):
     elif name == "d-duckdb-tokens":
         duckdb_rewrite(os.path.join(root, "d-pyarrow-tokens"), tmp, ["input_ids"])
     elif name == "e-pyarrow-int32-jsonl":
-        write_tokens(tmp, seed + 4, int(TOKENS_E * scale), "int32")
+        write_tokens(tmp, seed + 4, int(TOKENS_E * scale), "int32", ids=ids)
+    elif name == "f-pyarrow-chat":
+        write_chat(tmp, seed + 5, scale, ids=ids)
     else:
         raise ValueError(f"unknown shape {name!r} (known: {', '.join(SHAPES)})")
     os.rename(tmp, d)
@@ -346,7 +383,7 @@ def main():
     names = args.shapes or list(SHAPES)
     for n in names:
         if n.removesuffix("+id") not in SHAPES:
-            sys.exit(f"unknown shape {n!r} (known: {', '.join(SHAPES)}, and text shapes +id)")
+            sys.exit(f"unknown shape {n!r} (known: {', '.join(SHAPES)}, and those but d- +id)")
     if not args.describe:
         for n in names:
             generate(args.root, n, scale)

@@ -6,10 +6,11 @@ caught).
 - test_shape_within_bound: each data shape of bench/make_shapes.py (the generator of the
   benchmark, at its --small scale: pyarrow text with 1 MiB and 64 KiB pages, DuckDB text with
   its huge pages, list<int64> tokens as raw u16 from pyarrow and from DuckDB, list<int32> as
-  jsonl), mem=64M, the 8 parts of epoch 0 read at once in 1 MiB reads. The records served are
+  jsonl, chat `messages` list<struct<role, content>>), mem=64M, the 8 parts of epoch 0 read at once in 1 MiB reads. The records served are
   checked against pyarrow's metadata of the same files (record count; raw: exact byte count
   and one separator per row), so a read that serves too little cannot pass.
-  The text shapes also with an int64 id beside the text, as column=id:text (issue 13).
+  Shapes also with an int64 id beside their column, as column=id:text and id:messages
+  (issue 13).
 - test_chat_messages_within_bound: chat `messages` (list<struct<role, content>>) as
   column=messages (the content paged, the roles held), 8 parts at once under mem=64M.
 - test_two_long_columns_within_bound: column=prompt:response where the column beside the
@@ -123,9 +124,9 @@ def _oracle(d, column):
     return rows, values
 
 
-# Several columns (issue 13): the text shapes' documents with an int64 id beside them, served
-# as column=id:text ({"id":..,"text":..}: the ids are held beside the paged text).
-SEVERAL = ["a-pyarrow-text-1m+id", "c-duckdb-text+id"]
+# Several columns (issue 13): shapes with an int64 id beside their column C, served as
+# column=id:C ({"id":..,"C":..}: the ids are read from the values file beside the paged C).
+SEVERAL = ["a-pyarrow-text-1m+id", "c-duckdb-text+id", "f-pyarrow-chat+id"]
 
 
 @pytest.mark.parametrize("name", list(make_shapes.SHAPES) + SEVERAL)
@@ -137,7 +138,7 @@ def test_shape_within_bound(name, shapes_root, mount):
     raw = "format=raw" in shape.options
     options = shape.mount_options()
     if name in SEVERAL:
-        options = options.replace("column=text", "column=id:text")
+        options = options.replace(f"column={shape.column}", f"column=id:{shape.column}")
     with mount(d, f"{options},mem={MEM}") as m:
         b = bound(_index_bytes(m), MEM)
         size = m.size(f"epoch-0.{shape.ext}")
