@@ -431,7 +431,9 @@ static int load_others(build *b, pq_error *err)
     char *path = NULL;
     if (cache && asprintf(&path, "%s.others", cache) < 0)
         return pq_error_set(err, "out of memory");
-    ix_load_limits lim = { b->opts->mem, ix->verify_crc };
+    int threads = b->opts->threads > 0 ? b->opts->threads : 1;
+    ix_load_limits lim = { b->opts->mem, ix->verify_crc, threads,
+                           ix_io_depth(b->opts, b->ss.store), &b->gate };
     int rc = ix_columns_load(ix->columns, &b->ss, path, path ? others_digest(b) : 0, &lim, err);
     free(path);
     return rc;

@@ -10,40 +10,60 @@
 /* What a streamed page's body is read in, beyond the window. */
 #define STREAM_READ_BYTES ((size_t)256 << 10)
 
-int ix_chunk_rows_open(ix_chunk_rows *cr, const ix_source *s, int leaf, int32_t g,
-                       uint64_t mem, int verify_crc, uint64_t *bytes_read, pq_error *err)
+int ix_chunk_range(const ix_source *s, int leaf, int32_t g, uint64_t *begin, uint64_t *len,
+                   pq_error *err)
 {
-    const pq_leaf *l = &s->leaves[leaf];
     const pq_row_group *rg = &s->meta.row_groups[g];
     const pq_column_meta *m = &rg->columns[leaf];
+    *begin = *len = 0;
+    if (rg->num_rows < 0)
+        return pq_error_set(err, "a negative row count");
+    if (rg->num_rows == 0)
+        return 0;
+    uint64_t size = (uint64_t)s->st.st_size;
+    int64_t start = m->data_page_offset;
+    if (m->dictionary_page_offset > 0 && m->dictionary_page_offset < start)
+        start = m->dictionary_page_offset;
+    if (start < 4 || m->total_compressed_size <= 0 ||
+        (uint64_t)m->total_compressed_size > size ||
+        (uint64_t)start > size - (uint64_t)m->total_compressed_size)
+        return pq_error_set(err, "column %s: the chunk's bytes (offset %lld, %lld bytes) lie "
+                            "outside the file", s->leaves[leaf].path, (long long)start,
+                            (long long)m->total_compressed_size);
+    *begin = (uint64_t)start;
+    *len = (uint64_t)m->total_compressed_size;
+    return 0;
+}
+
+int ix_chunk_rows_open(ix_chunk_rows *cr, const ix_source *s, int leaf, int32_t g,
+                       uint64_t mem, int verify_crc, uint64_t *bytes_read, uint8_t *bytes,
+                       pq_error *err)
+{
+    const pq_leaf *l = &s->leaves[leaf];
+    const pq_column_meta *m = &s->meta.row_groups[g].columns[leaf];
     memset(cr, 0, sizeof *cr);
     cr->path = l->path;
     cr->desc = (pq_column_desc){ l->type, l->type_length, l->max_def, l->max_rep, m->codec };
     cr->bounds = (ix_chunk_bounds){ m->total_uncompressed_size, m->num_values };
     cr->mem = mem;
     cr->verify_crc = verify_crc;
+    uint64_t begin, len;
+    int rc = 0;
     if (m->encrypted)
-        return pq_error_set(err, "column %s is encrypted; youmufs cannot read encrypted "
-                            "Parquet", l->path);
-    if (m->type != l->type)
-        return pq_error_set(err, "column %s: chunk type %d differs from the schema's %d",
-                            l->path, m->type, l->type);
-    if (rg->num_rows < 0)
-        return pq_error_set(err, "a negative row count");
-    uint64_t size = (uint64_t)s->st.st_size;
-    int64_t start = m->data_page_offset;
-    if (m->dictionary_page_offset > 0 && m->dictionary_page_offset < start)
-        start = m->dictionary_page_offset;
-    if (rg->num_rows > 0 &&
-        (start < 4 || m->total_compressed_size <= 0 ||
-         (uint64_t)m->total_compressed_size > size ||
-         (uint64_t)start > size - (uint64_t)m->total_compressed_size))
-        return pq_error_set(err, "column %s: the chunk's bytes (offset %lld, %lld bytes) lie "
-                            "outside the file", l->path, (long long)start,
-                            (long long)m->total_compressed_size);
-    uint64_t begin = rg->num_rows > 0 ? (uint64_t)start : 0;
-    uint64_t end = rg->num_rows > 0 ? begin + (uint64_t)m->total_compressed_size : 0;
-    ix_window_init(&cr->w, s, begin, end, IX_CHUNK_ROWS_READ_BYTES, bytes_read, NULL);
+        rc = pq_error_set(err, "column %s is encrypted; youmufs cannot read encrypted Parquet",
+                          l->path);
+    else if (m->type != l->type)
+        rc = pq_error_set(err, "column %s: chunk type %d differs from the schema's %d", l->path,
+                          m->type, l->type);
+    else
+        rc = ix_chunk_range(s, leaf, g, &begin, &len, err);
+    if (rc < 0) {
+        free(bytes);
+        return -1;
+    }
+    ix_window_init(&cr->w, s, begin, begin + len, IX_CHUNK_ROWS_READ_BYTES, bytes_read, NULL);
+    if (bytes)
+        ix_window_adopt(&cr->w, bytes, (size_t)len);
     cr->next = begin;
     return 0;
 }

@@ -65,11 +65,21 @@ typedef struct ix_chunk_rows {
     int carry_out;          /* carry was handed out: emptied at the next call */
 } ix_chunk_rows;
 
-/* A reader of leaf `leaf` of s (parsed footer) in row group g; bytes read
- * are added to *bytes_read. Refuses an encrypted chunk, a type other than
- * the schema's, and a chunk outside the file. */
+/* The byte range [*begin, *begin + *len) of leaf `leaf`'s chunk in row
+ * group g of s (parsed footer): from its dictionary page, or its first data
+ * page; empty for a row group of no rows. Fails when it lies outside the
+ * file. */
+int ix_chunk_range(const ix_source *s, int leaf, int32_t g, uint64_t *begin, uint64_t *len,
+                   pq_error *err);
+
+/* A reader of leaf `leaf` of s in row group g; bytes read are added to
+ * *bytes_read. `bytes`, when not NULL, is the chunk's whole range, read
+ * ahead (ix_chunks_ahead.h): the reader takes it over (frees it, also on
+ * failure) and reads nothing more. Refuses an encrypted chunk, a type
+ * other than the schema's, and a chunk outside the file. */
 int ix_chunk_rows_open(ix_chunk_rows *cr, const ix_source *s, int leaf, int32_t g,
-                       uint64_t mem, int verify_crc, uint64_t *bytes_read, pq_error *err);
+                       uint64_t mem, int verify_crc, uint64_t *bytes_read, uint8_t *bytes,
+                       pq_error *err);
 
 /* The next run of one or more whole rows into *run: 1; 0 when every row of
  * the chunk has been handed out (*run empty); -1 on error. */

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include "ix_chunk_rows.h"
+#include "ix_chunks_ahead.h"
+#include "ix_parallel.h"
 #include "ix_others.h"
 
 int ix_columns_several(const ix_source *first, const char *spec)
@@ -427,9 +429,11 @@ static int put_tree_rows(column_fill *c, const ix_tree_framing *tf, leaf_cursor 
     return rc;
 }
 
-/* Position k's values in row group g of s. */
+/* Position k's values in row group g of s. refs: the row group's chunks of
+ * the position's leaves (its own leaf left out), read ahead or not, in
+ * leaf order; each one's bytes are handed to its reader. */
 static int load_group(ix_column_set *set, uint32_t k, column_fill *fill, const ix_source *s,
-                      const int *leaves, int32_t g, const ix_load_limits *lim, pq_error *err)
+                      int32_t g, ix_chunk_ref *refs, const ix_load_limits *lim, pq_error *err)
 {
     const ix_column_tree *t = &set->trees[k];
     uint32_t n = t->count ? t->count : 1;
@@ -439,9 +443,12 @@ static int load_group(ix_column_set *set, uint32_t k, column_fill *fill, const i
     uint64_t rows = (uint64_t)s->meta.row_groups[g].num_rows;
     int rc = 0;
     for (uint32_t j = 0; rc == 0 && j < n; j++)
-        if (!(fill->own && j == fill->own_leaf))
-            rc = ix_chunk_rows_open(&lc[j].rows, s, leaves[j], g, lim->mem, lim->verify_crc,
-                                    &set->bytes_read, err);
+        if (!(fill->own && j == fill->own_leaf)) {
+            assert(refs->s == s && refs->g == g);
+            rc = ix_chunk_rows_open(&lc[j].rows, s, refs->leaf, g, lim->mem, lim->verify_crc,
+                                    &set->bytes_read, refs->bytes, err);
+            refs++->bytes = NULL; /* the reader's now */
+        }
     if (rc == 0 && rows > 0)
         rc = t->count ? put_tree_rows(fill, &t->framing, lc, rows, err)
                       : put_leaf_rows(fill, &set->framing[k], &lc[0].rows, rows, err);
@@ -465,6 +472,63 @@ static int find_leaves(const ix_column_set *set, uint32_t k, const ix_source *fi
     return 0;
 }
 
+/* The chunks of position k that a batch of files reads, in file, row group
+ * and leaf order (ix_chunks_ahead.h). */
+typedef struct batch {
+    ix_chunk_ref *refs;
+    size_t num, cap;
+    uint64_t bytes;      /* compressed bytes of them all */
+} batch;
+
+/* Most files a batch lists, whatever their bytes. */
+#define BATCH_FILES 4096u
+
+static int batch_add(batch *b, const ix_source *s, int leaf, int32_t g, pq_error *err)
+{
+    if (b->num == b->cap) {
+        size_t cap = b->cap ? 2 * b->cap : 64;
+        ix_chunk_ref *grown = realloc(b->refs, cap * sizeof *grown);
+        if (!grown)
+            return pq_error_set(err, "out of memory");
+        b->refs = grown;
+        b->cap = cap;
+    }
+    b->refs[b->num++] = (ix_chunk_ref){ s, leaf, g, NULL };
+    int64_t size = s->meta.row_groups[g].columns[leaf].total_compressed_size;
+    b->bytes += size > 0 ? (uint64_t)size : 0;
+    return 0;
+}
+
+/* List the chunks of position k of files [from, *to): from the file `from`
+ * on, while the batch's bytes stay within budget (one file at least). */
+static int batch_list(batch *b, const ix_column_set *set, uint32_t k, const ix_sources *ss,
+                      size_t from, size_t *to, uint64_t budget, int *leaves, pq_error *err)
+{
+    const ix_column_tree *t = &set->trees[k];
+    uint32_t n = t->count ? t->count : 1;
+    int own = k == set->own;
+    b->num = 0;
+    b->bytes = 0;
+    size_t f = from;
+    for (; f < ss->count && f - from < BATCH_FILES && (f == from || b->bytes <= budget); f++) {
+        const ix_source *s = &ss->files[f];
+        if (find_leaves(set, k, &ss->files[0], s, leaves, err) < 0)
+            return pq_error_prefix(err, "%s: ", s->name);
+        for (int32_t g = 0; g < s->meta.num_row_groups; g++)
+            for (uint32_t j = 0; j < n; j++)
+                if (!(own && j == set->own_leaf) && batch_add(b, s, leaves[j], g, err) < 0)
+                    return -1;
+    }
+    *to = f;
+    return 0;
+}
+
+/* What a load reads ahead at once: half of what mem= lets one page hold. */
+static uint64_t ahead_budget(const ix_load_limits *lim)
+{
+    return (lim->mem ? ix_hold_max(lim->mem) : IX_HOLD_SLACK_BYTES * IX_HOLD_PARTS) / 2;
+}
+
 static int load_column(ix_column_set *set, uint32_t k, ix_sources *ss,
                        const ix_load_limits *lim, pq_error *err)
 {
@@ -474,16 +538,28 @@ static int load_column(ix_column_set *set, uint32_t k, ix_sources *ss,
     int *leaves = calloc(n, sizeof *leaves);
     if (!leaves)
         return pq_error_set(err, "out of memory for the values of several columns");
+    batch b = { 0 };
+    uint64_t budget = ahead_budget(lim);
     int rc = ix_others_out_begin(&fill.out, &set->file, k, err);
     const char *field = (const char *)o->key[k];
-    for (size_t i = 0; rc == 0 && i < ss->count; i++) {
-        const ix_source *s = &ss->files[i];
-        rc = find_leaves(set, k, &ss->files[0], s, leaves, err);
-        for (int32_t g = 0; rc == 0 && g < s->meta.num_row_groups; g++)
-            if (load_group(set, k, &fill, s, leaves, g, lim, err) < 0)
-                rc = pq_error_prefix(err, "%s: row group %d, field %.*s: ", s->name, g,
-                                     (int)o->key_len[k] - 1, field);
+    for (size_t from = 0, to = 0; rc == 0 && from < ss->count; from = to) {
+        rc = batch_list(&b, set, k, ss, from, &to, budget, leaves, err);
+        if (rc == 0)
+            rc = ix_chunks_read_ahead(b.refs, b.num, budget, lim->threads, lim->io_depth,
+                                      &set->bytes_read, err);
+        ix_chunk_ref *refs = b.refs;
+        for (size_t i = from; rc == 0 && i < to; i++) {
+            const ix_source *s = &ss->files[i];
+            for (int32_t g = 0; rc == 0 && g < s->meta.num_row_groups; g++) {
+                if (load_group(set, k, &fill, s, g, refs, lim, err) < 0)
+                    rc = pq_error_prefix(err, "%s: row group %d, field %.*s: ", s->name, g,
+                                         (int)o->key_len[k] - 1, field);
+                refs += n - (fill.own ? 1 : 0);
+            }
+        }
+        ix_chunks_free(b.refs, b.num);
     }
+    free(b.refs);
     free(leaves);
     if (rc == 0)
         return ix_others_out_end(&fill.out, err);
@@ -491,18 +567,29 @@ static int load_column(ix_column_set *set, uint32_t k, ix_sources *ss,
     return -1;
 }
 
+typedef struct footers {
+    ix_sources *ss;
+    ix_gate *gate;
+} footers;
+
+static int read_footer(void *ctx, size_t index, pq_error *err)
+{
+    footers *fs = ctx;
+    ix_source *s = &fs->ss->files[index];
+    return s->has_footer ? 0 : ix_source_read_footer(s, fs->gate, err);
+}
+
 /* Decode every file's other columns into a new file (ix_others_file.h). */
 static int build_file(ix_column_set *set, ix_sources *ss, const char *path, uint64_t digest,
                       const uint8_t *has, const ix_load_limits *lim, pq_error *err)
 {
     ix_others *o = &set->values;
-    for (size_t i = 0; i < ss->count; i++) {
-        ix_source *s = &ss->files[i];
-        /* a file from the persistent index: its primary's pages are known,
-         * the other columns are read from its footer's chunks */
-        if (!s->has_footer && ix_source_read_footer(s, NULL, err) < 0)
-            return -1;
-    }
+    /* the files from the persistent index: their primary's pages are
+     * known, the other columns are read from their footers' chunks */
+    footers fs = { ss, lim->gate };
+    if (ix_parallel_for_growing(ss->count, lim->threads, lim->io_depth, read_footer, &fs, NULL,
+                                err) < 0)
+        return -1;
     if (ix_others_file_create(&set->file, path, digest, has, set->columns, o->rows, err) < 0)
         return -1;
     for (uint32_t k = 0; k < set->columns; k++)

@@ -79,12 +79,18 @@ int ix_columns_several(const ix_source *first, const char *spec);
 int ix_columns_resolve(ix_source *first, const char *spec, const ix_frame_options *fo,
                        ix_column_set *set, pq_nest *own_nest, pq_error *err);
 
-/* What a load of the other columns may hold: each of its column chunk
- * readers holds pages and rows of at most ix_hold_max(mem) each
- * (ix_chunk_rows.h); and whether it checks the pages' CRCs. */
+/* How a load of the other columns reads: each of its column chunk readers
+ * holds pages and rows of at most ix_hold_max(mem) each (ix_chunk_rows.h),
+ * and the chunks of the next files, read ahead at once on threads..io_depth
+ * threads (ix_chunks_ahead.h), at most half of ix_hold_max(mem); footers
+ * not parsed yet are read at once too, their parse holding a CPU token of
+ * gate (ix_gate.h; NULL: none). */
 typedef struct ix_load_limits {
     uint64_t mem;   /* the mount's mem= (0: no limit) */
     int verify_crc;
+    int threads;    /* >= 1 */
+    int io_depth;   /* >= threads */
+    ix_gate *gate;
 } ix_load_limits;
 
 /* The other columns' values (set->values): from the file at path when it

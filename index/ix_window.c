@@ -19,6 +19,15 @@ void ix_window_init(ix_window *w, const ix_source *src, uint64_t begin, uint64_t
                       .bytes_read = bytes_read, .gate = gate };
 }
 
+void ix_window_adopt(ix_window *w, uint8_t *buf, size_t len)
+{
+    assert(!w->gate && len <= w->end - w->begin);
+    free(w->buf);
+    w->buf = buf;
+    w->cap = w->len = len;
+    w->base = w->begin;
+}
+
 int ix_window_holds(const ix_window *w, uint64_t off, uint64_t len)
 {
     return off >= w->base && off + len <= w->base + w->len;

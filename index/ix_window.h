@@ -40,6 +40,10 @@ typedef struct ix_window {
 void ix_window_init(ix_window *w, const ix_source *src, uint64_t begin, uint64_t end,
                     size_t min_read, uint64_t *bytes_read, ix_gate *gate);
 
+/* Hand the window a buffer (malloc'ed; the window frees it) that holds
+ * [begin, begin + len) already: no read is needed for that range. */
+void ix_window_adopt(ix_window *w, uint8_t *buf, size_t len);
+
 /* Make [off, off + len) available and return it (valid until the next
  * call); NULL with a message naming the file when the read fails or memory
  * is short. off + len must not pass w->end. */

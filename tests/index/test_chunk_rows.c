@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "ix_chunk_rows.h"
+#include "ix_chunks_ahead.h"
 #include "ix_internal.h"
 
 #define FIXTURES YFS_SOURCE_DIR "/tests/decode/fixtures/"
@@ -94,8 +95,48 @@ static void oracle(const ix_source *s, int leaf, int32_t g, entries *out)
     free(buf);
 }
 
-/* Every leaf of every row group of the file at path, against the oracle;
- * returns the pages that start inside a row (summed over chunks). */
+/* Leaf `leaf` of row group g read by ix_chunk_rows (the chunk read ahead
+ * into memory, or read by the reader itself) against the oracle's entries. */
+static void check_chunk(const char *path, const ix_source *s, int leaf, int32_t g, int ahead,
+                        const entries *want)
+{
+    pq_error err;
+    ix_chunk_rows cr;
+    uint64_t bytes_read = 0, rows = 0;
+    ix_chunk_ref ref = { s, leaf, g, NULL };
+    if (ahead)
+        cr_assert(ix_chunks_read_ahead(&ref, 1, UINT64_MAX, 1, 4, &bytes_read, &err) == 0,
+                  "%s: %s", path, err.msg);
+    cr_assert(ix_chunk_rows_open(&cr, s, leaf, g, 16u << 20, 1, &bytes_read, ref.bytes,
+                                 &err) == 0, "%s: %s", path, err.msg);
+    entries got = { 0 };
+    pq_page_values run;
+    int rc;
+    while ((rc = ix_chunk_rows_next(&cr, &run, &err)) == 1) {
+        cr_assert(run.num_levels > 0, "%s: an empty run", path);
+        for (uint32_t i = 0; i < run.num_levels; i++)
+            rows += !run.rep_levels || run.rep_levels[i] == 0;
+        cr_assert(!run.rep_levels || run.rep_levels[0] == 0,
+                  "%s: leaf %d, row group %d: a run starts inside a row", path, leaf, g);
+        add(&got, &run);
+    }
+    cr_assert(rc == 0, "%s: leaf %d, row group %d: %s", path, leaf, g, err.msg);
+    cr_assert_eq(rows, (uint64_t)s->meta.row_groups[g].num_rows,
+                 "%s: leaf %d, row group %d: %llu rows", path, leaf, g, (unsigned long long)rows);
+    cr_assert_eq(got.levels, want->levels, "%s: leaf %d: %llu entries, pages hold %llu", path,
+                 leaf, (unsigned long long)got.levels, (unsigned long long)want->levels);
+    cr_assert_eq(got.values, want->values, "%s: leaf %d", path, leaf);
+    cr_assert(memcmp(got.def, want->def, got.levels * sizeof *got.def) == 0 &&
+                  memcmp(got.rep, want->rep, got.levels * sizeof *got.rep) == 0 &&
+                  memcmp(got.value, want->value, got.values * sizeof *got.value) == 0,
+              "%s: leaf %d, row group %d: entries differ from the pages'", path, leaf, g);
+    cr_assert(bytes_read > 0 || rows == 0);
+    ix_chunk_rows_close(&cr);
+    entries_free(&got);
+}
+
+/* Every leaf of every row group of the file at path (check_chunk, read
+ * ahead and not); returns the pages that start inside a row. */
 static uint32_t check_file(const char *path)
 {
     ix_sources ss = { 0 };
@@ -104,44 +145,15 @@ static uint32_t check_file(const char *path)
     cr_assert(ix_sources_list(&ss, path, &so, &err) == 0, "%s: %s", path, err.msg);
     const ix_source *s = &ss.files[0];
     uint32_t mid_row = 0;
-    for (int32_t g = 0; g < s->meta.num_row_groups; g++) {
+    for (int32_t g = 0; g < s->meta.num_row_groups; g++)
         for (int leaf = 0; leaf < s->num_leaves; leaf++) {
-            entries want = { 0 }, got = { 0 };
+            entries want = { 0 };
             oracle(s, leaf, g, &want);
             mid_row += want.pages_starting_mid_row;
-            ix_chunk_rows cr;
-            uint64_t bytes_read = 0, rows = 0;
-            cr_assert(ix_chunk_rows_open(&cr, s, leaf, g, 16u << 20, 1, &bytes_read, &err) == 0,
-                      "%s: %s", path, err.msg);
-            pq_page_values run;
-            int rc;
-            while ((rc = ix_chunk_rows_next(&cr, &run, &err)) == 1) {
-                cr_assert(run.num_levels > 0, "%s: an empty run", path);
-                for (uint32_t i = 0; i < run.num_levels; i++)
-                    rows += !run.rep_levels || run.rep_levels[i] == 0;
-                cr_assert(!run.rep_levels || run.rep_levels[0] == 0,
-                          "%s: leaf %d, row group %d: a run starts inside a row", path, leaf, g);
-                add(&got, &run);
-            }
-            cr_assert(rc == 0, "%s: leaf %d, row group %d: %s", path, leaf, g, err.msg);
-            cr_assert_eq(rows, (uint64_t)s->meta.row_groups[g].num_rows,
-                         "%s: leaf %d, row group %d: %llu rows", path, leaf, g,
-                         (unsigned long long)rows);
-            cr_assert_eq(got.levels, want.levels, "%s: leaf %d: %llu entries, pages hold %llu",
-                         path, leaf, (unsigned long long)got.levels,
-                         (unsigned long long)want.levels);
-            cr_assert_eq(got.values, want.values, "%s: leaf %d", path, leaf);
-            cr_assert(memcmp(got.def, want.def, got.levels * sizeof *got.def) == 0 &&
-                          memcmp(got.rep, want.rep, got.levels * sizeof *got.rep) == 0 &&
-                          memcmp(got.value, want.value, got.values * sizeof *got.value) == 0,
-                      "%s: leaf %d, row group %d: entries differ from the pages'", path, leaf,
-                      g);
-            cr_assert(bytes_read > 0 || rows == 0);
-            ix_chunk_rows_close(&cr);
+            for (int ahead = 0; ahead < 2; ahead++)
+                check_chunk(path, s, leaf, g, ahead, &want);
             entries_free(&want);
-            entries_free(&got);
         }
-    }
     ix_sources_free(&ss);
     return mid_row;
 }
@@ -183,7 +195,8 @@ Test(chunk_rows, a_page_whose_body_fails_its_crc_names_its_offset)
     for (int verify = 1; verify >= 0; verify--) {
         ix_chunk_rows cr;
         uint64_t bytes_read = 0;
-        cr_assert(ix_chunk_rows_open(&cr, &ss.files[0], 0, 0, 0, verify, &bytes_read, &err) == 0);
+        cr_assert(ix_chunk_rows_open(&cr, &ss.files[0], 0, 0, 0, verify, &bytes_read, NULL,
+                                     &err) == 0);
         pq_page_values run;
         int rc;
         uint64_t levels = 0;
