@@ -14,8 +14,9 @@
  * file; so what is held beside it is the smallest.
  *
  * The rest is read column chunk by column chunk, page by page
- * (ix_chunk_rows.h: whatever a chunk's size, a page and a row at a time), and
- * written once into a file (ix_others_file.h) the primary's framing reads
+ * (ix_chunk_rows.h: whatever a chunk's size, a page and a row at a time; the
+ * next files' chunks read ahead at once, ix_chunks_ahead.h), and written
+ * once into a file (ix_others_file.h) the primary's framing reads
  * from (ix_framing_set_others): each other column's rows as JSON (`7`,
  * `"a"`, `null`, `[1,2]`, `{"role":..}`), and, when the primary is a leaf
  * of a field of several, the other leaves' level entries and values of
