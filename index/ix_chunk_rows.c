@@ -286,8 +286,8 @@ int ix_chunk_rows_next(ix_chunk_rows *cr, pq_page_values *run, pq_error *err)
     for (;;) {
         if (cr->at < cr->page.num_levels) {
             /* cr->at starts a row; the piece's last row may go on in the
-             * next piece, unless none follows */
-            int more = cr->stream || cr->next < cr->w.end;
+             * next piece, unless none follows or the column is flat */
+            int more = cr->desc.max_rep > 0 && (cr->stream || cr->next < cr->w.end);
             uint32_t last = more ? ix_last_row_start(&cr->page) : cr->page.num_levels;
             if (last > cr->at && last <= cr->page.num_levels) {
                 *run = ix_entries_view(&cr->page, max_def, cr->at, last);
