@@ -14,7 +14,9 @@ returns once the index is built: it mounts only then). Two configurations:
 
 - `column=id,format=raw`: sized from metadata (the OffsetIndex, no page decoded): one
   read of each file's footer and one of each chunk's offset index;
-- `column=text` (jsonl): the page pass reads each chunk and decodes every page.
+- `column=text` (jsonl): the page pass reads each chunk and decodes every page;
+- `column=id:text` (jsonl, several columns): that, and each file's id chunk read into the
+  values file (ix_others.h), the chunks of the next files read ahead at once.
 
 The mount's size of epoch-0 is checked against what pyarrow counts (exactness smoke
 check); the full record check is tests/integration/test_slow_storage.py. `--old-bin` is the
@@ -38,7 +40,8 @@ from benchmount import timed_mount
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
 CONFIGS = [("raw of id (sized from metadata)", "column=id,format=raw"),
-           ("jsonl of text (page pass)", "column=text")]
+           ("jsonl of text (page pass)", "column=text"),
+           ("jsonl of id:text (page pass, ids into the values file)", "column=id:text")]
 
 
 def make(path, files, rows):
@@ -59,11 +62,14 @@ def make(path, files, rows):
 def expected_sizes(path, files, rows):
     """Bytes of epoch-0 for each configuration, as pyarrow sees the data."""
     n = files * rows
-    text_bytes = 0
+    text_bytes = pair_bytes = 0
     for k in range(n):
         s = " ".join(WORDS[(k * 7 + j) % len(WORDS)] for j in range(1 + k % 9))
         text_bytes += len(json.dumps({"text": s}, ensure_ascii=False, separators=(",", ":"))) + 1
-    return {"column=id,format=raw": 8 * n, "column=text": text_bytes}
+        pair_bytes += len(json.dumps({"id": k, "text": s}, ensure_ascii=False,
+                                     separators=(",", ":"))) + 1
+    return {"column=id,format=raw": 8 * n, "column=text": text_bytes,
+            "column=id:text": pair_bytes}
 
 
 def mount_once(binary, dataset, options, delay_ms, timeout):
@@ -87,6 +93,8 @@ def main():
     ap.add_argument("--old-bin", help="the binary before (optional): a column of its own")
     ap.add_argument("--old-timeout", type=float, default=900,
                     help="give up on an old-binary mount after this many seconds")
+    ap.add_argument("--configs", default=";".join(o for _, o in CONFIGS),
+                    help="the configurations' options to run, separated by ; (default: all)")
     ap.add_argument("--out")
     ap.add_argument("--append", action="store_true",
                     help="add this run's table to --out instead of replacing the file")
@@ -99,8 +107,9 @@ def main():
     want = expected_sizes(dataset, args.files, args.rows)
     bins = [("after", args.bin)] + ([("before", args.old_bin)] if args.old_bin else [])
 
+    configs = [(n, o) for n, o in CONFIGS if o in args.configs.split(";")]
     results = {}  # (config, delay, label) -> (median s, index.json)
-    for name, options in CONFIGS:
+    for name, options in configs:
         for d in delays:
             for label, binary in bins:
                 runs = []
@@ -132,7 +141,7 @@ def main():
         head += " before: mount s | speedup |"
         rule += "---|---|"
     lines = [head, rule]
-    for name, options in CONFIGS:
+    for name, options in configs:
         for d in delays:
             a = results.get((options, d, "after"))
             row = f"| {name} | {d:g} ms | "
@@ -143,7 +152,7 @@ def main():
                 row += f" {b[0]:.2f} |" if b else f" > {args.old_timeout:g} |"
                 row += f" {b[0] / a[0]:.1f}x |" if a and b else " - |"
             lines.append(row)
-    meta = results.get((CONFIGS[0][1], delays[0], "after"))
+    meta = results.get((CONFIGS[0][1], delays[0], "after"))  # when raw of id ran
     note = [f"{args.files} files of {args.rows} rows (one row group, one page each, pyarrow "
             f"`write_page_index=True`); cache=none; medians of {args.repeat} mount(s) per cell; "
             f"{os.cpu_count()} cores.",
