@@ -459,22 +459,33 @@ static int block_offset(yfs_mixview *v, uint64_t b, uint64_t *out, pq_error *err
     return 0;
 }
 
-/* The block holding byte x (< size). Under the lock. */
+/* The block holding byte x (< size). Under the lock. Learning a block's
+ * offset builds a segment of every source where the block starts, so the
+ * search probes near where the reader is: from the last block laid out (or
+ * block 0) it gallops forward, 1, 2, 4, ... blocks, then bisects the last
+ * step. A sequential reader probes the next block or two; a bisection of
+ * the whole file built segments far ahead of a read at offset 0 (DuckDB
+ * text: every source's one page streamed three times instead of once). */
 static int find_block(yfs_mixview *v, uint64_t x, uint64_t *out, pq_error *err)
 {
     uint64_t lo = 0, hi = v->blocks, at;
-    if (v->lay_block != UNKNOWN) { /* a sequential reader: this block or the next */
-        lo = v->lay_block;
-        if (block_offset(v, lo, &at, err) < 0)
+    if (v->lay_block != UNKNOWN) {
+        if (block_offset(v, v->lay_block, &at, err) < 0)
             return -1;
-        if (at > x)
-            lo = 0;
-        else if (lo + 2 < hi) {
-            if (block_offset(v, lo + 2, &at, err) < 0)
-                return -1;
-            if (at > x)
-                hi = lo + 2;
+        if (at <= x)
+            lo = v->lay_block;
+        else
+            hi = v->lay_block;
+    }
+    assert(v->offset[lo] != UNKNOWN && v->offset[lo] <= x);
+    for (uint64_t from = lo, step = 1; from + step < hi; step *= 2) {
+        if (block_offset(v, from + step, &at, err) < 0)
+            return -1;
+        if (at > x) {
+            hi = from + step;
+            break;
         }
+        lo = from + step;
     }
     while (hi - lo > 1) {
         uint64_t mid = lo + (hi - lo) / 2;
