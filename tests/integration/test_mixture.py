@@ -246,6 +246,51 @@ def test_index_and_stats_describe_every_source(mix, mount):
     assert stats["memory"]["limit"] > 0 and "io" in stats["sources"][0]
 
 
+def test_first_read_builds_only_its_blocks(mix, mount):
+    """A read at offset 0 learns where the next block starts and nothing further: with
+    readahead=0 and no kernel readahead, it builds, beyond what opening the file built (the
+    segments its shares' ends cut), only the segments of block 0's records and of block 1's
+    first (4,097 positions: 2, 3 and 2 segments of these sources); a bisection over the whole
+    file's 17 blocks built 5, 6 and 5."""
+    path, _ = mix
+
+    def built(m):
+        return [s["segments_built"] for s in json.loads(m.read(".youmufs/stats.json"))["sources"]]
+
+    with mount(path, "rowid,readahead=0") as m:
+        with open(m.p("epoch-0.jsonl"), "rb", buffering=0) as f:
+            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_RANDOM)
+            opened = built(m)
+            assert len(os.pread(f.fileno(), 4096, 0)) == 4096
+            read = built(m)
+    assert [b - a for a, b in zip(opened, read)] == [2, 3, 2], f"built at open {opened}, then {read}"
+
+
+def test_reads_at_once_of_one_file(mix, mount):
+    """Reads of one mixture file run at once (several threads, one descriptor, random ranges
+    and 1 MiB pieces in shuffled order): every byte is the sequential read's."""
+    from concurrent.futures import ThreadPoolExecutor
+    path, _ = mix
+    name = "epoch-2.jsonl"
+    with mount(path, "rowid") as seq:
+        want = seq.read(name)
+    size = len(want)
+    rng = random.Random(7)
+    ranges = [(rng.randrange(0, size), rng.choice([100, 4096, 70000, 1 << 20])) for _ in range(200)]
+    pieces = [(off, 1 << 20) for off in range(0, size, 1 << 20)]
+    rng.shuffle(pieces)
+    with mount(path, "rowid,mem=8M") as m:
+        with open(m.p(name), "rb", buffering=0) as f:
+            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_RANDOM)
+
+            def check(r):
+                off, ln = r
+                assert os.pread(f.fileno(), ln, off) == want[off:off + ln], f"@{off}+{ln}"
+
+            with ThreadPoolExecutor(8) as pool:
+                list(pool.map(check, ranges + pieces))
+
+
 def test_seeks_and_sizes(mix, mount):
     path, _ = mix
     rng = random.Random(5)
