@@ -66,7 +66,8 @@ static void touch(const pq_page_values *v, sums *s)
 {
     uint64_t bytes = 0, first = 0, last = 0;
     for (uint32_t k = 0; k < v->num_values; k++) {
-        const pq_bytes *b = &v->values[k];
+        pq_bytes value = pq_page_value(v, k);
+        const pq_bytes *b = &value;
         bytes += b->len;
         if (b->len) {
             first += b->ptr[0];

@@ -84,8 +84,10 @@ static int whole(const pq_column_desc *col, const pq_page_header *h, const uint8
     for (uint32_t i = 0; i < v.num_levels; i++)
         s->levels += (uint64_t)(v.rep_levels ? v.rep_levels[i] : 0) * 65536 +
                      (v.def_levels ? v.def_levels[i] : 0);
-    for (uint32_t k = 0; k < v.num_values; k++)
-        s->bytes += byte_sum(v.values[k].ptr, v.values[k].len);
+    for (uint32_t k = 0; k < v.num_values; k++) {
+        pq_bytes value = pq_page_value(&v, k);
+        s->bytes += byte_sum(value.ptr, value.len);
+    }
     s->nvalues += v.num_values;
     pq_page_values_free(&v);
     return 0;

@@ -183,6 +183,75 @@ static int decode_values(const pq_column_desc *col, int encoding, const uint8_t 
                         encoding_name(encoding), encoding, col->type);
 }
 
+uint32_t pq_packed_width(const pq_column_desc *col)
+{
+    int64_t w = pq_value_width(col);
+    return col->type == PQ_BOOLEAN || w <= 0 || w > INT32_MAX ? 0 : (uint32_t)w;
+}
+
+/* The bytes of out's n slices, each width wide, packed into a buffer of its
+ * own (the encodings whose decoders produce slices: DELTA_BINARY_PACKED and
+ * BYTE_STREAM_SPLIT materialise their values anyway). */
+static int pack_slices(pq_page_values *out, uint32_t width, pq_error *err)
+{
+    uint32_t n = out->num_values;
+    uint8_t *packed = malloc(n ? (size_t)n * width : 1);
+    if (!packed)
+        return pq_error_set(err, "out of memory for %u values", n);
+    for (uint32_t i = 0; i < n; i++) {
+        assert(out->values[i].len == width);
+        memcpy(packed + (size_t)i * width, out->values[i].ptr, width);
+    }
+    free(out->values);
+    free(out->extra);
+    out->values = NULL;
+    out->extra = packed;
+    out->extra_len = (size_t)n * width;
+    out->packed = packed;
+    out->width = width;
+    return 0;
+}
+
+/* The values of a packed column (pq_packed_width), with out->extra holding
+ * n_entries * max(width, 4) bytes (the levels' scratch until now): PLAIN
+ * values are used where they lie, dictionary values gathered into extra;
+ * other encodings decode to slices, then are packed. */
+static int decode_packed(const pq_column_desc *col, int encoding, const uint8_t *buf,
+                         size_t len, const pq_dictionary *dict, pq_page_values *out,
+                         uint32_t width, pq_error *err)
+{
+    uint32_t n = out->num_values;
+    size_t bytes = (size_t)n * width;
+    if (encoding == PQ_ENC_PLAIN) {
+        if (bytes > len)
+            return pq_error_set(err, "PLAIN: %u values of %u bytes need %zu bytes, %zu present",
+                                n, width, bytes, len);
+        free(out->extra);
+        out->extra = NULL;
+        out->extra_len = 0;
+        out->packed = buf;
+    } else if (encoding == PQ_ENC_PLAIN_DICTIONARY || encoding == PQ_ENC_RLE_DICTIONARY) {
+        if (pq_values_dict_packed(buf, len, n, dict, width, out->extra, err) < 0)
+            return -1;
+        uint8_t *fit = realloc(out->extra, bytes ? bytes : 1); /* shrinking */
+        if (fit)
+            out->extra = fit;
+        out->extra_len = bytes;
+        out->packed = out->extra;
+    } else {
+        free(out->extra);
+        out->extra = NULL;
+        out->extra_len = 0;
+        if (!(out->values = malloc((size_t)(n ? n : 1) * sizeof *out->values)))
+            return pq_error_set(err, "out of memory for %u values", n);
+        if (decode_values(col, encoding, buf, len, dict, out, err) < 0)
+            return -1;
+        return pack_slices(out, width, err);
+    }
+    out->width = width;
+    return 0;
+}
+
 /* Levels, then values. v1: the whole body is compressed; after
  * decompression come the repetition levels, the definition levels (each
  * with a 4-byte length when the column has them) and the values. v2: the
@@ -217,14 +286,25 @@ static int decode_page(const pq_column_desc *col, const pq_page_header *h, const
             return pq_error_prefix(err, "values section: ");
     }
 
-    /* The value slices, one per level entry (at most one value each): the
-     * array is first the levels' uint32 scratch (a slice is wider than a
-     * uint32), then shrunk to the values the definition levels define. So a
-     * page allocates no scratch of its own. */
+    /* The values' memory, for one value per level entry at most: the value
+     * slices, or for a packed column the packed values (at least 4 bytes an
+     * entry), is first the levels' uint32 scratch, then shrunk to the
+     * values the definition levels define. So a page allocates no scratch
+     * of its own. */
     _Static_assert(sizeof *out->values >= sizeof(uint32_t), "a slice holds a level");
-    if (!(out->values = malloc((size_t)(n ? n : 1) * sizeof *out->values)))
+    uint32_t width = pq_packed_width(col);
+    size_t per_entry = width ? (width > sizeof(uint32_t) ? width : sizeof(uint32_t))
+                             : sizeof *out->values;
+    void *values_memory = malloc((size_t)(n ? n : 1) * per_entry);
+    if (!values_memory)
         return pq_error_set(err, "out of memory for %u values", n);
-    uint32_t *scratch = (uint32_t *)(void *)out->values;
+    if (width) {
+        out->extra = values_memory;
+        out->extra_len = (size_t)n * per_entry;
+    } else {
+        out->values = values_memory;
+    }
+    uint32_t *scratch = values_memory;
     if (col->max_rep > 0 || col->max_def > 0) {
         out->rep_levels = col->max_rep > 0 ? malloc((size_t)(n ? n : 1) * sizeof(uint16_t)) : NULL;
         out->def_levels = col->max_def > 0 ? malloc((size_t)(n ? n : 1) * sizeof(uint16_t)) : NULL;
@@ -271,6 +351,11 @@ static int decode_page(const pq_column_desc *col, const pq_page_header *h, const
         for (uint32_t i = 0; i < n; i++)
             present += out->def_levels[i] == col->max_def;
         out->num_values = present;
+    }
+    if (width) {
+        if (decode_packed(col, h->encoding, values, values_len, dict, out, width, err) < 0)
+            return pq_error_prefix(err, "values (%s): ", encoding_name(h->encoding));
+        return 0;
     }
     if (out->num_values < n) { /* shrinking: on failure the larger block stays */
         pq_bytes *fit = realloc(out->values, (size_t)(out->num_values ? out->num_values : 1) *
@@ -322,6 +407,8 @@ void pq_page_values_free(pq_page_values *v)
 
 int pq_page_values_own(pq_page_values *v, pq_error *err)
 {
+    if (v->width)
+        return 0;
     size_t total = 0;
     for (uint32_t i = 0; i < v->num_values; i++)
         total += v->values[i].len;
@@ -344,7 +431,7 @@ size_t pq_page_values_bytes(const pq_page_values *v)
 {
     size_t levels = (v->def_levels ? 2 : 0) + (v->rep_levels ? 2 : 0);
     return v->storage_len + v->extra_len + (size_t)v->num_levels * levels +
-           (size_t)v->num_values * sizeof *v->values;
+           (v->width ? 0 : (size_t)v->num_values * sizeof *v->values);
 }
 
 /* Values defined by level entries [begin, end). */
@@ -367,7 +454,10 @@ void pq_page_values_drop_front(pq_page_values *v, uint32_t entries, int16_t max_
         memmove(v->def_levels, v->def_levels + entries, levels_left * sizeof *v->def_levels);
     if (v->rep_levels)
         memmove(v->rep_levels, v->rep_levels + entries, levels_left * sizeof *v->rep_levels);
-    memmove(v->values, v->values + values, (v->num_values - values) * sizeof *v->values);
+    if (v->width)
+        v->packed += (size_t)values * v->width;
+    else
+        memmove(v->values, v->values + values, (v->num_values - values) * sizeof *v->values);
     v->num_levels = levels_left;
     v->num_values -= values;
 }
@@ -385,6 +475,21 @@ static int grow(void *array, size_t have, size_t want, size_t size)
     return 0;
 }
 
+/* dst's packed values as slices into the same bytes (dst keeps owning them). */
+static int unpack(pq_page_values *v)
+{
+    pq_bytes *slices = malloc((size_t)(v->num_values ? v->num_values : 1) * sizeof *slices);
+    if (!slices)
+        return -1;
+    for (uint32_t i = 0; i < v->num_values; i++)
+        slices[i] = pq_page_value(v, i);
+    free(v->values);
+    v->values = slices;
+    v->packed = NULL;
+    v->width = 0;
+    return 0;
+}
+
 int pq_page_values_append(pq_page_values *dst, const pq_page_values *src, uint32_t begin,
                           uint32_t end, int16_t max_def, pq_error *err)
 {
@@ -395,37 +500,58 @@ int pq_page_values_append(pq_page_values *dst, const pq_page_values *src, uint32
     if ((uint64_t)dst->num_levels + entries > PQ_MAX_PAGE_VALUES)
         return pq_error_set(err, "a row continued over several pages has more than %u entries",
                             PQ_MAX_PAGE_VALUES);
+    /* Packed stays packed: dst's values and the new ones go into one new
+     * extra. Otherwise the new value bytes go at the end of a new extra and
+     * slices into the old extra are moved along with it. */
+    int packed = src->width && (dst->num_values == 0 || dst->width == src->width);
+    if (!packed && dst->width && unpack(dst) < 0)
+        return pq_error_set(err, "out of memory joining a row continued on the next page");
     size_t bytes = 0;
     for (uint32_t i = first_value; i < first_value + values; i++)
-        bytes += src->values[i].len;
+        bytes += pq_page_value(src, i).len;
+    size_t kept = packed ? (size_t)dst->num_values * src->width : dst->extra_len;
 
-    /* The new value bytes go at the end of dst->extra; slices into the old
-     * extra are moved along with it. */
     uint8_t *old_extra = dst->extra;
-    uint8_t *extra = malloc(dst->extra_len + bytes ? dst->extra_len + bytes : 1);
+    uint8_t *extra = malloc(kept + bytes ? kept + bytes : 1);
     size_t levels = (size_t)dst->num_levels + entries;
     if (!extra ||
         (src->def_levels && grow(&dst->def_levels, 0, levels, sizeof *dst->def_levels) < 0) ||
         (src->rep_levels && grow(&dst->rep_levels, 0, levels, sizeof *dst->rep_levels) < 0) ||
-        grow(&dst->values, 0, (size_t)dst->num_values + values, sizeof *dst->values) < 0) {
+        (!packed && grow(&dst->values, 0, (size_t)dst->num_values + values,
+                         sizeof *dst->values) < 0)) {
         free(extra);
         return pq_error_set(err, "out of memory joining a row continued on the next page");
     }
-    if (dst->extra_len)
-        memcpy(extra, old_extra, dst->extra_len);
-    uintptr_t lo = (uintptr_t)old_extra, hi = lo + dst->extra_len;
-    for (uint32_t i = 0; i < dst->num_values && old_extra; i++) {
-        uintptr_t at = (uintptr_t)dst->values[i].ptr;
-        if (at >= lo && at < hi)
-            dst->values[i].ptr = extra + (at - lo);
-    }
-    uint8_t *out = extra + dst->extra_len;
-    for (uint32_t i = 0; i < values; i++) {
-        pq_bytes b = src->values[first_value + i];
-        if (b.len)
-            memcpy(out, b.ptr, b.len);
-        dst->values[dst->num_values + i] = (pq_bytes){ out, b.len };
-        out += b.len;
+    if (packed) {
+        if (dst->num_values)
+            memcpy(extra, dst->packed, kept);
+        if (bytes)
+            memcpy(extra + kept, src->packed + (size_t)first_value * src->width, bytes);
+        /* nothing points into the decompressed body any more */
+        free(dst->values);
+        free(dst->storage);
+        dst->values = NULL;
+        dst->storage = NULL;
+        dst->storage_len = 0;
+        dst->packed = extra;
+        dst->width = src->width;
+    } else {
+        if (dst->extra_len)
+            memcpy(extra, old_extra, dst->extra_len);
+        uintptr_t lo = (uintptr_t)old_extra, hi = lo + dst->extra_len;
+        for (uint32_t i = 0; i < dst->num_values && old_extra; i++) {
+            uintptr_t at = (uintptr_t)dst->values[i].ptr;
+            if (at >= lo && at < hi)
+                dst->values[i].ptr = extra + (at - lo);
+        }
+        uint8_t *out = extra + dst->extra_len;
+        for (uint32_t i = 0; i < values; i++) {
+            pq_bytes b = pq_page_value(src, first_value + i);
+            if (b.len)
+                memcpy(out, b.ptr, b.len);
+            dst->values[dst->num_values + i] = (pq_bytes){ out, b.len };
+            out += b.len;
+        }
     }
     if (src->def_levels)
         memcpy(dst->def_levels + dst->num_levels, src->def_levels + begin,
@@ -435,7 +561,7 @@ int pq_page_values_append(pq_page_values *dst, const pq_page_values *src, uint32
                entries * sizeof *dst->rep_levels);
     free(old_extra);
     dst->extra = extra;
-    dst->extra_len += bytes;
+    dst->extra_len = kept + bytes;
     dst->num_levels += entries;
     dst->num_values += values;
     return 0;

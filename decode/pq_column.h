@@ -9,9 +9,13 @@
  * (pq_bytes): BYTE_ARRAY values as their bytes, fixed-width types as their
  * little-endian PLAIN bytes (INT32: 4, INT64: 8, INT96: 12, FLOAT: 4,
  * DOUBLE: 8, FIXED_LEN_BYTE_ARRAY: type_length, BOOLEAN: one byte 0 or 1).
- * Slices point into storage owned by the pq_page_values or by the
- * pq_dictionary the page was decoded against; they stay valid until both
- * are freed.
+ * A page of BYTE_ARRAY or BOOLEAN values holds one slice per value, pointing
+ * into storage owned by the pq_page_values or by the pq_dictionary the page
+ * was decoded against; they stay valid until both are freed. A page of
+ * another fixed-width type holds its values packed back to back in memory it
+ * owns (pq_packed_width): a slice per value took 16 bytes beside every
+ * 8-byte token, and the copy out of the dictionary 8 more. Read values with
+ * pq_page_value or a pq_value_list, never through the layout.
  *
  * Value encodings: PLAIN, PLAIN_DICTIONARY / RLE_DICTIONARY (indices checked
  * against the dictionary size), DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY,
@@ -56,6 +60,35 @@ typedef struct pq_bytes {
     uint32_t len;
 } pq_bytes;
 
+/* Values in order: slices, or fixed-width values packed back to back. A
+ * view: it owns nothing and lives as long as what it points into. */
+typedef struct pq_value_list {
+    const pq_bytes *slices; /* NULL: packed */
+    const uint8_t *packed;  /* value i is packed[i * width .. (i + 1) * width) */
+    uint32_t width;
+} pq_value_list;
+
+static inline pq_bytes pq_value_at(const pq_value_list *l, uint32_t i)
+{
+    if (l->slices)
+        return l->slices[i];
+    return (pq_bytes){ l->packed + (size_t)i * l->width, l->width };
+}
+
+/* A list of slices (one or more). */
+static inline pq_value_list pq_value_list_of(const pq_bytes *slices)
+{
+    return (pq_value_list){ slices, NULL, 0 };
+}
+
+/* The list from its value `first` on. */
+static inline pq_value_list pq_value_list_from(const pq_value_list *l, uint32_t first)
+{
+    if (l->slices)
+        return (pq_value_list){ l->slices + first, NULL, 0 };
+    return (pq_value_list){ NULL, l->packed + (size_t)first * l->width, l->width };
+}
+
 /* What the decoder needs to know about the column. */
 typedef struct pq_column_desc {
     int type;            /* physical type (PQ_BYTE_ARRAY, ...) */
@@ -80,17 +113,36 @@ void pq_dictionary_free(pq_dictionary *d);
 /* Heap bytes held by the dictionary (for memory budgets). */
 size_t pq_dictionary_bytes(const pq_dictionary *d);
 
+/* The width in bytes of the column's values when pages hold them packed
+ * (every fixed-width type but BOOLEAN), else 0 (slices). */
+uint32_t pq_packed_width(const pq_column_desc *col);
+
 typedef struct pq_page_values {
     uint32_t num_levels;  /* level entries in the page (= rows for a flat column) */
     uint32_t num_values;  /* non-null values (entries whose def level == max_def) */
     uint16_t *def_levels; /* num_levels entries, NULL when max_def == 0 */
     uint16_t *rep_levels; /* num_levels entries, NULL when max_rep == 0 */
-    pq_bytes *values;     /* num_values entries, in page order */
+    /* The num_values values in page order: slices (width 0), or, when width
+     * > 0, packed (NULL slices; packed points into storage or extra). */
+    pq_bytes *values;
+    const uint8_t *packed;
+    uint32_t width;
     uint8_t *storage;     /* owned: decompressed body */
     size_t storage_len;
-    uint8_t *extra;       /* owned: values materialised by DELTA_BYTE_ARRAY etc. */
+    uint8_t *extra;       /* owned: values materialised (DELTA_BYTE_ARRAY, packed, etc.) */
     size_t extra_len;
 } pq_page_values;
+
+static inline pq_value_list pq_page_value_list(const pq_page_values *v)
+{
+    return (pq_value_list){ v->width ? NULL : v->values, v->packed, v->width };
+}
+
+static inline pq_bytes pq_page_value(const pq_page_values *v, uint32_t i)
+{
+    pq_value_list l = pq_page_value_list(v);
+    return pq_value_at(&l, i);
+}
 
 /* Decode a data page (v1 or v2). dict is required when the page is
  * dictionary-encoded, else may be NULL. On failure *out is left empty. */
@@ -101,7 +153,8 @@ void pq_page_values_free(pq_page_values *v);
 /* Copy the bytes of every value into memory the page values own (a new
  * `extra`), so that values decoded from a dictionary outlive it: the caller
  * may then release the dictionary at once instead of holding it as long as
- * the values. Fails only when out of memory (v is then unchanged). */
+ * the values. Packed values are the page's own already. Fails only when out
+ * of memory (v is then unchanged). */
 int pq_page_values_own(pq_page_values *v, pq_error *err);
 /* Heap bytes held by the page values (for memory budgets). */
 size_t pq_page_values_bytes(const pq_page_values *v);
@@ -118,8 +171,10 @@ void pq_page_values_drop_front(pq_page_values *v, uint32_t entries, int16_t max_
 /* Append level entries [begin, end) of src (end <= src->num_levels) and the
  * values they define to dst, copying the values' bytes into memory dst owns,
  * so src may be freed at once. dst and src must have the same level arrays
- * (both or neither def and rep). Fails only when out of memory or when the
- * result would exceed PQ_MAX_PAGE_VALUES entries (dst is then unchanged). */
+ * (both or neither def and rep). dst stays packed when both are packed (or
+ * dst is empty and src packed), else holds slices. Fails only when out of
+ * memory or when the result would exceed PQ_MAX_PAGE_VALUES entries (dst is
+ * then unchanged). */
 int pq_page_values_append(pq_page_values *dst, const pq_page_values *src, uint32_t begin,
                           uint32_t end, int16_t max_def, pq_error *err);
 

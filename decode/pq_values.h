@@ -30,6 +30,11 @@ int pq_values_plain(const pq_column_desc *col, const uint8_t *buf, size_t len, u
 int pq_values_dict(const uint8_t *buf, size_t len, uint32_t n, const pq_dictionary *dict,
                    pq_bytes *out, pq_error *err);
 
+/* The same indices, their values packed back to back into out: width
+ * bytes each (pq_packed_width; the dictionary's values are that wide), out
+ * being n * max(width, 4) bytes, as it also serves as the indices' scratch. */
+int pq_values_dict_packed(const uint8_t *buf, size_t len, uint32_t n, const pq_dictionary *dict,
+                          uint32_t width, uint8_t *out, pq_error *err);
 /* RLE-encoded BOOLEAN (4-byte length, then the hybrid with bit width 1). */
 int pq_values_rle_bool(const uint8_t *buf, size_t len, uint32_t n, pq_bytes *out,
                        uint8_t **extra, size_t *extra_len, pq_error *err);

@@ -1,5 +1,7 @@
 /* PLAIN, dictionary, RLE boolean and BYTE_STREAM_SPLIT value decoders. */
+#include <assert.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "pq_bitpack.h"
 #include "pq_cursor.h"
@@ -75,9 +77,10 @@ int pq_values_plain(const pq_column_desc *col, const uint8_t *buf, size_t len, u
     return 0;
 }
 
-/* One byte of bit width, then the RLE hybrid of indices (no length prefix). */
-int pq_values_dict(const uint8_t *buf, size_t len, uint32_t n, const pq_dictionary *dict,
-                   pq_bytes *out, pq_error *err)
+/* One byte of bit width, then the RLE hybrid of n indices (no length
+ * prefix), decoded into idx and checked against the dictionary. */
+static int dict_indices(const uint8_t *buf, size_t len, uint32_t n, const pq_dictionary *dict,
+                        uint32_t *idx, pq_error *err)
 {
     if (!dict)
         return pq_error_set(err, "values are dictionary-encoded but the column chunk has no "
@@ -89,12 +92,6 @@ int pq_values_dict(const uint8_t *buf, size_t len, uint32_t n, const pq_dictiona
     int bw = buf[0];
     if (bw > 32)
         return pq_error_set(err, "dictionary indices: bit width %d is more than 32", bw);
-    /* The indices are decoded into out itself, checked, and expanded from
-     * the last down: a slice is at least as wide as an index, so slice i
-     * covers only indices >= i, all read by then (on 64-bit, 16 bytes cover
-     * indices 4i..4i+3). No scratch array per page. */
-    _Static_assert(sizeof *out >= sizeof(uint32_t), "a slice holds an index");
-    uint32_t *idx = (uint32_t *)(void *)out;
     if (pq_rle_decode(buf + 1, len - 1, bw, n, idx, err) < 0)
         return pq_error_prefix(err, "dictionary indices: ");
     for (uint32_t i = 0; i < n; i++)
@@ -102,8 +99,47 @@ int pq_values_dict(const uint8_t *buf, size_t len, uint32_t n, const pq_dictiona
             return pq_error_set(err, "dictionary index %u of value %u is out of range "
                                      "(dictionary has %u entries)",
                                 idx[i], i, dict->count);
+    return 0;
+}
+
+int pq_values_dict(const uint8_t *buf, size_t len, uint32_t n, const pq_dictionary *dict,
+                   pq_bytes *out, pq_error *err)
+{
+    /* The indices are decoded into out itself, checked, and expanded from
+     * the last down: a slice is at least as wide as an index, so slice i
+     * covers only indices >= i, all read by then (on 64-bit, 16 bytes cover
+     * indices 4i..4i+3). No scratch array per page. */
+    _Static_assert(sizeof *out >= sizeof(uint32_t), "a slice holds an index");
+    uint32_t *idx = (uint32_t *)(void *)out;
+    if (dict_indices(buf, len, n, dict, idx, err) < 0)
+        return -1;
     for (uint32_t i = n; i-- > 0;)
         out[i] = dict->values[idx[i]];
+    return 0;
+}
+
+int pq_values_dict_packed(const uint8_t *buf, size_t len, uint32_t n, const pq_dictionary *dict,
+                          uint32_t width, uint8_t *out, pq_error *err)
+{
+    uint32_t *idx = (uint32_t *)(void *)out;
+    if (dict_indices(buf, len, n, dict, idx, err) < 0)
+        return -1;
+    /* Expanded in place: value i takes bytes [i * width, (i + 1) * width),
+     * index i bytes [4i, 4i + 4). Wider than an index, value i covers only
+     * indices >= i, so the last goes first; narrower, only indices <= i, so
+     * the first goes first. Either way each index is read before it is
+     * overwritten. */
+    if (width >= sizeof *idx) {
+        for (uint32_t i = n; i-- > 0;) {
+            assert(dict->values[idx[i]].len == width);
+            memcpy(out + (size_t)i * width, dict->values[idx[i]].ptr, width);
+        }
+    } else {
+        for (uint32_t i = 0; i < n; i++) {
+            assert(dict->values[idx[i]].len == width);
+            memcpy(out + (size_t)i * width, dict->values[idx[i]].ptr, width);
+        }
+    }
     return 0;
 }
 

@@ -522,31 +522,28 @@ void yfs_budget_snapshot_get(yfs_budget *b, yfs_budget_snapshot *out)
 /* The index's one formula (ix_page_hold_bytes), which it limits pages by:
  * a DELTA_BYTE_ARRAY page that expands beyond it is charged once decoded
  * (yfs_budget_settle). */
-uint64_t yfs_decode_bound_page(const pq_page_header *h)
+uint64_t yfs_decode_bound_page(const pq_page_header *h, uint32_t packed_width)
 {
     if (h->type != PQ_PAGE_DATA && h->type != PQ_PAGE_DATA_V2)
         return 0;
-    return ix_page_hold_bytes(h);
+    return ix_page_hold_bytes(h, packed_width);
 }
 
-static int dictionary_encoded(const pq_page_header *h)
+uint64_t yfs_decode_bound(const uint8_t *raw, uint64_t len, uint32_t packed_width)
 {
-    return h->encoding == PQ_ENC_RLE_DICTIONARY || h->encoding == PQ_ENC_PLAIN_DICTIONARY;
-}
-
-uint64_t yfs_decode_bound(const uint8_t *raw, uint64_t len, uint64_t copy_width)
-{
-    uint64_t bound = 0, at = 0;
+    uint64_t bound = 0, at = 0, pages = 0, entries = 0;
     while (at < len) {
         pq_page_header h;
         pq_error ignored;
         if (pq_page_header_parse(raw + at, (size_t)(len - at), &h, &ignored) < 0 ||
             h.compressed_size < 0 || h.uncompressed_size < 0)
             break;
-        bound += yfs_decode_bound_page(&h);
-        if (yfs_decode_bound_page(&h) && dictionary_encoded(&h) && h.num_values > 0)
-            bound += (uint64_t)h.num_values * copy_width;
+        uint64_t page = yfs_decode_bound_page(&h, packed_width);
+        bound += page;
+        pages += page > 0;
+        entries += page > 0 && h.num_values > 0 ? (uint64_t)h.num_values : 0;
         at += h.header_len + (uint64_t)h.compressed_size;
     }
-    return bound;
+    /* pages joined along a row: packed values are copied into one run */
+    return bound + (pages > 1 ? entries * packed_width : 0);
 }

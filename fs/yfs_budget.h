@@ -76,7 +76,7 @@
 
 typedef enum yfs_mem_kind {
     YFS_MEM_SEGMENTS,     /* framed segment buffers, built or being built */
-    YFS_MEM_DECODED,      /* decoded pages: storage, value slices, levels, copies */
+    YFS_MEM_DECODED,      /* decoded pages: storage, values, levels, copies */
     YFS_MEM_RAW,          /* raw (compressed) pages a build is about to decode */
     YFS_MEM_BUILD,        /* a build's record lists and order arrays */
     YFS_MEM_DICTIONARIES, /* decoded dictionaries, in use and idle */
@@ -182,19 +182,19 @@ void yfs_budget_snapshot_get(yfs_budget *b, yfs_budget_snapshot *out);
 const char *yfs_mem_kind_name(yfs_mem_kind kind);
 
 /* Upper bound of the heap bytes that decoding the data page(s) in raw[0..len)
- * allocates at once (decompressed storage, value slices, level arrays and
- * their scratch, values materialised by the encoding, a dictionary-index
- * array), computed from the page headers alone by walking them: a raw run
- * may hold several pages (a row continued on the next page). Values copied
- * out of a dictionary (pq_page_values_own) are included when every value
- * has the same width, copy_width bytes (a fixed-width column: at most
- * num_values x copy_width per dictionary-encoded page); with copy_width 0
- * they are not (their size is known only after decoding: the caller
- * reserves them then). Headers that do not parse end the walk (the decoder
- * reports them). */
-uint64_t yfs_decode_bound(const uint8_t *raw, uint64_t len, uint64_t copy_width);
+ * of a column of pq_packed_width packed_width allocates at once
+ * (decompressed storage, values packed or slices, level arrays and their
+ * scratch, values materialised by the encoding, a dictionary-index array),
+ * computed from the page headers alone by walking them: a raw run may hold
+ * several pages (a row continued on the next page), whose packed values are
+ * then copied into one run. Packed values are the page's own; values copied
+ * out of a dictionary as slices (pq_page_values_own, byte arrays) are not
+ * included (their size is known only after decoding: the caller reserves
+ * them then). Headers that do not parse end the walk (the decoder reports
+ * them). */
+uint64_t yfs_decode_bound(const uint8_t *raw, uint64_t len, uint32_t packed_width);
 /* The same for one page, from its parsed header (0 for a page that is not a
  * data page). */
-uint64_t yfs_decode_bound_page(const pq_page_header *h);
+uint64_t yfs_decode_bound_page(const pq_page_header *h, uint32_t packed_width);
 
 #endif

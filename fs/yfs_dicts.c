@@ -138,7 +138,7 @@ static void charge_decoded(void *ctx, const pq_page_header *h)
     assert(d->bound == 0); /* called once per read */
     if (h->uncompressed_size < 0 || h->num_values < 0)
         return; /* the decode refuses it */
-    d->bound = ix_page_hold_bytes(h) + sizeof(yfs_dict);
+    d->bound = ix_page_hold_bytes(h, 0) + sizeof(yfs_dict);
     yfs_budget_reserve(d->c->budget, d->bound, YFS_MEM_DICTIONARIES, YFS_DEMAND, d->hold);
 }
 

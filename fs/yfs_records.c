@@ -21,33 +21,13 @@ void yfs_page_values_drop(yfs_mount *m, pq_page_values *values, yfs_hold *hold)
     pq_page_values_free(values);
 }
 
-/* The width of every value of the column, or 0 when values vary in length
- * (byte arrays; booleans, which no writer dictionary-encodes, count as
- * varying: the copy is then reserved once decoded). */
-static uint64_t fixed_width(const pq_column_desc *col)
-{
-    switch (col->type) {
-    case PQ_INT32:
-    case PQ_FLOAT:
-        return 4;
-    case PQ_INT64:
-    case PQ_DOUBLE:
-        return 8;
-    case PQ_INT96:
-        return 12;
-    case PQ_FIXED_LEN_BYTE_ARRAY:
-        return col->type_length > 0 ? (uint64_t)col->type_length : 0;
-    default:
-        return 0;
-    }
-}
-
 /* Values decoded from a dictionary point into it, and a page-shuffled
  * segment's pages come from as many column chunks: holding their
  * dictionaries until framing held dozens at once (pyarrow writes up to 1 MiB
  * each). So such values are copied into the page's own memory and the
- * dictionary goes back to the cache at once. For a fixed-width column the
- * copy is bounded from the headers and reserved with the decode. Otherwise
+ * dictionary goes back to the cache at once. A fixed-width column's values
+ * are packed (pq_packed_width): gathered out of the dictionary as they are
+ * decoded, within the bound reserved with the decode. Otherwise
  * its size is known only once decoded; a thread holding a dictionary must
  * not wait for room (yfs_budget.h), so when the copy does not fit at once
  * the page is let go with its dictionary, the copy waited for, and the page
@@ -63,7 +43,7 @@ int yfs_page_records(yfs_mount *m, uint64_t page, const uint8_t *raw, uint64_t r
     yfs_dict_source src = { m->dicts, hold };
     ix_dict_source dicts = yfs_dicts_source(&src);
     uint64_t start = yfs_now_ns();
-    uint64_t width = fixed_width(&chunk->desc);
+    uint32_t width = pq_packed_width(&chunk->desc);
     uint64_t reserved = yfs_decode_bound(raw, raw_len, width), copy = 0;
     yfs_budget_reserve(m->budget, reserved, YFS_MEM_DECODED, YFS_DEMAND, hold);
     void *dict = NULL;

@@ -257,11 +257,13 @@ int yfs_unit_likely_whole(const yfs_mount *m, uint32_t unit, uint32_t *page)
 
 /* The whole decode of the entry whose first page has header h: its raw
  * bytes and, scaled to all its pages, what decoding takes. */
-static uint64_t whole_decode_bytes(const ix_page *p, const pq_page_header *h)
+static uint64_t whole_decode_bytes(const ix_index *ix, uint64_t page, const pq_page_header *h)
 {
+    const ix_page *p = &ix->pages[page];
     uint64_t first = h->header_len + (uint64_t)h->compressed_size;
     uint64_t pages_worth = first ? (p->length + first - 1) / first : 1;
-    return p->length + yfs_decode_bound_page(h) * pages_worth;
+    uint32_t width = pq_packed_width(&ix->chunks[ix_locate(ix, page)].desc);
+    return p->length + yfs_decode_bound_page(h, width) * pages_worth;
 }
 
 /* Frame `units` units of the page from the stream s, positioned at the
@@ -332,7 +334,7 @@ static int stream_for(yfs_mount *m, const sh_unit *u, uint32_t unit, uint64_t fi
     pq_page_header h;
     int rc = ix_entry_first_header(m->ix, u->page, &h, &ps->read, err) < 0
                  ? (pq_stream_whole_instead(err) ? 1 : -1)
-                 : whole_decode_bytes(&m->ix->pages[u->page], &h) <= whole_decode_share(m);
+                 : whole_decode_bytes(m->ix, u->page, &h) <= whole_decode_share(m);
     if (rc == 0) {
         ps->charged = ix_stream_cap();
         yfs_budget_reserve(m->budget, ps->charged, YFS_MEM_DECODED, YFS_DEMAND, hold);

@@ -7,8 +7,8 @@
  * serves its records from the blocks in shuffled order. So a build holds
  * its segment's bytes and one decoded page per decode thread, not every
  * decoded page of the segment: for lists of numbers a decoded page is many
- * times its framed size (a 16-byte value slice, 4 bytes of levels and the
- * value itself for each 2-byte token of raw u16).
+ * times its framed size (4 bytes of levels and the 8-byte value, packed, for
+ * each 2-byte token of raw u16).
  *
  * A page cut into several units is decoded for the first of them a build
  * needs; its other units are framed from the same decode into the blocks of

@@ -93,7 +93,7 @@ static int decode_whole(ix_chunk_rows *cr, const pq_page_header *h, uint64_t off
 {
     uint64_t total = h->header_len + (uint64_t)h->compressed_size;
     const uint8_t *page;
-    if (ix_page_hold_check(h, cr->mem, err) < 0 ||
+    if (ix_page_hold_check(h, pq_packed_width(&cr->desc), cr->mem, err) < 0 ||
         !(page = ix_window_get(&cr->w, off, (size_t)total, err)))
         return -1;
     const uint8_t *body = page + h->header_len;
@@ -247,7 +247,8 @@ static int next_piece(ix_chunk_rows *cr, pq_error *err)
         }
         if (h.type != PQ_PAGE_DATA && h.type != PQ_PAGE_DATA_V2)
             continue; /* an index page: nothing of the rows */
-        uint64_t hold = ix_page_hold_bytes(&h), max = ix_hold_max(cr->mem);
+        uint64_t hold = ix_page_hold_bytes(&h, pq_packed_width(&cr->desc));
+        uint64_t max = ix_hold_max(cr->mem);
         if (hold > IX_CHUNK_ROWS_WHOLE_BYTES || (cr->mem && hold > max)) {
             int rc = start_stream(cr, &h, off, err);
             if (rc < 0)

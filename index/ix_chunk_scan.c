@@ -274,7 +274,7 @@ static int open_append(scan_state *st, const pq_page_values *v, uint32_t begin, 
             .has_value = !v->def_levels || v->def_levels[i] == max_def,
         };
         if (e.has_value)
-            e.value = v->values[value++];
+            e.value = pq_page_value(v, value++);
         if (ix_row_add(&st->open, &e, err) < 0)
             return pq_error_prefix(err, "a row that continues on the next page, held while "
                                    "the column chunk streams: ");
@@ -355,7 +355,7 @@ static int dictionary(scan_state *st, const pq_dictionary **out, pq_error *err)
          * runs alone), not one per thread. Smaller ones stay within what
          * the windows leave (as before). The window keeps its bytes while
          * the charge waits. */
-        uint64_t hold = ix_page_hold_bytes(h);
+        uint64_t hold = ix_page_hold_bytes(h, 0);
         if (st->w.gate && hold > IX_SCAN_WINDOW_BYTES) {
             ix_gate_cpu_leave(st->w.gate);
             st->w.extra = hold;
@@ -438,7 +438,7 @@ static int stream_rows(scan_state *st, pq_stream *s, ix_page *pg, uint32_t *num,
     while ((rc = pq_stream_next(s, &e, err)) == 1) {
         if (!repeated) {
             ix_record rec;
-            if (ix_flat_record(&f->shape, &e.value, &e.def, pg->first_row + pg->rows, &rec) &&
+            if (ix_flat_record(&f->shape, pq_value_list_of(&e.value), &e.def, pg->first_row + pg->rows, &rec) &&
                 take_record(st, &rec, pg, &st->page_sizes, num, &st->page_sizes_cap, err) < 0)
                 return -1;
             pg->rows++;
@@ -632,7 +632,7 @@ static int visit_page(scan_state *st, uint64_t off, uint32_t expect_len, uint64_
         if (streamed)
             return 0;
     }
-    if (ix_page_hold_check(&h, st->scan->mem, err) < 0) /* decoded whole: ix_claims.h */
+    if (ix_page_hold_check(&h, pq_packed_width(&st->scan->desc), st->scan->mem, err) < 0) /* decoded whole: ix_claims.h */
         return pq_error_prefix(err, "data page at offset %llu: ", (unsigned long long)off);
     const uint8_t *page = ix_window_get(&st->w, off, (size_t)total, err);
     if (!page)

@@ -4,7 +4,7 @@
 
 #include "pq_column.h"
 
-uint64_t ix_page_hold_bytes(const pq_page_header *h)
+uint64_t ix_page_hold_bytes(const pq_page_header *h, uint32_t packed_width)
 {
     if (h->uncompressed_size < 0 || h->num_values < 0)
         return 0; /* the decoder refuses it */
@@ -16,11 +16,17 @@ uint64_t ix_page_hold_bytes(const pq_page_header *h)
     /* value slice, rep and def levels, their uint32 scratch, and up to 16
      * bytes the value decoders materialise per value; BYTE_STREAM_SPLIT and
      * DELTA_BYTE_ARRAY materialise about the page again */
-    uint64_t per_entry = sizeof(pq_bytes) + 2 * sizeof(uint16_t) + sizeof(uint32_t) + 16;
+    uint64_t levels = 2 * sizeof(uint16_t), w = packed_width;
+    if (w && (h->encoding == PQ_ENC_PLAIN || h->encoding == PQ_ENC_PLAIN_DICTIONARY ||
+              h->encoding == PQ_ENC_RLE_DICTIONARY))
+        /* packed values (their memory the levels' scratch first) */
+        return ulen + n * (levels + (w > sizeof(uint32_t) ? w : sizeof(uint32_t)));
+    uint64_t per_entry = sizeof(pq_bytes) + levels + sizeof(uint32_t) + 16;
     uint64_t materialised =
         h->encoding == PQ_ENC_BYTE_STREAM_SPLIT || h->encoding == PQ_ENC_DELTA_BYTE_ARRAY ? ulen
                                                                                           : 0;
-    return ulen + materialised + n * per_entry;
+    /* other encodings decode to slices, then pack them */
+    return ulen + materialised + n * (per_entry + w);
 }
 
 uint64_t ix_hold_max(uint64_t mem)
@@ -61,13 +67,14 @@ int ix_hold_check(uint64_t bytes, uint64_t mem, const char *what, pq_error *err)
                         (unsigned long long)ix_hold_max(mem), need);
 }
 
-int ix_page_hold_check(const pq_page_header *h, uint64_t mem, pq_error *err)
+int ix_page_hold_check(const pq_page_header *h, uint32_t packed_width, uint64_t mem,
+                       pq_error *err)
 {
     char what[128];
     snprintf(what, sizeof what, "a %s page of %d bytes uncompressed (%d compressed)",
              h->type == PQ_PAGE_DICTIONARY ? "dictionary" : "data", h->uncompressed_size,
              h->compressed_size);
-    return ix_hold_check(ix_page_hold_bytes(h), mem, what, err);
+    return ix_hold_check(ix_page_hold_bytes(h, packed_width), mem, what, err);
 }
 
 int ix_page_claims_check(const pq_page_header *h, const ix_chunk_bounds *chunk, uint64_t mem,
@@ -82,6 +89,6 @@ int ix_page_claims_check(const pq_page_header *h, const ix_chunk_bounds *chunk, 
         return pq_error_set(err, "claims %d values, more than the %lld of its whole column "
                             "chunk", h->num_values, (long long)chunk->values);
     if (h->type == PQ_PAGE_DICTIONARY)
-        return ix_page_hold_check(h, mem, err);
+        return ix_page_hold_check(h, 0, mem, err);
     return 0;
 }

@@ -62,14 +62,16 @@ typedef struct ix_chunk_bounds {
 #define IX_HOLD_PARTS 4
 #define IX_HOLD_SLACK_BYTES ((uint64_t)16 << 20)
 
-/* Bytes holding the page whole takes, from its header, and what the read
- * path charges before decoding it (fs/yfs_dicts.c and yfs_decode_bound_page
- * call this): a dictionary, the decompressed page, a byte and a slice per
- * entry; a data page, the decompressed page, per entry a value slice, two
- * uint16 levels, their uint32 scratch and up to 16 bytes the value decoders
- * materialise, and the page again for BYTE_STREAM_SPLIT and
- * DELTA_BYTE_ARRAY. 0 for other page types. */
-uint64_t ix_page_hold_bytes(const pq_page_header *h);
+/* Bytes holding the page whole takes, from its header and the column's
+ * pq_packed_width (0: slices), and what the read path charges before
+ * decoding it (fs/yfs_dicts.c and yfs_decode_bound_page call this): a
+ * dictionary, the decompressed page, a byte and a slice per entry; a data
+ * page, the decompressed page and per entry two uint16 levels and: packed
+ * PLAIN or dictionary values, the value (at least 4 bytes, the levels'
+ * uint32 scratch); otherwise a value slice, the scratch, up to 16 bytes the
+ * value decoders materialise and the packed copy, and the page again for
+ * BYTE_STREAM_SPLIT and DELTA_BYTE_ARRAY. 0 for other page types. */
+uint64_t ix_page_hold_bytes(const pq_page_header *h, uint32_t packed_width);
 
 /* The most one page held whole, or one record, may take at a mount of
  * mem= bytes: (mem + IX_HOLD_SLACK_BYTES) / IX_HOLD_PARTS. mem 0: no limit
@@ -92,7 +94,9 @@ int ix_hold_check(uint64_t bytes, uint64_t mem, const char *what, pq_error *err)
 int ix_page_claims_check(const pq_page_header *h, const ix_chunk_bounds *chunk, uint64_t mem,
                          pq_error *err);
 
-/* The memory rule for a page about to be decoded whole (any type). */
-int ix_page_hold_check(const pq_page_header *h, uint64_t mem, pq_error *err);
+/* The memory rule for a page about to be decoded whole (any type), of a
+ * column of pq_packed_width packed_width. */
+int ix_page_hold_check(const pq_page_header *h, uint32_t packed_width, uint64_t mem,
+                       pq_error *err);
 
 #endif

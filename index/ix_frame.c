@@ -338,12 +338,13 @@ typedef struct elements {
     const ix_framing *f;
     const ix_record *r;
     uint32_t k;           /* next level entry */
-    const pq_bytes *next; /* next value */
+    uint32_t next;        /* next value */
+    pq_bytes value;       /* the element handed out last */
 } elements;
 
 static elements elements_of(const ix_framing *f, const ix_record *r)
 {
-    return (elements){ f, r, 0, r->values };
+    return (elements){ f, r, 0, 0, { NULL, 0 } };
 }
 
 /* 1 and the element in *elem, or 0 at the end. */
@@ -353,7 +354,8 @@ static int next_element(elements *it, const pq_bytes **elem)
     while (it->k < r->levels) {
         uint32_t k = it->k++;
         if (!r->defs || r->defs[k] == it->f->shape.max_def) {
-            *elem = it->next++;
+            it->value = pq_value_at(&r->values, it->next++);
+            *elem = &it->value;
             return 1;
         }
         if (r->defs[k] >= it->f->shape.rep_def) {
@@ -427,9 +429,11 @@ static int json_event(void *ctx, pq_nest_event ev, const pq_step *step, uint32_t
     case PQ_EV_NEXT: put_byte(w->s, ','); return 0;
     case PQ_EV_NULL: put(w->s, "null", 4); return 0;
     case PQ_EV_EMPTY: put(w->s, "[]", 2); return 0;
-    case PQ_EV_VALUE:
+    case PQ_EV_VALUE: {
         assert(value < w->r->num_values);
-        return json_element(w->f, &w->r->values[value], w->s, w->err);
+        pq_bytes v = pq_value_at(&w->r->values, value);
+        return json_element(w->f, &v, w->s, w->err);
+    }
     }
     return 0;
 }
@@ -464,7 +468,8 @@ static int json_value(const ix_framing *f, const ix_record *r, ix_sink *s, pq_er
                    ? -1
                    : 0;
     }
-    return json_element(f, r->values, s, err);
+    pq_bytes v = pq_value_at(&r->values, 0);
+    return json_element(f, &v, s, err);
 }
 
 int ix_frame_json_value(const ix_framing *f, const ix_record *r, ix_sink *s, pq_error *err)
@@ -580,7 +585,8 @@ static int raw_record(const ix_framing *f, const ix_record *r, ix_sink *s, pq_er
 
 static int text_record(const ix_record *r, ix_sink *s, pq_error *err)
 {
-    const pq_bytes *v = r->values;
+    pq_bytes value = pq_value_at(&r->values, 0);
+    const pq_bytes *v = &value;
     if (memchr(v->ptr, '\n', v->len))
         return pq_error_set(err, "the value contains a newline, which format=text cannot "
                             "carry unambiguously; use format=jsonl or format=len32");
@@ -591,7 +597,8 @@ static int text_record(const ix_record *r, ix_sink *s, pq_error *err)
 
 static void len32_record(const ix_record *r, ix_sink *s)
 {
-    const pq_bytes *v = r->values;
+    pq_bytes value = pq_value_at(&r->values, 0);
+    const pq_bytes *v = &value;
     uint8_t len[4];
     for (int i = 0; i < 4; i++)
         len[i] = (uint8_t)(v->len >> (8 * i));
@@ -639,7 +646,7 @@ void ix_tree_framing_free(ix_tree_framing *tf)
 
 typedef struct tree_json {
     const ix_tree_framing *tf;
-    const pq_bytes *const *values;
+    const pq_value_list *values;
     ix_sink *s;
     pq_error *err;
 } tree_json;
@@ -695,15 +702,17 @@ static int tree_event(void *ctx, pq_tree_event ev, const pq_tree_node *n, uint32
     case PQ_TE_NEXT: put_byte(w->s, ','); return 0;
     case PQ_TE_NULL: put(w->s, "null", 4); return 0;
     case PQ_TE_EMPTY: put(w->s, object_map ? "{}" : "[]", 2); return 0;
-    case PQ_TE_VALUE: return json_typed(&w->tf->types[index], &w->values[index][value], w->s,
-                                        w->err);
+    case PQ_TE_VALUE: {
+        pq_bytes v = pq_value_at(&w->values[index], value);
+        return json_typed(&w->tf->types[index], &v, w->s, w->err);
+    }
 
     }
     return 0;
 }
 
 int ix_frame_tree_value(const ix_tree_framing *tf, const pq_tree_row *rows,
-                        const pq_bytes *const *values, ix_sink *s, pq_error *err)
+                        const pq_value_list *values, ix_sink *s, pq_error *err)
 {
     tree_json w = { tf, values, s, err };
     int rc = pq_tree_walk(&tf->tree, rows, tree_event, &w, err) != 0 ? -1 : 0;
@@ -719,7 +728,7 @@ static void put_u32(ix_sink *s, uint32_t v)
 }
 
 void ix_tree_siblings_put(const ix_tree_framing *tf, uint32_t own, const pq_tree_row *rows,
-                          const pq_bytes *const *values, ix_sink *s)
+                          const pq_value_list *values, ix_sink *s)
 {
     for (uint32_t j = 0; j < tf->tree.num_leaves; j++) {
         if (j == own)
@@ -738,8 +747,9 @@ void ix_tree_siblings_put(const ix_tree_framing *tf, uint32_t own, const pq_tree
         }
         put_u32(s, r->values);
         for (uint32_t i = 0; i < r->values; i++) {
-            put_u32(s, values[j][i].len);
-            put(s, values[j][i].ptr, values[j][i].len);
+            pq_bytes v = pq_value_at(&values[j], i);
+            put_u32(s, v.len);
+            put(s, v.ptr, v.len);
         }
     }
 }
@@ -796,7 +806,7 @@ static int own_tree_value(const ix_framing *f, const ix_record *r, ix_sink *s, p
     const ix_tree_framing *tf = o->own_tree;
     uint32_t n = tf->tree.num_leaves;
     pq_tree_row *rows = calloc(n, sizeof *rows);
-    const pq_bytes **values = calloc(n, sizeof *values);
+    pq_value_list *values = calloc(n, sizeof *values);
     uint16_t **levels = calloc(n, sizeof *levels);
     pq_bytes **vals = calloc(n, sizeof *vals);
     uint64_t from = 0, len = 0;
@@ -817,7 +827,7 @@ static int own_tree_value(const ix_framing *f, const ix_record *r, ix_sink *s, p
         } else if (get_leaf(&h, &rows[j], &levels[j], &vals[j]) < 0) {
             rc = pq_error_set(err, "the held entries of field %s are damaged", tf->tree.key);
         } else {
-            values[j] = vals[j];
+            values[j] = pq_value_list_of(vals[j]);
         }
     }
     if (rc == 0)

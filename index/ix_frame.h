@@ -170,12 +170,12 @@ void ix_tree_framing_free(ix_tree_framing *tf);
  * values in it. Fails on levels that are not one row of the tree (pq_tree_walk), a value
  * its type refuses, a buffer sink without room. */
 int ix_frame_tree_value(const ix_tree_framing *tf, const pq_tree_row *rows,
-                        const pq_bytes *const *values, ix_sink *s, pq_error *err);
+                        const pq_value_list *values, ix_sink *s, pq_error *err);
 /* One row's entries and values of every leaf but `own`, in a form the
  * framing of leaf `own` reads back (ix_others.own_tree): per leaf, u32
  * entries, their u16 defs and u16 reps, u32 values, each as u32 length and
  * bytes (little-endian). */
 void ix_tree_siblings_put(const ix_tree_framing *tf, uint32_t own, const pq_tree_row *rows,
-                          const pq_bytes *const *values, ix_sink *s);
+                          const pq_value_list *values, ix_sink *s);
 
 #endif

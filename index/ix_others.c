@@ -268,7 +268,7 @@ typedef struct value_src {
     const ix_record *r;
     const ix_tree_framing *t; /* several: rows and values per leaf */
     const pq_tree_row *rows;
-    const pq_bytes *const *values;
+    const pq_value_list *values;
     int siblings;             /* the primary's field: every leaf's entries but own_leaf */
     uint32_t own_leaf;
 } value_src;
@@ -361,7 +361,7 @@ typedef struct leaf_cursor {
 
 /* The next row's entries of leaf j: 1, or 0 when the leaf has no more. */
 static int leaf_next_row(leaf_cursor *lc, int16_t max_def, pq_tree_row *row,
-                         const pq_bytes **values, pq_error *err)
+                         pq_value_list *values, pq_error *err)
 {
     const pq_page_values *v = &lc->run;
     if (lc->at >= v->num_levels) {
@@ -379,7 +379,8 @@ static int leaf_next_row(leaf_cursor *lc, int16_t max_def, pq_tree_row *row,
         return pq_error_set(err, "its levels define more values than it holds");
     *row = (pq_tree_row){ v->def_levels ? v->def_levels + b : NULL,
                           v->rep_levels ? v->rep_levels + b : NULL, e - b, vals };
-    *values = v->values + lc->value;
+    pq_value_list all = pq_page_value_list(v);
+    *values = pq_value_list_from(&all, lc->value);
     lc->at = e;
     lc->value += vals;
     return 1;
@@ -392,7 +393,7 @@ static int put_tree_rows(column_fill *c, const ix_tree_framing *tf, leaf_cursor 
 {
     uint32_t n = tf->tree.num_leaves;
     pq_tree_row *rows = calloc(n, sizeof *rows);
-    const pq_bytes **values = calloc(n, sizeof *values);
+    pq_value_list *values = calloc(n, sizeof *values);
     int rc = rows && values ? 0 : pq_error_set(err, "out of memory");
     for (uint64_t r = 0; rc == 0 && r < rows_want; r++) {
         for (uint32_t j = 0; rc == 0 && j < n; j++) {
@@ -414,7 +415,7 @@ static int put_tree_rows(column_fill *c, const ix_tree_framing *tf, leaf_cursor 
     }
     for (uint32_t j = 0; rc == 0 && j < n; j++) {
         pq_tree_row row;
-        const pq_bytes *vals;
+        pq_value_list vals;
         int got = c->own && j == c->own_leaf ? 0
                                              : leaf_next_row(&lc[j], tf->tree.max_def[j], &row,
                                                              &vals, err);

@@ -220,7 +220,7 @@ static int decode_one(const ix_index *ix, uint32_t chunk, const uint8_t *raw, ui
         return -1;
     if (h.type != PQ_PAGE_DATA && h.type != PQ_PAGE_DATA_V2)
         return pq_error_set(err, "not a data page (page type %d; file changed?)", h.type);
-    if (ix_page_hold_check(&h, ix->mem, err) < 0) /* decoded whole: ix_claims.h */
+    if (ix_page_hold_check(&h, pq_packed_width(&c->desc), ix->mem, err) < 0) /* decoded whole: ix_claims.h */
         return -1;
     if (ix_uses_dictionary(&h) && !*dict) {
         if (c->dict_offset < 0)

@@ -12,13 +12,15 @@ static int flat_records(const ix_shape *shape, const pq_page_values *v, uint64_t
                         ix_record *out, uint32_t cap, uint32_t *count, pq_error *err)
 {
     uint32_t k = 0, value = 0;
+    pq_value_list values = pq_page_value_list(v);
     for (uint32_t i = 0; i < v->num_levels; i++) {
         const uint16_t *def = v->def_levels ? &v->def_levels[i] : NULL;
         int has_value = !def || *def == shape->max_def;
         if (has_value && value == v->num_values)
             break; /* more defined entries than values: the decoder refuses those */
         ix_record rec;
-        if (ix_flat_record(shape, &v->values[value], def, first_row + i, &rec)) {
+        if (ix_flat_record(shape, pq_value_list_from(&values, value), def, first_row + i,
+                           &rec)) {
             if (k == cap)
                 return too_many(cap, err);
             out[k++] = rec;
@@ -38,6 +40,7 @@ static int list_records(const ix_shape *shape, const pq_page_values *v, uint64_t
         return pq_error_set(err, "values start in the middle of a row (repetition level %u)",
                             rep[0]);
     uint32_t k = 0, row = 0, value = 0;
+    pq_value_list values = pq_page_value_list(v);
     for (uint32_t i = 0; i < v->num_levels; row++) {
         uint32_t start = i, first_value = value;
         do {
@@ -49,7 +52,7 @@ static int list_records(const ix_shape *shape, const pq_page_values *v, uint64_t
             continue;
         if (k == cap)
             return too_many(cap, err);
-        out[k++] = (ix_record){ &v->values[first_value], def ? def + start : NULL, rep + start,
+        out[k++] = (ix_record){ pq_value_list_from(&values, first_value), def ? def + start : NULL, rep + start,
                                 i - start, value - first_value, first_row + row };
     }
     if (value != v->num_values)
@@ -106,6 +109,8 @@ pq_page_values ix_entries_view(const pq_page_values *v, int16_t max_def, uint32_
         .num_values = values,
         .def_levels = v->def_levels ? v->def_levels + begin : NULL,
         .rep_levels = v->rep_levels ? v->rep_levels + begin : NULL,
-        .values = v->values + first_value,
+        .values = v->width ? NULL : v->values + first_value,
+        .packed = v->width ? v->packed + (size_t)first_value * v->width : NULL,
+        .width = v->width,
     };
 }

@@ -43,7 +43,7 @@ static inline int ix_row_is_record(const ix_shape *shape, int own_null, uint64_t
 }
 
 typedef struct ix_record {
-    const pq_bytes *values; /* the record's non-null leaf values, in order */
+    pq_value_list values;   /* the record's non-null leaf values, in order */
     const uint16_t *defs;   /* nested: definition levels of its entries (NULL: all max_def);
                              * NULL when not nested */
     const uint16_t *reps;   /* repetition levels of its entries; NULL when max_rep is 0 */
@@ -57,10 +57,10 @@ typedef struct ix_record {
  * empty) otherwise. Deeper nesting: pq_nest_walk. */
 
 /* The record of a row of a column without repetition, its one entry of
- * definition level *def (NULL: max_def) and value *value (read only when
- * *def is max_def): 1 and *out (pointing to *value and *def), or 0 for a
- * null row that no other column keeps. */
-static inline int ix_flat_record(const ix_shape *shape, const pq_bytes *value,
+ * definition level *def (NULL: max_def) and value the first of `value`
+ * (read only when *def is max_def): 1 and *out (pointing to the value and
+ * *def), or 0 for a null row that no other column keeps. */
+static inline int ix_flat_record(const ix_shape *shape, pq_value_list value,
                                  const uint16_t *def, uint64_t row, ix_record *out)
 {
     int has_value = !def || *def == shape->max_def;

@@ -93,7 +93,7 @@ int ix_row_record(ix_row *r, const ix_shape *shape, uint64_t row, ix_record *out
         at += r->values[k].len;
     }
     assert(shape->max_rep > 0 || r->entries == 1);
-    *out = (ix_record){ r->values, shape->nested ? r->defs : NULL,
+    *out = (ix_record){ pq_value_list_of(r->values), shape->nested ? r->defs : NULL,
                         shape->max_rep > 0 ? r->reps : NULL, r->entries, r->num_values, row };
     return 1;
 }

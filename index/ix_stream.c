@@ -341,7 +341,7 @@ static int next_flat(ix_stream *s, ix_record *rec, pq_error *err)
         uint64_t row = s->entry->first_row + s->rows++;
         s->flat_value = e.value;
         s->flat_def = e.def;
-        if (!ix_flat_record(&s->shape, &s->flat_value, &s->flat_def, row, rec))
+        if (!ix_flat_record(&s->shape, pq_value_list_of(&s->flat_value), &s->flat_def, row, rec))
             continue; /* a null row: no record */
         s->records++;
         return 1;

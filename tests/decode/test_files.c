@@ -55,7 +55,8 @@ static int on_page(void *ctx, const pq_leaf *leaf, const pq_page_values *pv)
         for (; k < pv->num_values; k++) {
             if (c->next >= c->exp->count)
                 return mismatch(c, "%s entry %zu: %s%s", "more values than expected", "");
-            if (check_value(c, &pv->values[k]) < 0)
+            pq_bytes v = pq_page_value(pv, k);
+            if (check_value(c, &v) < 0)
                 return -1;
         }
         return 0;
@@ -73,7 +74,8 @@ static int on_page(void *ctx, const pq_leaf *leaf, const pq_page_values *pv)
         }
         if (strcmp(c->exp->lines[c->next], "-") == 0)
             return mismatch(c, "%s entry %zu: expected %s, decoded %s", "null", "a value");
-        if (check_value(c, &pv->values[k++]) < 0)
+        pq_bytes v = pq_page_value(pv, k++);
+        if (check_value(c, &v) < 0)
             return -1;
     }
     cr_assert_eq(k, pv->num_values, "%s: page has %u values, levels say %u", c->exp->path,

@@ -99,7 +99,8 @@ static int compare_page(const char *where, const pq_column_desc *col, const pq_p
         cr_assert_eq(e.has_value, !pv.def_levels || pv.def_levels[i] == col->max_def);
         if (e.has_value) {
             cr_assert_lt(k, pv.num_values);
-            const pq_bytes *v = &pv.values[k++];
+            pq_bytes value = pq_page_value(&pv, k++);
+            const pq_bytes *v = &value;
             cr_assert_eq(e.value.len, v->len, "%s: value %u: %u bytes, expected %u", where,
                          k - 1, e.value.len, v->len);
             cr_assert(v->len == 0 || memcmp(e.value.ptr, v->ptr, v->len) == 0,
@@ -430,7 +431,7 @@ Test(stream, skip_lands_on_the_same_entry)
         cr_assert_eq(e.rep, pv.rep_levels[at]);
         if (e.has_value) {
             cr_assert_eq(e.value.len, 8);
-            cr_assert_eq(memcmp(e.value.ptr, pv.values[k].ptr, 8), 0);
+            cr_assert_eq(memcmp(e.value.ptr, pq_page_value(&pv, k).ptr, 8), 0);
             k++;
         }
         at++;
@@ -664,7 +665,7 @@ Test(stream, snappy_every_element_kind_at_every_window)
         cr_assert_eq(pq_page_decode(&col, &h, body, clen, NULL, &pv, &err), 0, "%s", err.msg);
         cr_assert_eq(pv.num_values, ulen / 8);
         for (uint32_t i = 0; i < pv.num_values; i++)
-            cr_assert_eq(memcmp(pv.values[i].ptr, raw + 8 * i, 8), 0, "libsnappy, value %u", i);
+            cr_assert_eq(memcmp(pq_page_value(&pv, i).ptr, raw + 8 * i, 8), 0, "libsnappy, value %u", i);
         for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++) {
             reader r = make_reader(body, clen, 0);
             pq_stream *s = pq_stream_open(&col, &h, NULL, &opts[k], read_body, &r, &err);
@@ -736,7 +737,7 @@ Test(stream, snappy_overlapping_copies)
     while ((rc = pq_stream_next(s, &e, &err)) == 1) {
         cr_assert_eq(e.value.len, 8);
         cr_assert_eq(memcmp(e.value.ptr, raw + 8 * i, 8), 0, "value %u", i);
-        cr_assert_eq(memcmp(pv.values[i].ptr, raw + 8 * i, 8), 0, "libsnappy, value %u", i);
+        cr_assert_eq(memcmp(pq_page_value(&pv, i).ptr, raw + 8 * i, 8), 0, "libsnappy, value %u", i);
         i++;
     }
     cr_assert_eq(rc, 0, "%s", err.msg);

@@ -340,3 +340,108 @@ Test(values, byte_stream_split)
     free(extra);
     cr_assert_eq(pq_values_byte_stream_split(&f, raw, 11, 3, out, &extra, &extra_len, &err), -1);
 }
+
+/* A flat v1 page of n values (no levels), uncompressed. */
+static pq_page_header flat_page(int encoding, size_t body_len, int n)
+{
+    pq_page_header h = { 0 };
+    h.type = PQ_PAGE_DATA;
+    h.uncompressed_size = h.compressed_size = (int32_t)body_len;
+    h.num_values = n;
+    h.encoding = encoding;
+    h.def_encoding = h.rep_encoding = PQ_ENC_RLE;
+    return h;
+}
+
+static void assert_i64s(const pq_page_values *pv, const int64_t *want, uint32_t n)
+{
+    cr_assert_eq(pv->num_values, n);
+    for (uint32_t i = 0; i < n; i++) {
+        pq_bytes v = pq_page_value(pv, i);
+        int64_t got;
+        cr_assert_eq(v.len, 8);
+        memcpy(&got, v.ptr, 8);
+        cr_assert_eq(got, want[i], "value %u: %lld, expected %lld", i, (long long)got,
+                     (long long)want[i]);
+    }
+}
+
+/* Fixed-width values are packed (no slice per value): PLAIN ones where they
+ * lie in the page, dictionary ones gathered out of the dictionary (so they
+ * outlive it), and they stay packed when pages are cut and joined along rows. */
+Test(values, fixed_width_values_are_packed)
+{
+    pq_column_desc i64 = { PQ_INT64, 0, 0, 0, PQ_UNCOMPRESSED };
+    cr_assert_eq(pq_packed_width(&i64), 8);
+    cr_assert_eq(pq_packed_width(&BA), 0);
+    pq_column_desc boolean = { PQ_BOOLEAN, 0, 0, 0, PQ_UNCOMPRESSED };
+    cr_assert_eq(pq_packed_width(&boolean), 0);
+    pq_error err;
+
+    const int64_t plain[] = { 1, 2, 3, 4 };
+    uint8_t *plain_body = dup(plain, sizeof plain);
+    pq_page_header h = flat_page(PQ_ENC_PLAIN, sizeof plain, 4);
+    pq_page_values a;
+    cr_assert_eq(pq_page_decode(&i64, &h, plain_body, sizeof plain, NULL, &a, &err), 0, "%s",
+                 err.msg);
+    cr_assert_eq(a.width, 8);
+    cr_assert_null(a.values);
+    assert_i64s(&a, plain, 4);
+    cr_assert_eq(pq_page_values_bytes(&a), sizeof plain, "the page's body, nothing per value");
+
+    /* dictionary 10, 20, 30; indices 2, 0, 1 on 2 bits */
+    const int64_t entries[] = { 10, 20, 30 };
+    pq_page_header dh = { 0 };
+    dh.type = PQ_PAGE_DICTIONARY;
+    dh.uncompressed_size = dh.compressed_size = sizeof entries;
+    dh.num_values = 3;
+    dh.encoding = PQ_ENC_PLAIN;
+    pq_dictionary d;
+    cr_assert_eq(pq_dictionary_decode(&i64, &dh, (const uint8_t *)entries, sizeof entries, &d,
+                                      &err), 0, "%s", err.msg);
+    const uint8_t indices[] = { 2, 0x03, 0x12, 0x00 };
+    h = flat_page(PQ_ENC_RLE_DICTIONARY, sizeof indices, 3);
+    pq_page_values b;
+    cr_assert_eq(pq_page_decode(&i64, &h, indices, sizeof indices, &d, &b, &err), 0, "%s",
+                 err.msg);
+    cr_assert_eq(pq_page_values_own(&b, &err), 0, "%s", err.msg);
+    pq_dictionary_free(&d); /* the values are the page's own */
+    const int64_t gathered[] = { 30, 10, 20 };
+    assert_i64s(&b, gathered, 3);
+    cr_assert_eq(pq_page_values_bytes(&b), sizeof indices + sizeof gathered);
+
+    /* cut along rows and joined: still packed, the same values */
+    pq_page_values_drop_front(&a, 1, 0);
+    const int64_t dropped[] = { 2, 3, 4 };
+    assert_i64s(&a, dropped, 3);
+    cr_assert_eq(pq_page_values_append(&a, &b, 1, 3, 0, &err), 0, "%s", err.msg);
+    cr_assert_eq(a.width, 8);
+    const int64_t joined[] = { 2, 3, 4, 10, 20 };
+    assert_i64s(&a, joined, 5);
+    free(plain_body); /* the joined values no longer point into the page */
+    assert_i64s(&a, joined, 5);
+    pq_page_values empty = { 0 };
+    cr_assert_eq(pq_page_values_append(&empty, &b, 0, 2, 0, &err), 0, "%s", err.msg);
+    cr_assert_eq(empty.width, 8, "an empty page takes the packed values as they are");
+    assert_i64s(&empty, gathered, 2);
+    pq_page_values_free(&empty);
+    pq_page_values_free(&a);
+    pq_page_values_free(&b);
+
+    /* values narrower than an index (FIXED_LEN_BYTE_ARRAY(2)) gathered too */
+    pq_column_desc flba2 = { PQ_FIXED_LEN_BYTE_ARRAY, 2, 0, 0, PQ_UNCOMPRESSED };
+    const uint8_t two[] = { 'a', 'b', 'c', 'd' };
+    dh.uncompressed_size = dh.compressed_size = sizeof two;
+    dh.num_values = 2;
+    cr_assert_eq(pq_dictionary_decode(&flba2, &dh, two, sizeof two, &d, &err), 0, "%s", err.msg);
+    const uint8_t narrow[] = { 1, 0x03, 0x05, 0x00 }; /* 1, 0, 1, 0 ... on 1 bit */
+    h = flat_page(PQ_ENC_RLE_DICTIONARY, sizeof narrow, 3);
+    cr_assert_eq(pq_page_decode(&flba2, &h, narrow, sizeof narrow, &d, &b, &err), 0, "%s",
+                 err.msg);
+    cr_assert_eq(b.width, 2);
+    assert_str(pq_page_value(&b, 0), "cd");
+    assert_str(pq_page_value(&b, 1), "ab");
+    assert_str(pq_page_value(&b, 2), "cd");
+    pq_page_values_free(&b);
+    pq_dictionary_free(&d);
+}

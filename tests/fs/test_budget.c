@@ -573,11 +573,14 @@ Test(budget, the_index_limits_a_page_by_what_the_read_path_charges)
                     pq_page_header h = { .type = types[t], .encoding = encodings[e],
                                          .uncompressed_size = sizes[u],
                                          .num_values = sizes[n] };
-                    if (types[t] == PQ_PAGE_DICTIONARY)
-                        cr_assert_eq(ix_page_hold_bytes(&h),
-                                     (uint64_t)sizes[u] +
-                                         (uint64_t)sizes[n] * (1 + sizeof(pq_bytes)));
-                    else
-                        cr_assert_eq(ix_page_hold_bytes(&h), yfs_decode_bound_page(&h));
+                    for (uint32_t width = 0; width <= 12; width += 4) {
+                        if (types[t] == PQ_PAGE_DICTIONARY)
+                            cr_assert_eq(ix_page_hold_bytes(&h, width),
+                                         (uint64_t)sizes[u] +
+                                             (uint64_t)sizes[n] * (1 + sizeof(pq_bytes)));
+                        else
+                            cr_assert_eq(ix_page_hold_bytes(&h, width),
+                                         yfs_decode_bound_page(&h, width));
+                    }
                 }
 }

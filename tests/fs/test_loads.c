@@ -94,9 +94,11 @@ Test(loads, refused_chunk_memory_means_pages_read_alone)
     yfs_mount_close(m);
 }
 
-Test(loads, the_header_bound_covers_every_decoded_page)
+/* Decode every page of the sample's column `column` as the read path does,
+ * checking the bound from its headers against what the decode holds. */
+static void bound_covers_pages(const char *column, uint32_t want_width)
 {
-    yfs_mount *m = tfs_open_sample("cache=none,chunk=0", NULL, 0);
+    yfs_mount *m = tfs_open_sample("cache=none,chunk=0", column, 0);
     yfs_hold h = { 0 };
     yfs_hold_enter(m->budget, &h);
     for (uint32_t page = 0; page < m->ix->num_pages; page++) {
@@ -104,12 +106,17 @@ Test(loads, the_header_bound_covers_every_decoded_page)
         uint32_t len;
         pq_error err;
         cr_assert_eq(yfs_page_read(m, page, &h, &raw, &len, &err), 0, "%s", err.msg);
-        uint64_t bound = yfs_decode_bound(raw, len, 0);
+        uint32_t width = pq_packed_width(&m->ix->chunks[ix_locate(m->ix, page)].desc);
+        cr_assert_eq(width, want_width);
+        uint64_t bound = yfs_decode_bound(raw, len, width);
         pq_page_values v;
         ix_record *recs = malloc((m->ix->pages[page].records + 1) * sizeof *recs);
         cr_assert_eq(yfs_page_records(m, page, raw, len, &h, &v, recs, &err), 0, "%s", err.msg);
-        /* all but values copied out of a dictionary (reserved once known) */
-        cr_assert_geq(bound, pq_page_values_bytes(&v) - v.extra_len, "page %u", page);
+        cr_assert_eq(v.width, width, "page %u: packed as its column says", page);
+        /* slices: all but values copied out of a dictionary (reserved once
+         * known); packed: everything */
+        cr_assert_geq(bound, pq_page_values_bytes(&v) - (width ? 0 : v.extra_len), "page %u",
+                      page);
         cr_assert_eq(snap(m).bytes[YFS_MEM_DECODED], pq_page_values_bytes(&v),
                      "page %u: not charged at its real size", page);
         yfs_page_values_drop(m, &v, &h);
@@ -120,4 +127,10 @@ Test(loads, the_header_bound_covers_every_decoded_page)
     cr_assert_eq(h.bytes, 0);
     yfs_hold_leave(m->budget, &h);
     yfs_mount_close(m);
+}
+
+Test(loads, the_header_bound_covers_every_decoded_page)
+{
+    bound_covers_pages("column=text", 0);
+    bound_covers_pages("column=id", 8); /* INT64, dictionary-encoded: packed */
 }

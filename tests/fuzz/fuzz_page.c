@@ -64,7 +64,8 @@ static void check_values(const pq_column_desc *col, const pq_page_header *h,
     }
     int64_t w = fixed_width(col);
     for (uint32_t i = 0; i < pv->num_values; i++) {
-        const pq_bytes *v = &pv->values[i];
+        pq_bytes value = pq_page_value(pv, i);
+        const pq_bytes *v = &value;
         if (w >= 0 && v->len != (uint32_t)w)
             abort();
         for (uint32_t b = 0; b < v->len; b++)

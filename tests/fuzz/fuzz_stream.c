@@ -88,7 +88,8 @@ static void stream_page(const pq_column_desc *col, const pq_page_header *h, cons
                 (pv.def_levels && e.def != pv.def_levels[i]))
                 abort();
             if (e.has_value) {
-                const pq_bytes *v = &pv.values[k++];
+                pq_bytes value = pq_page_value(&pv, k++);
+                const pq_bytes *v = &value;
                 if (v->len != e.value.len || (v->len && memcmp(v->ptr, e.value.ptr, v->len)))
                     abort();
             }

@@ -44,8 +44,10 @@ static void add(entries *e, const pq_page_values *v)
         e->def[e->levels + i] = v->def_levels ? v->def_levels[i] : 0;
         e->rep[e->levels + i] = v->rep_levels ? v->rep_levels[i] : 0;
     }
-    for (uint32_t i = 0; i < v->num_values; i++)
-        e->value[e->values + i] = hash_value(&v->values[i]);
+    for (uint32_t i = 0; i < v->num_values; i++) {
+        pq_bytes value = pq_page_value(v, i);
+        e->value[e->values + i] = hash_value(&value);
+    }
     e->levels += v->num_levels;
     e->values += v->num_values;
 }

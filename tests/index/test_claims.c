@@ -33,12 +33,12 @@ Test(claims, each_rule_at_its_limit)
     const ix_chunk_bounds big = { .uncompressed = INT64_MAX, .values = 1000 };
     h = page(PQ_PAGE_DATA, INT32_MAX, 10, 10);
     cr_assert_eq(ix_page_claims_check(&h, &big, (uint64_t)256 << 20, &err), 0, "%s", err.msg);
-    cr_assert_eq(ix_page_hold_check(&h, (uint64_t)256 << 20, &err), -1);
+    cr_assert_eq(ix_page_hold_check(&h, 0, (uint64_t)256 << 20, &err), -1);
     cr_assert(strstr(err.msg, "a data page of 2147483647 bytes uncompressed (10 compressed): "
                               "holding it takes 2147484047 bytes, more than mem=256M allows"),
               "%s", err.msg);
     cr_assert(strstr(err.msg, "it needs mem=8177M or more"), "%s", err.msg);
-    cr_assert_eq(ix_page_hold_check(&h, 0, &err), 0, "no mem=: no limit");
+    cr_assert_eq(ix_page_hold_check(&h, 0, 0, &err), 0, "no mem=: no limit");
 
     /* a dictionary page is held whole: the claims check its memory */
     h = page(PQ_PAGE_DICTIONARY, (1 << 30) + 4, 1627, 1);

@@ -51,7 +51,7 @@ static void check(const ix_framing *f, const char *value, size_t len, uint64_t r
 {
     uint8_t out[257];
     pq_bytes v = { (const uint8_t *)value, (uint32_t)len };
-    ix_record r = { &v, NULL, NULL, 1, 1, row };
+    ix_record r = { pq_value_list_of(&v), NULL, NULL, 1, 1, row };
     pq_error err;
     size_t size = frame_size(f, &r);
     cr_assert_lt(size, sizeof out);
@@ -110,7 +110,7 @@ Test(frame, text_refuses_newlines_and_numbers)
     ix_framing f;
     init(&f, IX_FORMAT_TEXT, 0, 0, "x");
     pq_bytes v = { (const uint8_t *)"a\nb", 3 };
-    ix_record r = { &v, NULL, NULL, 1, 1, 7 };
+    ix_record r = { pq_value_list_of(&v), NULL, NULL, 1, 1, 7 };
     ix_sink count = ix_sink_counter();
     pq_error err;
     cr_assert_eq(ix_frame(&f, &r, &count, &err), -1);
@@ -177,7 +177,7 @@ Test(frame, word_at_a_time_scan_matches_a_bytewise_reference)
                 value[i] = (uint8_t)(rand() % 4 ? 'a' + rand() % 26 : rand() % 256);
             size_t n = reference_escape(value, len, binary, expect);
             pq_bytes v = { value, (uint32_t)len };
-            ix_record r = { &v, NULL, NULL, 1, 1, 0 };
+            ix_record r = { pq_value_list_of(&v), NULL, NULL, 1, 1, 0 };
             size_t size = frame_size(&f, &r);
             cr_assert_eq(size, f.prefix_len + n + 4, "length %zu, trial %d", len, trial);
             pq_error err;
@@ -231,9 +231,9 @@ Test(frame, several_columns_in_order_with_nulls)
     uint16_t def = 0;
     pq_bytes none = { NULL, 0 };
     ix_record r;
-    cr_assert_eq(ix_flat_record(&f.shape, &none, &def, 1, &r), 0);
-    cr_assert_eq(ix_flat_record(&f.shape, &none, &def, 64 * 9, &r), 0);
-    cr_assert_eq(ix_flat_record(&f.shape, &none, &def, 2, &r), 1);
+    cr_assert_eq(ix_flat_record(&f.shape, pq_value_list_of(&none), &def, 1, &r), 0);
+    cr_assert_eq(ix_flat_record(&f.shape, pq_value_list_of(&none), &def, 64 * 9, &r), 0);
+    cr_assert_eq(ix_flat_record(&f.shape, pq_value_list_of(&none), &def, 2, &r), 1);
     uint8_t out[128];
     ix_sink s = ix_sink_buffer(out, sizeof out);
     cr_assert_eq(ix_frame(&f, &r, &s, &err), 0, "%s", err.msg);
@@ -243,7 +243,7 @@ Test(frame, several_columns_in_order_with_nulls)
 
     /* A record beyond the rows the others hold is refused, naming it. */
     pq_bytes v = { (const uint8_t *)"x", 1 };
-    ix_record far = { &v, NULL, NULL, 1, 1, 3 };
+    ix_record far = { pq_value_list_of(&v), NULL, NULL, 1, 1, 3 };
     ix_sink count = ix_sink_counter();
     cr_assert_eq(ix_frame(&f, &far, &count, &err), -1);
     cr_assert(strstr(err.msg, "row 3"), "%s", err.msg);

@@ -85,10 +85,10 @@ static uint64_t compare_all(ix_index *ix, const ix_stream_opts *opts)
                           "differ", (unsigned long long)p, k);
                 uint32_t n = record_values(ix, &r);
                 for (uint32_t i = 0; i < n; i++) {
-                    cr_assert_eq(r.values[i].len, recs[k].values[i].len);
-                    cr_assert(r.values[i].len == 0 ||
-                              memcmp(r.values[i].ptr, recs[k].values[i].ptr,
-                                     r.values[i].len) == 0,
+                    pq_bytes got = pq_value_at(&r.values, i);
+                    pq_bytes want = pq_value_at(&recs[k].values, i);
+                    cr_assert_eq(got.len, want.len);
+                    cr_assert(got.len == 0 || memcmp(got.ptr, want.ptr, got.len) == 0,
                               "entry %llu record %u value %u differs", (unsigned long long)p,
                               k, i);
                 }
