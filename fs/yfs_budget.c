@@ -168,13 +168,14 @@ static int fits(const yfs_budget *b, uint64_t bytes, yfs_mem_mode mode)
  * limit (a prefetch's, short of the whole: asked for room only past the
  * whole limit, they freed nothing while a prefetch was refused between the
  * two, and idle segments read to the end kept the headroom full for good). */
-static uint64_t reclaim(yfs_budget *b, uint64_t bytes, yfs_mem_mode mode)
+static uint64_t reclaim(yfs_budget *b, uint64_t bytes, yfs_mem_mode mode, int patient)
 {
     uint64_t retry = 0, limit = limit_of(b, mode);
+    int demand = mode == YFS_PREFETCH ? 0 : patient ? YFS_RECLAIM_DEMAND : YFS_RECLAIM_ALL;
     for (int i = 0; i < b->num_reclaimers && b->used + bytes > limit; i++) {
         uint64_t need = b->used + bytes - limit;
         pthread_mutex_unlock(&b->lock);
-        uint64_t at = b->reclaimers[i].fn(b->reclaimers[i].ctx, need, mode != YFS_PREFETCH);
+        uint64_t at = b->reclaimers[i].fn(b->reclaimers[i].ctx, need, demand);
         pthread_mutex_lock(&b->lock);
         if (at && (!retry || at < retry))
             retry = at;
@@ -346,7 +347,7 @@ int yfs_budget_reserve(yfs_budget *b, uint64_t bytes, yfs_mem_kind kind, yfs_mem
         int reclaimed = mode == YFS_PREFETCH || mode == YFS_FORCE ||
                         worth_reclaiming(b, bytes, mode, hold, patient);
         if (reclaimed) {
-            retry = reclaim(b, bytes, mode);
+            retry = reclaim(b, bytes, mode, patient);
         } else {
             if (!patience_end || b->freed != freed) { /* (re)started by what was freed */
                 patience_end = yfs_now_ns() + YFS_BUDGET_PATIENCE_NS;

@@ -103,8 +103,13 @@ typedef struct yfs_hold {
  * (releasing it through yfs_budget_release), and returns the CLOCK_MONOTONIC
  * time (ns) at which it may free more than it could now (idle memory going
  * stale), or 0. `demand` is 0 for YFS_PREFETCH reservations: free only what
- * is worthless then. Called without the accountant's lock, possibly by
- * several threads at once. */
+ * is worthless then; YFS_RECLAIM_DEMAND for a demand (or try) reservation;
+ * YFS_RECLAIM_ALL for a demand reservation out of patience (see Patience):
+ * everything idle must go then, what a reclaimer keeps for a patient one
+ * too. Called without the accountant's lock, possibly by several threads at
+ * once. */
+#define YFS_RECLAIM_DEMAND 1
+#define YFS_RECLAIM_ALL 2
 typedef uint64_t (*yfs_reclaim_fn)(void *ctx, uint64_t need, int demand);
 /* Its count: the bytes the reclaimer would free now for a demand
  * reservation of unbounded need, without freeing them. Called without the

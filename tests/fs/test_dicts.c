@@ -3,6 +3,8 @@
  * ones dropped by the cap and by demand reads short of room, referenced
  * ones never. */
 #include <criterion/criterion.h>
+#include <pthread.h>
+#include <time.h>
 
 #include "yfs_dicts.h"
 #include "yfs_mount.h"
@@ -80,8 +82,9 @@ Test(dicts, idle_ones_go_for_the_cap_and_for_demand_reads_in_use_ones_never)
     yfs_dicts_free(c);
     yfs_budget_free(b);
 
+    /* a cache whose half (kept for patient demand reads) is less than one */
     b = yfs_budget_new(probe.peak, &st);
-    c = yfs_dicts_new(m->ix, b, 64u << 20, &st);
+    c = yfs_dicts_new(m->ix, b, both / 2, &st);
     cr_assert_eq(yfs_dicts_get(c, ch[0], NULL, &d, &h0, &err), 0);
     cr_assert_eq(yfs_dicts_get(c, ch[1], NULL, &d, &h1, &err), 0);
     uint64_t in_use = yfs_budget_used(b);
@@ -103,6 +106,75 @@ Test(dicts, idle_ones_go_for_the_cap_and_for_demand_reads_in_use_ones_never)
     yfs_dicts_put(c, h);
     yfs_dicts_put(c, h1);
     yfs_budget_release(b, more, YFS_MEM_DECODED, NULL);
+    yfs_dicts_free(c);
+    cr_assert_eq(yfs_budget_used(b), 0);
+    yfs_budget_free(b);
+    yfs_mount_close(m);
+}
+
+typedef struct demand_read {
+    yfs_budget *b;
+    uint64_t bytes;
+} demand_read;
+
+static void *reserve_on_demand(void *arg)
+{
+    demand_read *r = arg;
+    yfs_budget_reserve(r->b, r->bytes, YFS_MEM_DECODED, YFS_DEMAND, NULL);
+    return NULL;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec t = { ms / 1000, ms % 1000 * 1000000 };
+    nanosleep(&t, NULL);
+}
+
+/* Idle dictionaries up to half the cache outlast a demand read short of
+ * room while something running frees room (the decodes of a shuffled epoch
+ * come back to the same chunks: dropped for each, tokens re-read each one
+ * inside a decode); when nothing else can, they go after the patience. */
+Test(dicts, recent_idle_ones_outlast_a_patient_demand_read)
+{
+    yfs_mount *m = tfs_open_sample("cache=none", NULL, 0);
+    uint32_t ch[2];
+    dict_chunks(m->ix, ch);
+    pq_error err;
+    const pq_dictionary *d;
+    yfs_dict *h;
+    yfs_stats st = { 0 };
+    yfs_budget *b = yfs_budget_new(64u << 20, &st);
+    yfs_dicts *c = yfs_dicts_new(m->ix, b, 64u << 20, &st);
+    cr_assert_eq(yfs_dicts_get(c, ch[0], NULL, &d, &h, &err), 0, "%s", err.msg);
+    yfs_dicts_put(c, h);
+    uint64_t dict = yfs_budget_used(b);
+    cr_assert_gt(dict, 0);
+
+    /* a build holds the rest; a demand read needs what the dictionary
+     * holds: it waits, and gets the build's memory when that goes */
+    uint64_t build = yfs_budget_limit(b) - dict;
+    cr_assert_eq(yfs_budget_reserve(b, build, YFS_MEM_DECODED, YFS_FORCE, NULL), 0);
+    demand_read r = { b, dict };
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, reserve_on_demand, &r), 0);
+    sleep_ms(YFS_BUDGET_PATIENCE_NS / 1000000 / 4);
+    yfs_budget_release(b, build, YFS_MEM_DECODED, NULL);
+    pthread_join(t, NULL);
+    cr_assert_eq(yfs_counter(&st.memory_waits), 1);
+    cr_assert_eq(tfs_held(b, YFS_MEM_DICTIONARIES), dict, "the idle dictionary was dropped");
+    uint64_t loads = yfs_counter(&st.dictionaries_loaded);
+    cr_assert_eq(yfs_dicts_get(c, ch[0], NULL, &d, &h, &err), 0, "%s", err.msg);
+    cr_assert_eq(yfs_counter(&st.dictionaries_loaded), loads, "read again");
+    yfs_dicts_put(c, h);
+    yfs_budget_release(b, dict, YFS_MEM_DECODED, NULL);
+
+    /* nothing else to free: the read proceeds once out of patience, the
+     * dictionary dropped for it (never a wait without end) */
+    cr_assert_eq(yfs_budget_reserve(b, build, YFS_MEM_PLANS, YFS_FORCE, NULL), 0);
+    cr_assert_eq(yfs_budget_reserve(b, dict, YFS_MEM_DECODED, YFS_DEMAND, NULL), 0);
+    cr_assert_eq(tfs_held(b, YFS_MEM_DICTIONARIES), 0);
+    yfs_budget_release(b, dict, YFS_MEM_DECODED, NULL);
+    yfs_budget_release(b, build, YFS_MEM_PLANS, NULL);
     yfs_dicts_free(c);
     cr_assert_eq(yfs_budget_used(b), 0);
     yfs_budget_free(b);
