@@ -63,6 +63,7 @@ static void plan_cached(build *b, const ix_source *s, uint32_t c)
             .dict_offset = cc->dict_offset,
             .dict_length = cc->dict_length,
             .dict_crc = cc->dict_crc,
+            .dict_claims = cc->dict_claims,
             .has_offset_index = cc->has_offset_index,
         };
     }
@@ -286,6 +287,24 @@ static int records_fit(const ix_index *ix, pq_error *err)
     return 0;
 }
 
+/* The dictionaries' memory at this mount (ix_claims.h), from the claims
+ * the index keeps: the page pass refuses a dictionary page it reads that
+ * mem= cannot hold; this catches those of files from the persistent index,
+ * which an `index` or a mount with more mem= read, with the same message,
+ * at mount rather than at every read. */
+static int dicts_fit(const ix_index *ix, pq_error *err)
+{
+    for (uint32_t c = 0; c < ix->num_chunks; c++) {
+        const ix_chunk *ch = &ix->chunks[c];
+        if (ix_dict_claims_check(&ch->dict_claims, ix->mem, err) < 0) {
+            pq_error_prefix(err, "page at offset %lld: ", (long long)ch->dict_offset);
+            return pq_error_prefix(err, "%s: row group %u, column %s: ",
+                                   ix->files[ch->file].name, ch->row_group, ix->column.path);
+        }
+    }
+    return 0;
+}
+
 /* Concatenate the chunks' pages into the global page array, and their units
  * into the global unit array. */
 static int assemble(build *b, pq_error *err)
@@ -326,6 +345,7 @@ static int assemble(build *b, pq_error *err)
         ch->dict_offset = scan->dict_offset;
         ch->dict_length = scan->dict_length;
         atomic_init(&ch->dict_crc, scan->dict_crc);
+        ch->dict_claims = scan->dict_claims;
         ch->has_offset_index = scan->has_offset_index;
         ch->cut = scan->src->cached ? scan->src->cached->chunks[ch->row_group].cut : scan->cut;
         if (place_units(b, c, pages, ix->unit_bytes + ix->num_units, err) < 0)
@@ -587,7 +607,7 @@ int ix_build(const ix_options *opts, ix_index **out, pq_error *err)
     ix->seconds_footers = t1 - t0;
     if (ix_parallel_for_growing(b.num_todo, threads, depth, scan_chunk, &b,
                         opts->progress ? "youmufs: indexing pages" : NULL, err) < 0 ||
-        assemble(&b, err) < 0 || records_fit(ix, err) < 0)
+        assemble(&b, err) < 0 || dicts_fit(ix, err) < 0 || records_fit(ix, err) < 0)
         goto done;
     ix->seconds_pages = ix_now() - t1;
     for (uint32_t i = 0; i < ix->num_files; i++) {

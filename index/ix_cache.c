@@ -82,7 +82,7 @@ static int bytes(pq_cursor *cur, const uint8_t **p, uint32_t *len)
 /* Sizes in the file of an entry (without its name), a chunk and a page:
  * counts are checked against the bytes left before anything is trusted. */
 #define ENTRY_BYTES 72
-#define CHUNK_BYTES 56
+#define CHUNK_BYTES 68
 #define PAGE_BYTES 32
 #define UNIT_BYTES 8
 
@@ -148,15 +148,20 @@ static int parse_chunk(pq_cursor *cur, uint64_t file_size, sink *s)
         if (units)
             units[u] = bytes;
     }
-    ix_chunk_bounds bounds; /* last: what its pages may claim (ix_claims.h) */
+    ix_chunk_bounds bounds; /* what its pages may claim (ix_claims.h) */
     if (i64(cur, &bounds.uncompressed) < 0 || bounds.uncompressed < 0 ||
         i64(cur, &bounds.values) < 0 || bounds.values < 0)
         return -1;
+    uint32_t dict[3]; /* last: its dictionary page's claims (all 0: not known) */
+    for (int k = 0; k < 3; k++)
+        if (u32(cur, &dict[k]) < 0 || dict[k] > INT32_MAX)
+            return -1;
     if (s->chunks)
         s->chunks[s->num_chunks] = (ix_cache_chunk){
             .codec = (int)codec,
             .type_length = (int32_t)type_length,
             .bounds = bounds,
+            .dict_claims = { (int32_t)dict[0], (int32_t)dict[1], (int32_t)dict[2] },
             .dict_offset = dict_offset,
             .dict_length = dict_length,
             .dict_crc = dict_crc,
@@ -472,6 +477,9 @@ static void put_file(out *o, const ix_index *ix, uint32_t i, const ix_cache_key 
         *unit += units;
         put_u64(o, (uint64_t)ch->bounds.uncompressed);
         put_u64(o, (uint64_t)ch->bounds.values);
+        put_u32(o, (uint32_t)ch->dict_claims.uncompressed);
+        put_u32(o, (uint32_t)ch->dict_claims.compressed);
+        put_u32(o, (uint32_t)ch->dict_claims.values);
     }
 }
 

@@ -31,8 +31,9 @@
 
 #include "ix_index.h"
 
-#define IX_CACHE_VERSION 6 /* 4: page and dictionary checksums, ctime, device and inode;
-                              5: shuffle units; 6: entries of any size are cut */
+#define IX_CACHE_VERSION 7 /* 4: page and dictionary checksums, ctime, device and inode;
+                              5: shuffle units; 6: entries of any size are cut;
+                              7: the dictionary page's claims */
 
 /* A file's identity as the cache keys it. */
 typedef struct ix_cache_key {
@@ -58,6 +59,7 @@ typedef struct ix_cache_chunk {
     int64_t dict_offset;
     uint32_t dict_length;
     uint32_t dict_crc;    /* as ix_chunk.dict_crc; 0: not known */
+    ix_dict_claims dict_claims; /* as ix_chunk.dict_claims */
     int has_offset_index;
     uint32_t num_pages;
     const ix_page *pages; /* first_row relative to the chunk; crc as ix_page.crc */

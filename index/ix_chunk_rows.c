@@ -7,8 +7,15 @@
 #include "ix_chunk_rows.h"
 #include "ix_record.h"
 
-/* What a streamed page's body is read in, beyond the window. */
-#define STREAM_READ_BYTES ((size_t)256 << 10)
+/* What a streamed page's body is read in, beyond the window: each read is
+ * a round trip over slow storage (a 125 MB page, 125 of them at 1 MiB, 500
+ * at 256 KiB, one after another). The stream's bound grows with its read
+ * size (pq_stream.h: `in`), so where 1 MiB would take it over the cap of a
+ * small mem= (ZSTD at mem=1M) the read shrinks to fit, down to
+ * STREAM_READ_MIN_BYTES; a page that does not stream even at that is
+ * decoded whole instead, as before. */
+#define STREAM_READ_BYTES ((size_t)1 << 20)
+#define STREAM_READ_MIN_BYTES ((size_t)256 << 10)
 
 int ix_chunk_range(const ix_source *s, int leaf, int32_t g, uint64_t *begin, uint64_t *len,
                    pq_error *err)
@@ -108,16 +115,33 @@ static int decode_whole(ix_chunk_rows *cr, const pq_page_header *h, uint64_t off
     return 0;
 }
 
+/* opts->read_size for the page h: STREAM_READ_BYTES, less what takes the
+ * stream's bound over opts->cap (0: no cap), at least STREAM_READ_MIN_BYTES. */
+static void stream_read_size(const ix_chunk_rows *cr, const pq_page_header *h,
+                             pq_stream_opts *opts)
+{
+    opts->read_size = STREAM_READ_BYTES;
+    size_t need = pq_stream_memory_needed(h, &cr->desc, opts);
+    if (!opts->cap || need <= opts->cap)
+        return;
+    size_t over = need - opts->cap;
+    opts->read_size = over < STREAM_READ_BYTES - STREAM_READ_MIN_BYTES
+                          ? STREAM_READ_BYTES - over : STREAM_READ_MIN_BYTES;
+    /* the bound shrinks with read_size only down to the body's size */
+    if (pq_stream_memory_needed(h, &cr->desc, opts) > opts->cap)
+        opts->read_size = STREAM_READ_MIN_BYTES;
+}
+
 /* Stream the data page at off (header h): 1, or 0 when it cannot stream
  * (nothing held: decode it whole instead). */
 static int start_stream(ix_chunk_rows *cr, const pq_page_header *h, uint64_t off,
                         pq_error *err)
 {
-    if (ix_body_init(&cr->body, &cr->w, h, off, STREAM_READ_BYTES, cr->verify_crc, err) < 0)
-        return -1;
     size_t cap = cr->mem ? (size_t)ix_hold_max(cr->mem) : 0;
-    pq_stream_opts opts = { .read_size = STREAM_READ_BYTES, .value_max = cap / 4,
-                            .levels_max = cap / 4, .cap = cap };
+    pq_stream_opts opts = { .value_max = cap / 4, .levels_max = cap / 4, .cap = cap };
+    stream_read_size(cr, h, &opts);
+    if (ix_body_init(&cr->body, &cr->w, h, off, opts.read_size, cr->verify_crc, err) < 0)
+        return -1;
     cr->stream_h = *h; /* the stream keeps a pointer to its header */
     cr->stream = pq_stream_open(&cr->desc, &cr->stream_h, dictionary(cr), &opts, ix_body_read,
                                 &cr->body, err);

@@ -330,6 +330,7 @@ static int take_dictionary(scan_state *st, uint64_t off, const pq_page_header *h
         return pq_error_set(err, "dictionary page at offset %llu after data pages",
                             (unsigned long long)off);
     st->dict_header = *h;
+    st->scan->dict_claims = ix_dict_claims_of(h);
     st->scan->dict_offset = (int64_t)off;
     st->scan->dict_length = (uint32_t)(h->header_len + (size_t)h->compressed_size);
     return 0;
@@ -847,6 +848,7 @@ int ix_scan_chunk(ix_scan *scan, pq_error *err)
     scan->cut = 1;
     scan->dict_offset = -1;
     scan->dict_length = 0;
+    scan->dict_claims = (ix_dict_claims){ 0 };
     scan->has_offset_index = m->offset_index_offset >= 0;
 
     /* An empty row group (writers emit one for an empty table) has no pages;

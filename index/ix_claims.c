@@ -77,6 +77,18 @@ int ix_page_hold_check(const pq_page_header *h, uint32_t packed_width, uint64_t 
     return ix_hold_check(ix_page_hold_bytes(h, packed_width), mem, what, err);
 }
 
+ix_dict_claims ix_dict_claims_of(const pq_page_header *h)
+{
+    return (ix_dict_claims){ h->uncompressed_size, h->compressed_size, h->num_values };
+}
+
+int ix_dict_claims_check(const ix_dict_claims *d, uint64_t mem, pq_error *err)
+{
+    pq_page_header h = { .type = PQ_PAGE_DICTIONARY, .uncompressed_size = d->uncompressed,
+                         .compressed_size = d->compressed, .num_values = d->values };
+    return ix_page_hold_check(&h, 0, mem, err);
+}
+
 int ix_page_claims_check(const pq_page_header *h, const ix_chunk_bounds *chunk, uint64_t mem,
                          pq_error *err)
 {

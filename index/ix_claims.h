@@ -37,8 +37,12 @@
  * loads of other columns to their pages and rows (ix_chunk_rows.c), and the read
  * path to every header it parses (ix_read.c, ix_stream.c), which covers the
  * pages the mount sized without seeing their headers (from the page index,
- * or from the persistent index: a mount with less mem= than the `index`
- * that built it fails there, at read, with EIO and that message logged).
+ * or from the persistent index: a data page that a mount with less mem=
+ * than the `index` that built it cannot hold fails there, at read, with EIO
+ * and that message logged). A dictionary page whose header the page pass
+ * read is kept with its claims (ix_dict_claims), so that a mount from the
+ * persistent index holds it to its own mem= at mount, as the page pass
+ * would (ix_build.c).
  * The decoder's own ceiling (PQ_MAX_PAGE_BYTES, pq_column.h) is the
  * format's. CPU is not bounded by mem=: a streamed page is decompressed
  * once per read of it, at most its declared size (< 2 GiB). Pure and
@@ -98,5 +102,21 @@ int ix_page_claims_check(const pq_page_header *h, const ix_chunk_bounds *chunk, 
  * column of pq_packed_width packed_width. */
 int ix_page_hold_check(const pq_page_header *h, uint32_t packed_width, uint64_t mem,
                        pq_error *err);
+
+/* What a column chunk's dictionary page header claims, as the index keeps
+ * it (ix_chunk, the persistent index): all 0 when not known (no dictionary,
+ * or one the page pass did not parse: a chunk sized from its page index),
+ * which holds nothing. */
+typedef struct ix_dict_claims {
+    int32_t uncompressed; /* the header's uncompressed_size */
+    int32_t compressed;   /* its compressed_size */
+    int32_t values;       /* its num_values */
+} ix_dict_claims;
+
+/* The claims of the dictionary page header h. */
+ix_dict_claims ix_dict_claims_of(const pq_page_header *h);
+/* ix_page_hold_check of the dictionary page these claims are of: the same
+ * rule and message as for its header. */
+int ix_dict_claims_check(const ix_dict_claims *d, uint64_t mem, pq_error *err);
 
 #endif

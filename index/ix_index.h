@@ -88,6 +88,7 @@ typedef struct ix_chunk {
     pq_column_desc desc;
     int64_t dict_offset;  /* file offset of the dictionary page header, -1 if none */
     uint32_t dict_length; /* header + body */
+    ix_dict_claims dict_claims; /* its header's, when the page pass read it (ix_claims.h) */
     ix_chunk_bounds bounds; /* what its pages may claim: checked at every read (ix_claims.h) */
     _Atomic uint32_t dict_crc; /* of the dictionary page's bytes, as ix_page.crc */
     int has_offset_index;

@@ -113,6 +113,7 @@ typedef struct ix_scan {
     int64_t dict_offset;
     uint32_t dict_length;
     uint32_t dict_crc;   /* ix_page_crc of the dictionary page, 0 if not read */
+    ix_dict_claims dict_claims; /* its header's; all 0 if not read */
     int has_offset_index;
     int from_metadata;   /* pages sized from the page index alone, none decoded */
     uint32_t pages_sized_by_header; /* pages sized from their header, not decoded */

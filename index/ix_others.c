@@ -591,7 +591,8 @@ static int build_file(ix_column_set *set, ix_sources *ss, const char *path, uint
     if (ix_parallel_for_growing(ss->count, lim->threads, lim->io_depth, read_footer, &fs, NULL,
                                 err) < 0)
         return -1;
-    if (ix_others_file_create(&set->file, path, digest, has, set->columns, o->rows, err) < 0)
+    if (ix_others_file_create(&set->file, path, digest, has, set->columns, o->rows,
+                              lim->verify_crc, err) < 0)
         return -1;
     for (uint32_t k = 0; k < set->columns; k++)
         if (has[k] && load_column(set, k, ss, lim, err) < 0)
@@ -616,7 +617,7 @@ int ix_columns_load(ix_column_set *set, ix_sources *ss, const char *path, uint64
     pq_error why;
     set->note[0] = '\0';
     set->reused = path && ix_others_file_open(&set->file, path, digest, has, set->columns,
-                                              o->rows, o->any, &why) == 0;
+                                              o->rows, lim->verify_crc, o->any, &why) == 0;
     if (path && !set->reused && access(path, F_OK) == 0)
         memcpy(set->note, why.msg, sizeof set->note); /* why it was rebuilt */
     int rc = 0;

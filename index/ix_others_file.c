@@ -111,6 +111,7 @@ static void put_header(const ix_others_file *f, uint32_t crc, uint8_t *h)
     le64(h + 24, f->digest);
     le64(h + 32, f->size);
     le32(h + 40, crc);
+    le32(h + 44, f->crc_checked ? IX_OTHERS_FILE_CRC_CHECKED : 0);
     for (uint32_t p = 0; p < f->positions; p++) {
         uint8_t *s = h + HEADER_BYTES + (size_t)p * SPAN_BYTES;
         le64(s, f->spans[p].ends_at);
@@ -182,7 +183,7 @@ static int check_header(ix_others_file *f, const ix_others_file *want, uint64_t 
     if (rc == 0) {
         /* n bytes were read: every field below is inside them */
         pq_cursor cur = pq_cursor_make(h + sizeof MAGIC, n - sizeof MAGIC);
-        uint32_t version = 0, positions = 0, whole = 0, pad = 0;
+        uint32_t version = 0, positions = 0, whole = 0, flags = 0, pad = 0;
         uint64_t rows = 0, digest = 0, claimed = 0;
         pq_cursor_le32(&cur, &version);
         pq_cursor_le32(&cur, &positions);
@@ -190,8 +191,10 @@ static int check_header(ix_others_file *f, const ix_others_file *want, uint64_t 
         pq_cursor_le64(&cur, &digest);
         pq_cursor_le64(&cur, &claimed);
         pq_cursor_le32(&cur, crc);
-        for (int k = 0; k < 4; k++) /* 16 zero bytes */
+        pq_cursor_le32(&cur, &flags);
+        for (int k = 0; k < 3; k++) /* 12 zero bytes */
             pq_cursor_le32(&cur, &pad);
+        f->crc_checked = (flags & IX_OTHERS_FILE_CRC_CHECKED) != 0;
         pq_cursor_le32(&cur, &whole);
         for (uint32_t p = 0; p < f->positions; p++) {
             ix_others_span *sp = &f->spans[p];
@@ -207,6 +210,9 @@ static int check_header(ix_others_file *f, const ix_others_file *want, uint64_t 
             rc = pq_error_set(err, "%s: its header's checksum is wrong", f->path);
         else if (positions != f->positions || rows != f->rows || digest != f->digest)
             rc = pq_error_set(err, "%s: of other files or columns", f->path);
+        else if (want->crc_checked && !f->crc_checked)
+            rc = pq_error_set(err, "%s: built by a crc=skip mount, its pages' CRCs not "
+                              "checked", f->path);
         else if (claimed != size)
             rc = pq_error_set(err, "%s: %llu bytes where its header says %llu (torn?)",
                               f->path, (unsigned long long)size, (unsigned long long)claimed);
@@ -236,12 +242,13 @@ static int read_any(const ix_others_file *f, uint64_t *any, pq_error *err)
 }
 
 int ix_others_file_open(ix_others_file *f, const char *path, uint64_t digest,
-                        const uint8_t *has, uint32_t positions, uint64_t rows, uint64_t *any,
-                        pq_error *err)
+                        const uint8_t *has, uint32_t positions, uint64_t rows, int crc_checked,
+                        uint64_t *any, pq_error *err)
 {
     ix_others_file want;
     init(&want);
     init(f);
+    want.crc_checked = crc_checked;
     struct stat st;
     uint32_t crc = 0, computed = 0;
     int rc = lay_out(&want, digest, has, positions, rows, err);
@@ -292,9 +299,10 @@ static int create_unlinked(ix_others_file *f, pq_error *err)
 
 int ix_others_file_create(ix_others_file *f, const char *path, uint64_t digest,
                           const uint8_t *has, uint32_t positions, uint64_t rows,
-                          pq_error *err)
+                          int crc_checked, pq_error *err)
 {
     init(f);
+    f->crc_checked = crc_checked != 0;
     int rc = lay_out(f, digest, has, positions, rows, err);
     if (rc == 0 && path) {
         if (asprintf(&f->temp, "%s.XXXXXX", path) < 0 || !(f->final = strdup(path)) ||

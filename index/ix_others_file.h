@@ -21,16 +21,19 @@
  * Format (little-endian): a 64-byte header — "YFSOTHR" 0, version u32,
  * positions u32, rows u64, digest u64 (what the values are of: the index's
  * key and every file's identity, ix_build.c), the file's size u64, the
- * CRC-32 of the body u32, 16 zero bytes, the CRC-32 of the header's first
- * 60 bytes and the table u32 — then a table of (ends_at, bytes_at,
+ * CRC-32 of the body u32, flags u32 (IX_OTHERS_FILE_CRC_CHECKED), 12 zero
+ * bytes, the CRC-32 of the header's first 60 bytes and the table u32 — then a table of (ends_at, bytes_at,
  * bytes_len) u64 per position (zeros: no values), then the body: the
  * `any` bitmap ((rows / 64 + 1) u64), each position's ends (rows u64),
  * each position's bytes. A file is written under a temporary name, synced
  * and renamed, so concurrent mounts see a whole file or none; every mount
  * that builds one writes the same bytes. An existing file is used only
  * when its size, version, digest, header and body checksums and table are
- * right (the body's CRC costs one sequential read of the file per mount);
- * else it is rebuilt. At read time every end is still checked against its
+ * right (the body's CRC costs one sequential read of the file per mount),
+ * and, for a mount that checks page CRCs (crc=check), when the pages its
+ * values came from had theirs checked too: a file a crc=skip mount built
+ * serves crc=skip mounts only (a corrupt page beside the primary would
+ * otherwise pass every later mount unchecked); else it is rebuilt. At read time every end is still checked against its
  * column's bytes, and a short read fails: a read never returns other bytes
  * than written.
  *
@@ -45,6 +48,9 @@
 #include "pq_error.h"
 
 #define IX_OTHERS_FILE_VERSION 1
+/* flags: the values were read with every page CRC checked (crc=check); a
+ * file of version 1 without flags (written before them) counts as unchecked */
+#define IX_OTHERS_FILE_CRC_CHECKED 1u
 
 typedef struct ix_others_span {
     uint64_t ends_at;   /* 0: the position has no values */
@@ -58,6 +64,7 @@ typedef struct ix_others_file {
     uint32_t positions;
     uint64_t rows;
     uint64_t digest;
+    int crc_checked;        /* its values' page CRCs were checked (the header's flag) */
     uint64_t size;          /* bytes written so far, then the file's size */
     ix_others_span *spans;  /* per position */
     char *temp;             /* while building under a cache name: the temporary name */
@@ -65,21 +72,24 @@ typedef struct ix_others_file {
 } ix_others_file;
 
 /* Open path if it holds the values of `digest` for exactly the positions
- * has[0..positions) (1: the position has values) and rows, reading its
- * any bitmap into any[0 .. rows / 64 + 1). Returns 0, or -1 with the
- * reason in err (missing, of another digest, torn, corrupt): the caller
+ * has[0..positions) (1: the position has values) and rows, and, when
+ * crc_checked, values whose page CRCs were checked; reading its any bitmap
+ * into any[0 .. rows / 64 + 1). Returns 0, or -1 with the reason in err
+ * (missing, of another digest, torn, corrupt, unchecked): the caller
  * builds it anew. */
 int ix_others_file_open(ix_others_file *f, const char *path, uint64_t digest,
-                        const uint8_t *has, uint32_t positions, uint64_t rows, uint64_t *any,
-                        pq_error *err);
+                        const uint8_t *has, uint32_t positions, uint64_t rows, int crc_checked,
+                        uint64_t *any, pq_error *err);
 
-/* Start a file for positions has[0..positions) and rows: under a temporary
- * name beside `path`, renamed to it by ix_others_file_seal; path NULL (or
- * its directory not writable): an unlinked temporary file in $TMPDIR or
- * /tmp. Fails only when no file can be made. */
+/* Start a file for positions has[0..positions) and rows, its values to be
+ * read with page CRCs checked or not (crc_checked, kept in its header):
+ * under a temporary name beside `path`, renamed to it by
+ * ix_others_file_seal; path NULL (or its directory not writable): an
+ * unlinked temporary file in $TMPDIR or /tmp. Fails only when no file can
+ * be made. */
 int ix_others_file_create(ix_others_file *f, const char *path, uint64_t digest,
                           const uint8_t *has, uint32_t positions, uint64_t rows,
-                          pq_error *err);
+                          int crc_checked, pq_error *err);
 
 /* Writing one position's values, row by row, in row order. */
 typedef struct ix_others_out {

@@ -208,7 +208,7 @@ Test(frame, several_columns_in_order_with_nulls)
     const char *values[3][3] = { { "7", "null", "9" }, { NULL }, { "\"a\"", "null", "[]" } };
     const uint8_t has[3] = { 1, 0, 1 };
     ix_others_file file;
-    cr_assert_eq(ix_others_file_create(&file, NULL, 1, has, 3, 3, &err), 0, "%s", err.msg);
+    cr_assert_eq(ix_others_file_create(&file, NULL, 1, has, 3, 3, 1, &err), 0, "%s", err.msg);
     for (uint32_t p = 0; p < 3; p += 2) {
         ix_others_out out;
         cr_assert_eq(ix_others_out_begin(&out, &file, p, &err), 0, "%s", err.msg);

@@ -26,11 +26,13 @@ static void value_of(uint32_t p, uint32_t r, char *out, size_t cap)
         snprintf(out, cap, "\"%.*s\"", (int)(r % 50), "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz");
 }
 
-static void write_file(const char *path, uint64_t *any)
+/* A file of the values above, built by a mount that checked page CRCs or not. */
+static void write_file_checked(const char *path, int crc_checked, uint64_t *any)
 {
     pq_error err;
     ix_others_file f;
-    cr_assert_eq(ix_others_file_create(&f, path, DIGEST, HAS, 3, ROWS, &err), 0, "%s", err.msg);
+    cr_assert_eq(ix_others_file_create(&f, path, DIGEST, HAS, 3, ROWS, crc_checked, &err), 0,
+                 "%s", err.msg);
     memset(any, 0, (ROWS / 64 + 1) * sizeof *any);
     for (uint32_t p = 0; p < 3; p += 2) {
         ix_others_out out;
@@ -48,6 +50,11 @@ static void write_file(const char *path, uint64_t *any)
     }
     cr_assert_eq(ix_others_file_seal(&f, any, &err), 0, "%s", err.msg);
     ix_others_file_close(&f);
+}
+
+static void write_file(const char *path, uint64_t *any)
+{
+    write_file_checked(path, 1, any);
 }
 
 static void check_values(const ix_others_file *f)
@@ -86,7 +93,7 @@ static void remove_path(char *path)
 static int open_it(const char *path, uint64_t digest, ix_others_file *f, uint64_t *any,
                    pq_error *err)
 {
-    return ix_others_file_open(f, path, digest, HAS, 3, ROWS, any, err);
+    return ix_others_file_open(f, path, digest, HAS, 3, ROWS, 1, any, err);
 }
 
 Test(others_file, written_then_reused_whole)
@@ -104,8 +111,34 @@ Test(others_file, written_then_reused_whole)
     cr_assert_eq(open_it(path, DIGEST + 1, &f, back, &err), -1);
     cr_assert(strstr(err.msg, "other files"), "%s", err.msg);
     const uint8_t other[3] = { 1, 1, 0 };
-    cr_assert_eq(ix_others_file_open(&f, path, DIGEST, other, 3, ROWS, back, &err), -1);
+    cr_assert_eq(ix_others_file_open(&f, path, DIGEST, other, 3, ROWS, 1, back, &err), -1);
     remove_path(path);
+}
+
+/* A file whose values were read without checking page CRCs (crc=skip)
+ * serves mounts that skip them, never one that checks (it rebuilds it); a
+ * file built checking them serves both. */
+Test(others_file, built_unchecked_serves_only_unchecked_mounts)
+{
+    uint64_t any[ROWS / 64 + 1], back[ROWS / 64 + 1];
+    pq_error err;
+    for (int built = 0; built < 2; built++)
+        for (int mount = 0; mount < 2; mount++) {
+            char *path = temp_path();
+            write_file_checked(path, built, any);
+            ix_others_file f;
+            int rc = ix_others_file_open(&f, path, DIGEST, HAS, 3, ROWS, mount, back, &err);
+            if (mount && !built) {
+                cr_assert_eq(rc, -1, "an unchecked file served a checking mount");
+                cr_assert(strstr(err.msg, "crc=skip"), "%s", err.msg);
+            } else {
+                cr_assert_eq(rc, 0, "built %d, mount %d: %s", built, mount, err.msg);
+                cr_assert_eq(f.crc_checked, built);
+                check_values(&f);
+                ix_others_file_close(&f);
+            }
+            remove_path(path);
+        }
 }
 
 /* Through a window: the same values as record by record, for rows in
@@ -144,7 +177,7 @@ Test(others_file, window_serves_what_reads_serve)
     /* one row of 10,000 bytes: longer than the window */
     ix_others_file big;
     const uint8_t has[1] = { 1 };
-    cr_assert_eq(ix_others_file_create(&big, NULL, 1, has, 1, 1, &err), 0, "%s", err.msg);
+    cr_assert_eq(ix_others_file_create(&big, NULL, 1, has, 1, 1, 1, &err), 0, "%s", err.msg);
     ix_others_out out;
     cr_assert_eq(ix_others_out_begin(&out, &big, 0, &err), 0, "%s", err.msg);
     memset(ix_others_out_room(&out, 10000, &err), 'x', 10000);
@@ -233,7 +266,7 @@ Test(others_file, temporary_file_leaves_nothing)
     setenv("TMPDIR", dir, 1);
     pq_error err;
     ix_others_file f;
-    cr_assert_eq(ix_others_file_create(&f, NULL, DIGEST, HAS, 3, 1, &err), 0, "%s", err.msg);
+    cr_assert_eq(ix_others_file_create(&f, NULL, DIGEST, HAS, 3, 1, 1, &err), 0, "%s", err.msg);
     for (uint32_t p = 0; p < 3; p += 2) {
         ix_others_out out;
         cr_assert_eq(ix_others_out_begin(&out, &f, p, &err), 0, "%s", err.msg);

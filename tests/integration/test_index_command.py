@@ -4,8 +4,11 @@ with the same options afterwards finds every file cached (reads no page to index
 the bytes it serves with no cache at all."""
 import dataclasses
 import json
+import re
 import subprocess
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from conftest import BIN, _env, run_cat, sanitizer_report
@@ -101,3 +104,40 @@ def test_refusals(ds, tmp_path):
     assert p.returncode == 1 and "missing" in p.stderr, p.stderr
     p = subprocess.run([BIN, "index", path, "extra"], capture_output=True, text=True)
     assert p.returncode == 2, p.stderr
+
+
+def _needs_mem_line(stderr):
+    """The line of a refusal that names the mem= needed, and that mem=."""
+    lines = [ln for ln in stderr.decode().splitlines() if "needs mem=" in ln]
+    assert len(lines) == 1, stderr
+    return lines[0], re.search(r"needs mem=(\S+) or more", lines[0]).group(1)
+
+
+def test_a_smaller_mem_than_the_index_had_refuses_a_dictionary_at_mount(tmp_path, mount,
+                                                                        mount_fails):
+    """`youmufs index` at the default mem= keeps a file whose one dictionary page (200,000
+    distinct strings) takes about 8 MB to hold; a mount with that persistent index at mem=1M
+    (a page may take a quarter of mem= and its slack, 4.25 MiB) refuses at mount with the
+    message a mount that indexes the file afresh at mem=1M gives (the file, the page, the
+    mem= it needs), where it used to mount and fail every read with EIO. At the mem= named,
+    the mount takes the file from the index and serves it."""
+    d = tmp_path / "dict"
+    d.mkdir()
+    words = [f"word-{i:07d}-{i * 7919 % 100003:06d}" for i in range(200000)]
+    pq.write_table(pa.table({"text": words}), d / "dict.parquet",
+                   dictionary_pagesize_limit=64 << 20)
+    col = pq.ParquetFile(d / "dict.parquet").metadata.row_group(0).column(0)
+    assert col.has_dictionary_page, col
+    opts = f"cache={tmp_path}/cache"
+    _index(str(d), opts)
+    fresh, need = _needs_mem_line(mount_fails(d, "cache=none,mem=1M").stderr)
+    p = mount_fails(d, f"{opts},mem=1M")
+    assert p.returncode != 0
+    cached, _ = _needs_mem_line(p.stderr)
+    assert cached == fresh and "dict.parquet" in cached and "dictionary page" in cached, \
+        (cached, fresh)
+    with mount(d, f"{opts},mem={need}") as m:
+        with open(m.p(".youmufs/index.json")) as f:
+            assert json.load(f)["persistent_index"]["files_reused"] == 1
+        got = [json.loads(line)["text"] for line in m.read("epoch-0.jsonl").splitlines()]
+    assert sorted(got) == sorted(words)
