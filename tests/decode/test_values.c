@@ -192,17 +192,24 @@ Test(values, delta_byte_array_spec_example)
 }
 
 /* A dictionary page of three strings and RLE_DICTIONARY data pages. */
+/* Decode the uncompressed PLAIN dictionary page of n values raw[0..len). */
+static void decode_dict(const pq_column_desc *col, const void *raw, size_t len, int n,
+                        pq_dictionary *d)
+{
+    pq_page_header h = { 0 };
+    h.type = PQ_PAGE_DICTIONARY;
+    h.uncompressed_size = h.compressed_size = (int32_t)len;
+    h.num_values = n;
+    h.encoding = PQ_ENC_PLAIN_DICTIONARY;
+    pq_error err;
+    cr_assert_eq(pq_dictionary_decode(col, &h, raw, len, d, &err), 0, "%s", err.msg);
+}
+
 static void make_dict(pq_dictionary *d)
 {
     const uint8_t raw[] = { 3, 0, 0, 0, 'r', 'e', 'd', 5, 0, 0, 0, 'g', 'r', 'e', 'e', 'n',
                             4, 0, 0, 0, 'b', 'l', 'u', 'e' };
-    pq_page_header h = { 0 };
-    h.type = PQ_PAGE_DICTIONARY;
-    h.uncompressed_size = h.compressed_size = sizeof raw;
-    h.num_values = 3;
-    h.encoding = PQ_ENC_PLAIN_DICTIONARY;
-    pq_error err;
-    cr_assert_eq(pq_dictionary_decode(&BA, &h, raw, sizeof raw, d, &err), 0, "%s", err.msg);
+    decode_dict(&BA, raw, sizeof raw, 3, d);
     cr_assert_eq(d->count, 3);
     assert_str(d->values[1], "green");
     cr_assert_geq(pq_dictionary_bytes(d), sizeof raw);
@@ -391,14 +398,8 @@ Test(values, fixed_width_values_are_packed)
 
     /* dictionary 10, 20, 30; indices 2, 0, 1 on 2 bits */
     const int64_t entries[] = { 10, 20, 30 };
-    pq_page_header dh = { 0 };
-    dh.type = PQ_PAGE_DICTIONARY;
-    dh.uncompressed_size = dh.compressed_size = sizeof entries;
-    dh.num_values = 3;
-    dh.encoding = PQ_ENC_PLAIN;
     pq_dictionary d;
-    cr_assert_eq(pq_dictionary_decode(&i64, &dh, (const uint8_t *)entries, sizeof entries, &d,
-                                      &err), 0, "%s", err.msg);
+    decode_dict(&i64, entries, sizeof entries, 3, &d);
     const uint8_t indices[] = { 2, 0x03, 0x12, 0x00 };
     h = flat_page(PQ_ENC_RLE_DICTIONARY, sizeof indices, 3);
     pq_page_values b;
@@ -431,9 +432,7 @@ Test(values, fixed_width_values_are_packed)
     /* values narrower than an index (FIXED_LEN_BYTE_ARRAY(2)) gathered too */
     pq_column_desc flba2 = { PQ_FIXED_LEN_BYTE_ARRAY, 2, 0, 0, PQ_UNCOMPRESSED };
     const uint8_t two[] = { 'a', 'b', 'c', 'd' };
-    dh.uncompressed_size = dh.compressed_size = sizeof two;
-    dh.num_values = 2;
-    cr_assert_eq(pq_dictionary_decode(&flba2, &dh, two, sizeof two, &d, &err), 0, "%s", err.msg);
+    decode_dict(&flba2, two, sizeof two, 2, &d);
     const uint8_t narrow[] = { 1, 0x03, 0x05, 0x00 }; /* 1, 0, 1, 0 ... on 1 bit */
     h = flat_page(PQ_ENC_RLE_DICTIONARY, sizeof narrow, 3);
     cr_assert_eq(pq_page_decode(&flba2, &h, narrow, sizeof narrow, &d, &b, &err), 0, "%s",
