@@ -575,16 +575,25 @@ int yfs_cache_start(yfs_cache *c, int threads, pq_error *err)
     return 0;
 }
 
-void yfs_cache_free(yfs_cache *c)
+void yfs_cache_stop(yfs_cache *c)
 {
     if (!c)
         return;
     pthread_mutex_lock(&c->lock);
     c->stopping = 1;
     pthread_cond_broadcast(&c->work);
+    int workers = c->num_workers;
+    c->num_workers = 0; /* no prefetch is queued from now on */
     pthread_mutex_unlock(&c->lock);
-    for (int i = 0; i < c->num_workers; i++)
+    for (int i = 0; i < workers; i++)
         pthread_join(c->workers[i], NULL);
+}
+
+void yfs_cache_free(yfs_cache *c)
+{
+    if (!c)
+        return;
+    yfs_cache_stop(c);
     free(c->workers);
     /* Jobs never started still hold their plans; cancelled ones are in no
      * table. */

@@ -46,7 +46,11 @@ typedef struct yfs_seg yfs_seg;
 yfs_cache *yfs_cache_new(yfs_mount *m);
 /* Start `threads` prefetch workers (none are running before this). */
 int yfs_cache_start(yfs_cache *c, int threads, pq_error *err);
-/* Stop the workers and free everything. No reader may be active. */
+/* Stop the workers: a build running finishes, queued jobs stay queued.
+ * Frees nothing; may be called again. */
+void yfs_cache_stop(yfs_cache *c);
+/* Stop the workers (yfs_cache_stop) and free everything. No reader may be
+ * active. */
 void yfs_cache_free(yfs_cache *c);
 
 /* Segment s of the plan, built if needed; release with yfs_cache_put. The

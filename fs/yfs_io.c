@@ -144,7 +144,7 @@ static void adapt(yfs_io *io)
     uint64_t waited = yfs_counter(&io->m->stats.storage_wait_nanoseconds);
     io->backlog |= io->len > 0;
     if (waited > io->wait_ns_at_start && io->backlog && !io->room_stopped &&
-        io->depth < io->max_depth) {
+        io->depth < io->max_depth && !io->stop) { /* stopping: no thread the stop misses */
         io->depth = io->depth * 2 < io->max_depth ? io->depth * 2 : io->max_depth;
         start_threads(io);
     }
@@ -210,16 +210,27 @@ static void *io_thread(void *arg)
     return NULL;
 }
 
-void yfs_io_free(yfs_io *io)
+void yfs_io_stop(yfs_io *io)
 {
     if (!io)
         return;
     pthread_mutex_lock(&io->lock);
     io->stop = 1;
     pthread_cond_broadcast(&io->wake);
+    int started = io->started;
     pthread_mutex_unlock(&io->lock);
-    for (int i = 0; i < io->started; i++)
+    for (int i = 0; i < started; i++)
         pthread_join(io->threads[i], NULL);
+    pthread_mutex_lock(&io->lock);
+    io->started = 0; /* joined: a second stop joins none */
+    pthread_mutex_unlock(&io->lock);
+}
+
+void yfs_io_free(yfs_io *io)
+{
+    if (!io)
+        return;
+    yfs_io_stop(io);
     while (io->len > 0)
         let_go(io, pop(io), 1);
     free(io->queue);

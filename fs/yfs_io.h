@@ -59,7 +59,10 @@ typedef struct yfs_io yfs_io;
  * (0). NULL when out of memory. Threads start with yfs_io_start. */
 yfs_io *yfs_io_new(yfs_mount *m, int depth);
 int yfs_io_start(yfs_io *io, pq_error *err);
-/* Stop the threads (loads in flight finish) and free the queue. */
+/* Stop the threads: loads in flight finish, queued ones stay queued.
+ * Frees nothing; may be called again. */
+void yfs_io_stop(yfs_io *io);
+/* Stop the threads (yfs_io_stop) and free the queue. */
 void yfs_io_free(yfs_io *io);
 
 /* Reader `reader` of `plan`'s part `part` reads on from the part's piece

@@ -2,6 +2,7 @@
 
 #include <assert.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,6 +50,32 @@ typedef struct place {
     uint64_t share_byte; /* bytes of the share before the piece */
 } place;
 
+/* The layout of one block (lay_out): the byte start of every position. A
+ * read lays out its block in a free layout, or shares the one a read of the
+ * same block laid out; once laid out it is read-only until its last user
+ * lets it go. */
+typedef struct layout {
+    uint64_t block;   /* the block laid out; UNKNOWN: none */
+    int users;        /* reads using it */
+    int ready;        /* laid out (else its first user is laying it out) */
+    /* the fields above are guarded by the view's lock; the arrays below are
+     * allocated when a read first needs the layout (one reader uses one) */
+    uint64_t *start;  /* BLOCK + 1: bytes of the block before each position */
+    uint32_t *pos;    /* BLOCK: positions of source i's records of the block, from
+                         base[i] on, in record order */
+    uint32_t base[SH_MIX_MAX_SOURCES + 1];
+    uint64_t *sizes;  /* BLOCK: scratch for record sizes */
+    /* The segment cache's reader of source i (yfs_cache_get) is &reader[i]:
+     * a read's own, so the cache never takes a segment one read is in the
+     * middle of as left behind by another read of the same source (reads of
+     * one file run at once). */
+    char reader[SH_MIX_MAX_SOURCES];
+} layout;
+
+/* Layouts per open file: reads of one file laying out distinct blocks at
+ * once (more wait for one to be let go). */
+#define LAYOUTS 4
+
 struct yfs_mixview {
     yfs_mix *mx;
     uint32_t n;
@@ -57,17 +84,18 @@ struct yfs_mixview {
     uint64_t records, size, blocks;
     uint64_t *taken;  /* (blocks + 1) x n: records of each source before block b */
     int64_t *credit;  /* (blocks + 1) x n: the turns' credits before block b */
-    uint64_t charged; /* bytes of taken, credit and offset, charged to the accountant
-                         as a plan's (YFS_MEM_PLANS): they live while the file is open */
-    pthread_mutex_t lock; /* guards offset and the layout below */
-    uint64_t *offset; /* blocks + 1: where block b starts; UNKNOWN until learned */
-    uint64_t lay_block; /* the block laid out below; UNKNOWN: none */
-    uint64_t *lay_start;  /* BLOCK + 1: bytes of the block before each position */
-    uint32_t *lay_pos;    /* BLOCK: positions of source i's records of the block, from
-                             lay_base[i] on, in record order */
-    uint32_t lay_base[SH_MIX_MAX_SOURCES + 1];
-    uint64_t *sizes;      /* BLOCK: scratch for record sizes */
-    uint64_t read_end;    /* where the last read ended */
+    uint64_t charged; /* bytes of taken, credit, offset and the layouts allocated,
+                         charged to the accountant as a plan's (YFS_MEM_PLANS): they live
+                         while the file is open; grows under the lock */
+    /* blocks + 1: where block b starts; UNKNOWN until learned. Written once
+     * with the one value every read that learns it computes: no lock. */
+    _Atomic uint64_t *offset;
+    _Atomic uint64_t last_block; /* the block the last read started in (a hint) */
+    _Atomic uint64_t read_end;   /* where the last read ended */
+    pthread_mutex_t lock;  /* guards the layouts' block, users, ready, and the shares'
+                              ahead_leg */
+    pthread_cond_t laid;   /* a layout was laid out or let go */
+    layout lays[LAYOUTS];
 };
 
 static uint64_t search(const uint64_t *prefix, uint64_t count, uint64_t k)
@@ -373,9 +401,9 @@ static int checkpoints(yfs_mixview *v, pq_error *err)
     for (uint32_t i = 0; i < n; i++)
         assert(taken[i] == v->counts[i]);
     for (uint64_t b = 0; b <= v->blocks; b++)
-        v->offset[b] = UNKNOWN;
-    v->offset[0] = 0;
-    v->offset[v->blocks] = v->size;
+        atomic_init(&v->offset[b], UNKNOWN);
+    atomic_store(&v->offset[0], 0);
+    atomic_store(&v->offset[v->blocks], v->size);
     return 0;
 }
 
@@ -389,14 +417,13 @@ int yfs_mixview_open(yfs_mix *mx, const yfs_name *n, yfs_mixview **out, pq_error
         return pq_error_set(err, "out of memory");
     v->mx = mx;
     v->n = mx->n;
-    v->lay_block = UNKNOWN;
     pthread_mutex_init(&v->lock, NULL);
+    pthread_cond_init(&v->laid, NULL);
+    for (int k = 0; k < LAYOUTS; k++)
+        v->lays[k].block = UNKNOWN;
     v->shares = calloc(mx->n, sizeof *v->shares);
     v->counts = calloc(mx->n, sizeof *v->counts);
-    v->lay_start = malloc((BLOCK + 1) * sizeof *v->lay_start);
-    v->lay_pos = malloc(BLOCK * sizeof *v->lay_pos);
-    v->sizes = malloc(BLOCK * sizeof *v->sizes);
-    int rc = v->shares && v->counts && v->lay_start && v->lay_pos && v->sizes
+    int rc = v->shares && v->counts
                  ? 0
                  : pq_error_set(err, "out of memory");
     if (rc == 0)
@@ -428,9 +455,13 @@ void yfs_mixview_close(yfs_mixview *v)
     if (v->charged)
         yfs_budget_release(v->mx->sources[0]->budget, v->charged, YFS_MEM_PLANS, NULL);
     free(v->offset);
-    free(v->lay_start);
-    free(v->lay_pos);
-    free(v->sizes);
+    for (int k = 0; k < LAYOUTS; k++) {
+        assert(v->lays[k].users == 0);
+        free(v->lays[k].start);
+        free(v->lays[k].pos);
+        free(v->lays[k].sizes);
+    }
+    pthread_cond_destroy(&v->laid);
     pthread_mutex_destroy(&v->lock);
     free(v);
 }
@@ -442,26 +473,27 @@ uint64_t yfs_mixview_size(const yfs_mixview *v)
 
 /* ---- reading ---- */
 
-/* Where block b starts (learned once). Under the lock. */
+/* Where block b starts (learned once; reads may learn it at once). */
 static int block_offset(yfs_mixview *v, uint64_t b, uint64_t *out, pq_error *err)
 {
-    if (v->offset[b] == UNKNOWN) {
-        uint64_t at = 0;
+    uint64_t at = atomic_load_explicit(&v->offset[b], memory_order_relaxed);
+    if (at == UNKNOWN) {
+        at = 0;
         for (uint32_t i = 0; i < v->n; i++) {
             uint64_t byte;
             if (share_byte(&v->shares[i], v->taken[b * v->n + i], &byte, err) < 0)
                 return -1;
             at += byte;
         }
-        v->offset[b] = at;
+        atomic_store_explicit(&v->offset[b], at, memory_order_relaxed);
     }
-    *out = v->offset[b];
+    *out = at;
     return 0;
 }
 
-/* The block holding byte x (< size). Under the lock. Learning a block's
- * offset builds a segment of every source where the block starts, so the
- * search probes near where the reader is: from the last block laid out (or
+/* The block holding byte x (< size). Learning a block's offset builds a
+ * segment of every source where the block starts, so the search probes
+ * near where the reader is: from the block the last read started in (or
  * block 0) it gallops forward, 1, 2, 4, ... blocks, then bisects the last
  * step. A sequential reader probes the next block or two; a bisection of
  * the whole file built segments far ahead of a read at offset 0 (DuckDB
@@ -469,15 +501,13 @@ static int block_offset(yfs_mixview *v, uint64_t b, uint64_t *out, pq_error *err
 static int find_block(yfs_mixview *v, uint64_t x, uint64_t *out, pq_error *err)
 {
     uint64_t lo = 0, hi = v->blocks, at;
-    if (v->lay_block != UNKNOWN) {
-        if (block_offset(v, v->lay_block, &at, err) < 0)
-            return -1;
-        if (at <= x)
-            lo = v->lay_block;
-        else
-            hi = v->lay_block;
-    }
-    assert(v->offset[lo] != UNKNOWN && v->offset[lo] <= x);
+    uint64_t last = atomic_load_explicit(&v->last_block, memory_order_relaxed);
+    if (block_offset(v, last, &at, err) < 0)
+        return -1;
+    if (at <= x)
+        lo = last;
+    else
+        hi = last;
     for (uint64_t from = lo, step = 1; from + step < hi; step *= 2) {
         if (block_offset(v, from + step, &at, err) < 0)
             return -1;
@@ -500,14 +530,15 @@ static int find_block(yfs_mixview *v, uint64_t x, uint64_t *out, pq_error *err)
     return 0;
 }
 
-/* Call fn for records [k0, k1) of share s, each with its segment held and
- * its index counted from `base`; one segment held at a time. consume: tell
- * the cache when a segment's last record was served (it may go first). */
-typedef void (*record_fn)(yfs_mixview *v, uint32_t i, const yfs_seg *seg, uint32_t record,
+/* Call fn for records [k0, k1) of share i, each with its segment held and
+ * its index counted from `base`; one segment held at a time, asked for as
+ * the layout's reader of the source. consume: tell the cache when a
+ * segment's last record was served (it may go first). */
+typedef void (*record_fn)(const layout *lay, uint32_t i, const yfs_seg *seg, uint32_t record,
                           uint64_t index, void *ctx);
 
-static int each_record(yfs_mixview *v, uint32_t i, uint64_t k0, uint64_t k1, uint64_t base,
-                       int consume, record_fn fn, void *ctx, pq_error *err)
+static int each_record(const yfs_mixview *v, layout *lay, uint32_t i, uint64_t k0, uint64_t k1,
+                       uint64_t base, int consume, record_fn fn, void *ctx, pq_error *err)
 {
     const share *s = &v->shares[i];
     for (uint64_t k = k0; k < k1;) {
@@ -516,10 +547,10 @@ static int each_record(yfs_mixview *v, uint32_t i, uint64_t k0, uint64_t k1, uin
         uint64_t in_piece = pc->end - p.record;
         uint64_t take = k1 - k < in_piece ? k1 - k : in_piece;
         yfs_seg *seg;
-        if (yfs_cache_get(s->m->cache, p.l->plan, pc->segment, s, &seg, err) < 0)
+        if (yfs_cache_get(s->m->cache, p.l->plan, pc->segment, &lay->reader[i], &seg, err) < 0)
             return -1;
         for (uint64_t j = 0; j < take; j++)
-            fn(v, i, seg, p.record + (uint32_t)j, k - base + j, ctx);
+            fn(lay, i, seg, p.record + (uint32_t)j, k - base + j, ctx);
         if (consume && p.record + take == pc->end &&
             pc->end == p.l->plan->plan.segments[pc->segment].records)
             yfs_cache_consumed(s->m->cache, seg);
@@ -529,46 +560,133 @@ static int each_record(yfs_mixview *v, uint32_t i, uint64_t k0, uint64_t k1, uin
     return 0;
 }
 
-static void measure(yfs_mixview *v, uint32_t i, const yfs_seg *seg, uint32_t record,
+static void measure(const layout *lay, uint32_t i, const yfs_seg *seg, uint32_t record,
                     uint64_t index, void *ctx)
 {
     (void)ctx;
-    v->sizes[v->lay_base[i] + index] =
+    lay->sizes[lay->base[i] + index] =
         yfs_seg_record_start(seg, record + 1) - yfs_seg_record_start(seg, record);
 }
 
-/* Lay block b out: the byte start of every position. */
-static int lay_out(yfs_mixview *v, uint64_t b, pq_error *err)
+/* Lay block b out in lay, which is the caller's alone. */
+static int lay_out(const yfs_mixview *v, layout *lay, uint64_t b, pq_error *err)
 {
-    if (v->lay_block == b)
-        return 0;
-    v->lay_block = UNKNOWN;
     uint32_t n = v->n;
     const uint64_t *t0 = v->taken + b * n, *t1 = t0 + n;
-    v->lay_base[0] = 0;
+    lay->base[0] = 0;
     for (uint32_t i = 0; i < n; i++)
-        v->lay_base[i + 1] = v->lay_base[i] + (uint32_t)(t1[i] - t0[i]);
-    uint32_t positions = v->lay_base[n];
+        lay->base[i + 1] = lay->base[i] + (uint32_t)(t1[i] - t0[i]);
+    uint32_t positions = lay->base[n];
     assert(positions <= BLOCK);
     for (uint32_t i = 0; i < n; i++)
-        if (each_record(v, i, t0[i], t1[i], t0[i], 0, measure, NULL, err) < 0)
+        if (each_record(v, lay, i, t0[i], t1[i], t0[i], 0, measure, NULL, err) < 0)
             return -1;
     int64_t credit[SH_MIX_MAX_SOURCES];
     uint32_t next[SH_MIX_MAX_SOURCES];
     sh_mix_turns t;
     sh_mix_turns_init(&t, v->counts, n, credit); /* cannot fail: it did at open */
     memcpy(credit, v->credit + b * n, n * sizeof *credit);
-    memcpy(next, v->lay_base, n * sizeof *next);
-    v->lay_start[0] = 0;
+    memcpy(next, lay->base, n * sizeof *next);
+    lay->start[0] = 0;
     for (uint32_t p = 0; p < positions; p++) {
         uint32_t i = sh_mix_turns_next(&t);
-        v->lay_pos[next[i]] = p;
-        v->lay_start[p + 1] = v->lay_start[p] + v->sizes[next[i]++];
+        lay->pos[next[i]] = p;
+        lay->start[p + 1] = lay->start[p] + lay->sizes[next[i]++];
     }
     for (uint32_t i = 0; i < n; i++)
-        assert(next[i] == v->lay_base[i + 1]);
-    v->lay_block = b;
+        assert(next[i] == lay->base[i + 1]);
     return 0;
+}
+
+/* Allocate lay's arrays (under the lock). The file's first layout is a
+ * constant of the open file, as its one layout was when reads of a file
+ * ran one at a time (80 KiB, outside the budget: charged, it took a tenth
+ * of mem=2M's room and doubled a backwards read's time); the others exist
+ * only for reads at once and are charged as the checkpoints are. */
+static int layout_alloc(yfs_mixview *v, layout *lay, pq_error *err)
+{
+    assert(!lay->start && lay->users == 0);
+    int first = 1;
+    for (int k = 0; k < LAYOUTS; k++)
+        first &= v->lays[k].start == NULL;
+    uint64_t bytes = first ? 0
+                           : (BLOCK + 1) * sizeof *lay->start +
+                                 BLOCK * (sizeof *lay->pos + sizeof *lay->sizes);
+    yfs_budget_reserve(v->mx->sources[0]->budget, bytes, YFS_MEM_PLANS, YFS_FORCE, NULL);
+    lay->start = malloc((BLOCK + 1) * sizeof *lay->start);
+    lay->pos = malloc(BLOCK * sizeof *lay->pos);
+    lay->sizes = malloc(BLOCK * sizeof *lay->sizes);
+    if (lay->start && lay->pos && lay->sizes) {
+        v->charged += bytes;
+        return 0;
+    }
+    free(lay->start);
+    free(lay->pos);
+    free(lay->sizes);
+    lay->start = NULL;
+    lay->pos = NULL;
+    lay->sizes = NULL;
+    yfs_budget_release(v->mx->sources[0]->budget, bytes, YFS_MEM_PLANS, NULL);
+    return pq_error_set(err, "out of memory");
+}
+
+/* The layout of block b for a read, laid out: shared with the reads of b,
+ * or laid out here in a layout no read uses (an allocated one first); let
+ * it go with let_go. Waits, holding no segment, while b's is being laid out
+ * or every layout is in use by reads of other blocks (their reads end
+ * without waiting for a layout). NULL on failure. */
+static layout *take_layout(yfs_mixview *v, uint64_t b, pq_error *err)
+{
+    pthread_mutex_lock(&v->lock);
+    layout *lay;
+    for (;;) {
+        layout *unused = NULL;
+        lay = NULL;
+        for (int k = 0; k < LAYOUTS; k++) {
+            layout *l = &v->lays[k];
+            if (l->block == b)
+                lay = l;
+            else if (l->users == 0 && (!unused || (!unused->start && l->start)))
+                unused = l;
+        }
+        if (lay && lay->ready) {
+            lay->users++;
+            pthread_mutex_unlock(&v->lock);
+            return lay;
+        }
+        if (!lay && unused) {
+            lay = unused;
+            break;
+        }
+        pthread_cond_wait(&v->laid, &v->lock);
+    }
+    /* ours to lay out: reads of b wait for it meanwhile */
+    int rc = lay->start ? 0 : layout_alloc(v, lay, err);
+    lay->block = b;
+    lay->users = 1;
+    lay->ready = 0;
+    pthread_mutex_unlock(&v->lock);
+    if (rc == 0)
+        rc = lay_out(v, lay, b, err);
+    pthread_mutex_lock(&v->lock);
+    if (rc == 0) {
+        lay->ready = 1;
+    } else { /* the error is this read's; a read of b waiting lays it out again */
+        lay->block = UNKNOWN;
+        lay->users = 0;
+    }
+    pthread_cond_broadcast(&v->laid);
+    pthread_mutex_unlock(&v->lock);
+    return rc == 0 ? lay : NULL;
+}
+
+static void let_go(yfs_mixview *v, layout *lay)
+{
+    pthread_mutex_lock(&v->lock);
+    assert(lay->users > 0 && lay->ready);
+    if (--lay->users == 0)
+        pthread_cond_broadcast(&v->laid);
+    pthread_mutex_unlock(&v->lock);
 }
 
 /* Copy of the block's bytes [lo, hi) into out. */
@@ -577,41 +695,41 @@ typedef struct copy_ctx {
     uint8_t *out;
 } copy_ctx;
 
-static void copy_record(yfs_mixview *v, uint32_t i, const yfs_seg *seg, uint32_t record,
+static void copy_record(const layout *lay, uint32_t i, const yfs_seg *seg, uint32_t record,
                         uint64_t index, void *ctx)
 {
     copy_ctx *c = ctx;
-    uint32_t p = v->lay_pos[v->lay_base[i] + index];
-    uint64_t from = v->lay_start[p], to = v->lay_start[p + 1];
+    uint32_t p = lay->pos[lay->base[i] + index];
+    uint64_t from = lay->start[p], to = lay->start[p + 1];
     uint64_t a = from > c->lo ? from : c->lo, e = to < c->hi ? to : c->hi;
     if (a < e)
         yfs_seg_copy(seg, yfs_seg_record_start(seg, record) + (a - from), c->out + (a - c->lo),
                      e - a);
 }
 
-/* Copy block b's bytes [lo, hi) (block-relative) into out. */
-static int copy_block(yfs_mixview *v, uint64_t b, uint64_t lo, uint64_t hi, uint8_t *out,
-                      pq_error *err)
+/* Copy block b's bytes [lo, hi) (block-relative) into out, b laid out in lay. */
+static int copy_block(const yfs_mixview *v, layout *lay, uint64_t b, uint64_t lo, uint64_t hi,
+                      uint8_t *out, pq_error *err)
 {
-    uint32_t positions = v->lay_base[v->n];
+    uint32_t positions = lay->base[v->n];
     uint64_t first = 0, last = positions; /* positions whose bytes meet [lo, hi) */
-    while (first < positions && v->lay_start[first + 1] <= lo)
+    while (first < positions && lay->start[first + 1] <= lo)
         first++;
-    while (last > first && v->lay_start[last - 1] >= hi)
+    while (last > first && lay->start[last - 1] >= hi)
         last--;
     copy_ctx c = { lo, hi, out };
     const uint64_t *t0 = v->taken + b * v->n;
     for (uint32_t i = 0; i < v->n; i++) {
         /* source i's records among positions [first, last) */
         uint64_t k0 = UNKNOWN, k1 = 0;
-        for (uint32_t j = v->lay_base[i]; j < v->lay_base[i + 1]; j++)
-            if (v->lay_pos[j] >= first && v->lay_pos[j] < last) {
-                k0 = k0 == UNKNOWN ? j - v->lay_base[i] : k0;
-                k1 = j - v->lay_base[i] + 1;
+        for (uint32_t j = lay->base[i]; j < lay->base[i + 1]; j++)
+            if (lay->pos[j] >= first && lay->pos[j] < last) {
+                k0 = k0 == UNKNOWN ? j - lay->base[i] : k0;
+                k1 = j - lay->base[i] + 1;
             }
         if (k0 == UNKNOWN)
             continue;
-        if (each_record(v, i, t0[i] + k0, t0[i] + k1, t0[i], 1, copy_record, &c, err) < 0)
+        if (each_record(v, lay, i, t0[i] + k0, t0[i] + k1, t0[i], 1, copy_record, &c, err) < 0)
             return -1;
     }
     return 0;
@@ -619,7 +737,7 @@ static int copy_block(yfs_mixview *v, uint64_t b, uint64_t lo, uint64_t hi, uint
 
 /* Keep each source's next segments prepared from where its records of
  * block b start (b <= blocks): every source is a reader of its share's part (yfs_ahead.h),
- * its allowance the source's share of one reader's. */
+ * its allowance the source's share of one reader's. Under the lock. */
 static void prepare_ahead(yfs_mixview *v, uint64_t b, int in_order)
 {
     for (uint32_t i = 0; i < v->n; i++) {
@@ -640,25 +758,30 @@ static void prepare_ahead(yfs_mixview *v, uint64_t b, int in_order)
     }
 }
 
-static int read_locked(yfs_mixview *v, uint64_t offset, size_t size, uint8_t *out,
-                       pq_error *err)
+/* Copy [offset, offset + size) (within the file) into out: reads of one
+ * file run at once, each laying out (or sharing) the layouts of its blocks. */
+static int read_blocks(yfs_mixview *v, uint64_t offset, size_t size, uint8_t *out,
+                       uint64_t *last, pq_error *err)
 {
     size_t done = 0;
-    uint64_t b = 0;
     while (done < size) {
-        uint64_t x = offset + done, start, end;
+        uint64_t x = offset + done, start, end, b;
         if (find_block(v, x, &b, err) < 0 || block_offset(v, b, &start, err) < 0 ||
-            block_offset(v, b + 1, &end, err) < 0 || lay_out(v, b, err) < 0)
+            block_offset(v, b + 1, &end, err) < 0)
             return -1;
-        assert(start <= x && x < end && end - start == v->lay_start[v->lay_base[v->n]]);
+        atomic_store_explicit(&v->last_block, b, memory_order_relaxed);
+        layout *lay = take_layout(v, b, err);
+        if (!lay)
+            return -1;
+        assert(start <= x && x < end && end - start == lay->start[lay->base[v->n]]);
         uint64_t hi = end - x < size - done ? end : x + (size - done);
-        if (copy_block(v, b, x - start, hi - start, out + done, err) < 0)
+        int rc = copy_block(v, lay, b, x - start, hi - start, out + done, err);
+        let_go(v, lay);
+        if (rc < 0)
             return -1;
         done += (size_t)(hi - x);
+        *last = b;
     }
-    uint64_t gap = offset > v->read_end ? offset - v->read_end : v->read_end - offset;
-    v->read_end = offset + size;
-    prepare_ahead(v, b + 1, gap <= YFS_AHEAD_SEQUENTIAL_SLACK);
     return 0;
 }
 
@@ -670,10 +793,14 @@ int yfs_mixview_read(yfs_mixview *v, uint64_t offset, size_t size, uint8_t *out,
         return 0;
     if (size > v->size - offset)
         size = (size_t)(v->size - offset);
+    uint64_t last = 0;
+    if (read_blocks(v, offset, size, out, &last, err) < 0)
+        return -1;
+    uint64_t before = atomic_exchange_explicit(&v->read_end, offset + size, memory_order_relaxed);
+    uint64_t gap = offset > before ? offset - before : before - offset;
     pthread_mutex_lock(&v->lock);
-    int rc = read_locked(v, offset, size, out, err);
+    prepare_ahead(v, last + 1, gap <= YFS_AHEAD_SEQUENTIAL_SLACK);
     pthread_mutex_unlock(&v->lock);
-    if (rc == 0)
-        *got = size;
-    return rc;
+    *got = size;
+    return 0;
 }

@@ -24,10 +24,13 @@
  * segments a share cuts at its ends (built at open), and a block's offset
  * the one segment per source it starts in; offsets are learned as blocks
  * are read (a sequential reader builds nothing more than it reads) and a
- * read far ahead finds its block by bisection, building the segments at
- * the probes. A block is served by laying out its records (the sizes of its
+ * read far ahead finds its block by galloping from the last read's block
+ * and bisecting the last step, building the segments at the probes. A block is served by laying out its records (the sizes of its
  * records, from their built segments) and copying each source's records
- * into place, one segment held at a time.
+ * into place, one segment held at a time. Reads of one file run at once:
+ * offsets are learned without a lock (each is the same whoever learns it),
+ * and a read shares the layout of its block with the other reads of that
+ * block or lays it out in one of a few layouts of the file.
  *
  * After each read every source is prepared ahead from where its next
  * records are, as a plain file's reader (yfs_ahead.h, over its share's
@@ -35,10 +38,11 @@
  *
  * Memory: the turns' checkpoints (16 bytes per source and 8 per block of
  * BLOCK records: 33 KiB for a million records of 8 sources) live as long
- * as the file is open and are charged as a plan's (YFS_MEM_PLANS); the
- * layout of one block is a constant 100 KiB or so.
+ * as the file is open and are charged as a plan's (YFS_MEM_PLANS); a
+ * layout of one block is 80 KiB: the first is a constant of the open file,
+ * the others (up to 3, only for reads at once) are charged as plans.
  *
- * Thread-safe: reads of one view are serialised by its lock.
+ * Thread-safe: reads of one view may run at once.
  */
 #ifndef YFS_MIXVIEW_H
 #define YFS_MIXVIEW_H

@@ -257,10 +257,25 @@ int yfs_mount_start(yfs_mount *m, pq_error *err)
     return yfs_cache_start(m->cache, m->opts.threads, err);
 }
 
+void yfs_mount_stop(yfs_mount *m)
+{
+    if (!m)
+        return;
+    for (uint32_t i = 1; m->mix && m->mix->sources && i < m->mix->n; i++)
+        yfs_mount_stop(m->mix->sources[i]);
+    yfs_cache_stop(m->cache); /* first: its builds may wait for the engine's loads */
+    yfs_io_stop(m->io);
+}
+
 void yfs_mount_close(yfs_mount *m)
 {
     if (!m)
         return;
+    /* A mixture's sources share m's accountant, whose reclaimers reach into
+     * every source's caches and stores: no thread of any source may run
+     * once one source is freed (a prefetch build of source 0 still running
+     * at unmount dropped idle segments of a source freed before it). */
+    yfs_mount_stop(m);
     yfs_mix_free(m->mix); /* the other sources first: they share m's accountant */
     yfs_cache_free(m->cache); /* first: its workers use plans and dictionaries */
     yfs_io_free(m->io);       /* then: its threads use plans and the stores */

@@ -80,6 +80,10 @@ int yfs_mount_open(const yfs_options *opts, const char *dataset, int progress, y
 int yfs_mount_open_source(const yfs_options *opts, const char *dataset, int progress,
                           yfs_budget *budget, yfs_mount **out, pq_error *err);
 int yfs_mount_start(yfs_mount *m, pq_error *err);
+/* Stop the mount's threads (prefetch workers, I/O engine) and, for a
+ * mixture, every source's: builds and loads running finish, nothing is
+ * freed. May be called again; yfs_mount_close calls it first. */
+void yfs_mount_stop(yfs_mount *m);
 void yfs_mount_close(yfs_mount *m);
 
 /* Memory budgets derived from opts.mem. One accountant (m->budget,
