@@ -329,8 +329,8 @@ int yfs_budget_reserve(yfs_budget *b, uint64_t bytes, yfs_mem_kind kind, yfs_mem
                        yfs_hold *hold)
 {
     assert(kind < YFS_MEM_KINDS);
-    assert(mode != YFS_DEMAND || !hold || hold->threads > 0);
     pthread_mutex_lock(&b->lock);
+    assert(mode != YFS_DEMAND || !hold || hold->threads > 0); /* hold fields: under the lock */
     waiter self;
     int queued = 0, patient = 1;
     uint64_t patience_end = 0, freed = 0; /* the patient wait running, and what it saw */
