@@ -129,16 +129,11 @@ int pq_values_dict_packed(const uint8_t *buf, size_t len, uint32_t n, const pq_d
      * indices >= i, so the last goes first; narrower, only indices <= i, so
      * the first goes first. Either way each index is read before it is
      * overwritten. */
-    if (width >= sizeof *idx) {
-        for (uint32_t i = n; i-- > 0;) {
-            assert(dict->values[idx[i]].len == width);
-            memcpy(out + (size_t)i * width, dict->values[idx[i]].ptr, width);
-        }
-    } else {
-        for (uint32_t i = 0; i < n; i++) {
-            assert(dict->values[idx[i]].len == width);
-            memcpy(out + (size_t)i * width, dict->values[idx[i]].ptr, width);
-        }
+    int last_first = width >= sizeof *idx;
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t i = last_first ? n - 1 - k : k;
+        assert(dict->values[idx[i]].len == width);
+        memcpy(out + (size_t)i * width, dict->values[idx[i]].ptr, width);
     }
     return 0;
 }

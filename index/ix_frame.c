@@ -585,25 +585,23 @@ static int raw_record(const ix_framing *f, const ix_record *r, ix_sink *s, pq_er
 
 static int text_record(const ix_record *r, ix_sink *s, pq_error *err)
 {
-    pq_bytes value = pq_value_at(&r->values, 0);
-    const pq_bytes *v = &value;
-    if (memchr(v->ptr, '\n', v->len))
+    pq_bytes v = pq_value_at(&r->values, 0);
+    if (memchr(v.ptr, '\n', v.len))
         return pq_error_set(err, "the value contains a newline, which format=text cannot "
                             "carry unambiguously; use format=jsonl or format=len32");
-    put(s, v->ptr, v->len);
+    put(s, v.ptr, v.len);
     put_byte(s, '\n');
     return 0;
 }
 
 static void len32_record(const ix_record *r, ix_sink *s)
 {
-    pq_bytes value = pq_value_at(&r->values, 0);
-    const pq_bytes *v = &value;
+    pq_bytes v = pq_value_at(&r->values, 0);
     uint8_t len[4];
     for (int i = 0; i < 4; i++)
-        len[i] = (uint8_t)(v->len >> (8 * i));
+        len[i] = (uint8_t)(v.len >> (8 * i));
     put(s, len, sizeof len);
-    put(s, v->ptr, v->len);
+    put(s, v.ptr, v.len);
 }
 
 int ix_frame(const ix_framing *f, const ix_record *r, ix_sink *s, pq_error *err)
