@@ -17,11 +17,22 @@
  * comes back when builds take parked pages, which do not signal us). */
 #define ROOM_POLL_NS (2u * 1000 * 1000)
 
+/* A load of the plan's schedule, or one page read alone (alone = 1). */
 typedef struct queued {
     yfs_plan *plan;     /* a reference, held while queued */
-    uint32_t load;
+    uint32_t load;      /* alone: unused */
+    int alone;
+    int urgent;         /* for a build under way: never waits for room */
+    uint64_t need;      /* the order position of the page it was queued for */
     const void *reader;
 } queued;
+
+/* The bytes the entry brings into the store. */
+static uint64_t queued_bytes(const yfs_mount *m, const queued *q)
+{
+    return q->alone ? m->ix->pages[q->plan->plan.order[q->need]].length
+                    : yfs_load_bytes(m, &q->plan->plan, q->load);
+}
 
 struct yfs_io {
     yfs_mount *m;
@@ -44,6 +55,7 @@ struct yfs_io {
     uint64_t interval_start, wait_ns_at_start;
     int room_stopped;        /* memory stopped a load in this interval */
     int backlog;             /* more loads were queued than allowed in flight */
+    int urgent_backlog;      /* ... and one of them was for a build under way */
 };
 
 yfs_io *yfs_io_new(yfs_mount *m, int depth)
@@ -56,14 +68,10 @@ yfs_io *yfs_io_new(yfs_mount *m, int depth)
     }
     io->m = m;
     io->fixed = depth > 0;
-    /* Grown, it stays within as many chunks as the store of loaded pages
-     * holds: more could not be parked anyway, and each is a thread. */
-    uint64_t chunks =
-        m->params.chunk_bytes ? yfs_mount_loaded_budget(m) / m->params.chunk_bytes : 0;
-    io->max_depth = depth > 0                     ? depth
-                    : chunks < YFS_IO_DEPTH_START ? YFS_IO_DEPTH_START
-                    : chunks > YFS_IO_DEPTH_MAX   ? YFS_IO_DEPTH_MAX
-                                                  : (int)chunks;
+    /* Memory does not bound the depth: what loads bring is bounded by the
+     * store's room and the accountant. Pages read alone are small, and a
+     * build's pages are many: they need the threads. */
+    io->max_depth = depth > 0 ? depth : YFS_IO_DEPTH_MAX;
     io->depth = depth > 0 ? depth : YFS_IO_DEPTH_START;
     pthread_mutex_init(&io->lock, NULL);
     pthread_cond_init(&io->wake, NULL);
@@ -105,7 +113,8 @@ static queued pop(yfs_io *io)
     return q;
 }
 
-static int push(yfs_io *io, queued q)
+/* Append q, or put it in front (lock held). */
+static int push(yfs_io *io, queued q, int front)
 {
     if (io->len == io->cap) {
         size_t cap = io->cap ? 2 * io->cap : 256;
@@ -119,7 +128,9 @@ static int push(yfs_io *io, queued q)
         io->head = 0;
         io->cap = cap;
     }
-    io->queue[(io->head + io->len) % io->cap] = q;
+    if (front)
+        io->head = (io->head + io->cap - 1) % io->cap;
+    io->queue[front ? io->head : (io->head + io->len) % io->cap] = q;
     io->len++;
     return 0;
 }
@@ -128,7 +139,9 @@ static int push(yfs_io *io, queued q)
  * and its plan reference is dropped (lock not held: plans take their own). */
 static void let_go(yfs_io *io, queued q, int unqueue)
 {
-    if (unqueue)
+    if (unqueue && q.alone)
+        yfs_loads_unqueue_page(&q.plan->loads, q.need);
+    else if (unqueue)
         yfs_loads_unqueue(&q.plan->loads, q.load);
     yfs_plans_put(io->m->plans, q.plan);
 }
@@ -143,14 +156,15 @@ static void adapt(yfs_io *io)
         return;
     uint64_t waited = yfs_counter(&io->m->stats.storage_wait_nanoseconds);
     io->backlog |= io->len > 0;
-    if (waited > io->wait_ns_at_start && io->backlog && !io->room_stopped &&
+    if (waited > io->wait_ns_at_start &&
+        ((io->backlog && !io->room_stopped) || io->urgent_backlog) &&
         io->depth < io->max_depth && !io->stop) { /* stopping: no thread the stop misses */
         io->depth = io->depth * 2 < io->max_depth ? io->depth * 2 : io->max_depth;
         start_threads(io);
     }
     io->interval_start = now;
     io->wait_ns_at_start = waited;
-    io->room_stopped = io->backlog = 0;
+    io->room_stopped = io->backlog = io->urgent_backlog = 0;
 }
 
 static void wait_a_little(yfs_io *io)
@@ -175,17 +189,20 @@ static void *io_thread(void *arg)
     while (!io->stop) {
         if (io->len == 0 || io->running >= io->depth || io->polling) {
             io->backlog |= io->len > 0;
+            io->urgent_backlog |= io->len > 0 && io->queue[io->head].urgent;
             pthread_cond_wait(&io->wake, &io->lock);
             continue;
         }
         queued q = pop(io);
-        uint64_t bytes = yfs_load_bytes(m, &q.plan->plan, q.load);
-        /* Room in the store for it besides what is in flight (the store's
-         * mutex is taken under ours, never the reverse). */
-        if (bytes + io->flight_bytes > yfs_pages_room(m->loaded)) {
-            io->queue[io->head = (io->head + io->cap - 1) % io->cap] = q; /* back in front */
-            io->len++;
+        uint64_t bytes = queued_bytes(m, &q);
+        /* Room in the store for it besides what is in flight, made by
+         * dropping parked pages needed after it (the store's mutex is taken
+         * under ours, never the reverse); a build under way needs what an
+         * urgent one brings at once, whatever the store holds. */
+        if (!q.urgent && !yfs_pages_make_room(m->loaded, bytes + io->flight_bytes,
+                                              q.plan->plan.epoch, q.need)) {
             io->room_stopped = 1;
+            push(io, q, 1); /* back in front: it was just popped, no allocation */
             io->polling = 1;
             wait_a_little(io);
             io->polling = 0;
@@ -196,7 +213,8 @@ static void *io_thread(void *arg)
         if (io->len > 0 && io->running < io->depth)
             pthread_cond_signal(&io->wake); /* the next one may go too */
         pthread_mutex_unlock(&io->lock);
-        int ran = yfs_loads_run(m, &q.plan->plan, &q.plan->loads, q.load, &hold);
+        int ran = q.alone ? yfs_loads_run_page(m, &q.plan->plan, &q.plan->loads, q.need, &hold)
+                          : yfs_loads_run(m, &q.plan->plan, &q.plan->loads, q.load, &hold);
         let_go(io, q, 0); /* ran, taken by a build or refused: not queued any more */
         pthread_mutex_lock(&io->lock);
         io->running--;
@@ -245,24 +263,34 @@ void yfs_io_free(yfs_io *io)
  * Pages likely streamed in windows (large for mem), and loads not read
  * whole or larger than a quarter of the store, are left to the builds: none
  * is loaded ahead. */
-static void queue_segment(yfs_io *io, yfs_plan *plan, uint64_t s, const void *reader)
+static void queue_segment(yfs_io *io, yfs_plan *plan, uint64_t s, const void *reader,
+                          int urgent)
 {
     yfs_mount *m = io->m;
     uint64_t largest = yfs_mount_loaded_budget(m) / 4;
     const sh_segment *seg = &plan->plan.segments[s];
     const sh_schedule *sched = &plan->plan.schedule;
-    for (uint32_t i = 0; i < seg->units; i++) {
-        uint32_t page;
+    for (uint32_t k = 0; k < seg->units; k++) {
+        uint32_t page, i = urgent ? seg->units - 1 - k : k; /* pushed in front: the last first */
         if (!yfs_unit_likely_whole(m, plan->plan.unit_order[seg->first + i], &page))
             continue;
-        uint32_t load = sched->source[sched->position[page]];
-        uint64_t bytes = yfs_load_bytes(m, &plan->plan, load);
-        if (bytes == 0 || bytes > largest || !yfs_loads_queue(&plan->loads, load))
+        uint64_t need = sched->position[page];
+        if (urgent) { /* its build takes it: kept in the store until then */
+            yfs_loads_want(&plan->loads, need);
+            yfs_pages_pin(m->loaded, plan->plan.epoch, page);
+        }
+        queued q = { plan, sched->source[need], 0, urgent, need, reader };
+        uint64_t bytes = yfs_load_bytes(m, &plan->plan, q.load);
+        if (bytes == 0 || bytes > largest)
+            continue;
+        /* Its load, or the page alone when the load ran but the store let
+         * the page go for one needed sooner. */
+        if (!yfs_loads_queue(&plan->loads, q.load) &&
+            !(q.alone = yfs_loads_queue_page(m, &plan->plan, &plan->loads, need)))
             continue;
         yfs_plans_ref(m->plans, plan);
-        if (push(io, (queued){ plan, load, reader }) < 0) {
-            yfs_loads_unqueue(&plan->loads, load);
-            yfs_plans_put(m->plans, plan);
+        if (push(io, q, urgent) < 0) {
+            let_go(io, q, 1);
             return;
         }
     }
@@ -292,6 +320,13 @@ void yfs_io_ahead(yfs_io *io, yfs_plan *plan, const sh_part *part, uint64_t from
 {
     if (plan->plan.schedule.num_loads == 0 || from >= part->count)
         return;
+    /* Where the reader's pages are needed from: the store keeps those. */
+    const sh_segment *at = &plan->plan.segments[sh_part_segment(part, from)];
+    if (at->units > 0) {
+        uint32_t page = yfs_unit_page(io->m, plan->plan.unit_order[at->first]);
+        yfs_pages_reader_at(io->m->loaded, reader, plan->plan.epoch,
+                            plan->plan.schedule.position[page]);
+    }
     if (!in_order) { /* a jump: the window starts again where it reads next in order */
         pthread_mutex_lock(&io->lock);
         *next = 0;
@@ -312,10 +347,22 @@ void yfs_io_ahead(yfs_io *io, yfs_plan *plan, const sh_part *part, uint64_t from
     uint64_t j = *next > from ? *next : from;
     size_t before = io->len;
     for (; j < part->count && (j <= far || part->offsets[j] - part->offsets[far] < window); j++)
-        queue_segment(io, plan, sh_part_segment(part, j), reader);
+        queue_segment(io, plan, sh_part_segment(part, j), reader, 0);
     if (io->len > before)
         pthread_cond_broadcast(&io->wake);
     *next = j;
+    pthread_mutex_unlock(&io->lock);
+}
+
+void yfs_io_build_starts(yfs_io *io, yfs_plan *plan, uint64_t s)
+{
+    if (plan->plan.schedule.num_loads == 0)
+        return;
+    pthread_mutex_lock(&io->lock);
+    size_t before = io->len;
+    queue_segment(io, plan, s, NULL, 1);
+    if (io->len > before)
+        pthread_cond_broadcast(&io->wake);
     pthread_mutex_unlock(&io->lock);
 }
 
@@ -341,6 +388,7 @@ void yfs_io_forget(yfs_io *io, const void *reader)
             break;
         }
     pthread_mutex_unlock(&io->lock);
+    yfs_pages_reader_gone(io->m->loaded, reader);
     for (size_t i = 0; i < n; i++)
         let_go(io, gone[i], 1);
     free(gone);

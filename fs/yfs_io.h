@@ -19,18 +19,32 @@
  * (it never waits behind the queue); one that needs a load in flight waits
  * for it (the time is counted: storage_wait_nanoseconds).
  *
- * Memory: a load is issued only when what it brings has room: its bytes fit
- * in the store's room left after the loads already in flight, and the
- * accountant grants them as a prefetch (yfs_budget.h). Otherwise the engine
- * waits until builds take parked pages. Pages so large for mem that their
- * builds likely stream them in windows (yfs_units.h) are not loaded ahead.
+ * Every reader tells the store of loaded pages where it reads
+ * (yfs_pages_reader_at), so that the store keeps the pages needed soonest.
+ * A page of the window whose load already ran but which the store let go
+ * is queued to be read alone (yfs_loads_queue_page).
  *
- * Depth: at most `depth` loads in flight. With io_depth=0 (the default) the
+ * Builds: when a segment build starts (yfs_io_build_starts), the loads and
+ * pages alone its pages need go to the front of the queue, urgent: they
+ * are issued at once, whatever the store's room, and the pages they bring
+ * for that build are pinned in the store until it takes them. So a build
+ * waits for about one round trip, not one per page.
+ *
+ * Memory: a load that is not urgent is issued only when what it brings has
+ * room: its bytes fit in the store's room left after the loads already in
+ * flight, made by dropping parked pages needed after it, and every load
+ * needs the accountant to grant its bytes as a prefetch (yfs_budget.h).
+ * Otherwise the engine waits until builds take parked pages. Pages so large
+ * for mem that their builds likely stream them in windows (yfs_units.h)
+ * are not loaded ahead.
+ *
+ * Depth: at most `depth` reads in flight. With io_depth=0 (the default) the
  * depth starts at YFS_IO_DEPTH_START and doubles whenever builds waited for
- * storage during an interval in which the engine had more loads queued
- * than in flight and memory did not stop it, up to as many chunks as the
- * store holds (at least YFS_IO_DEPTH_START, at most YFS_IO_DEPTH_MAX); a
- * fixed io_depth=N keeps N. Threads are started as the depth grows.
+ * storage during an interval in which the engine had more reads queued
+ * than in flight and memory did not stop it (or an urgent one waited for a
+ * thread), up to YFS_IO_DEPTH_MAX: memory bounds what reads bring, not
+ * their number (pages read alone are small); a fixed io_depth=N keeps N.
+ * Threads are started as the depth grows.
  *
  * A pool of threads, not io_uring: measured side by side on this engine's
  * reads (1 MiB chunks, shuffled, depth 1 to 64, page cache warm and cold,
@@ -74,6 +88,12 @@ void yfs_io_free(yfs_io *io);
  * nothing new is due. */
 void yfs_io_ahead(yfs_io *io, yfs_plan *plan, const sh_part *part, uint64_t from,
                   const void *reader, uint64_t *next, int in_order);
+/* A build of segment s of plan starts: the loads of its pages that have not
+ * started, and its pages to read alone, go to the front of the queue,
+ * urgent (see Builds above), so that they are read at once rather than one
+ * after another as the build reaches them; its pages waiting in the store
+ * are pinned there. Cheap when the plan has no loads. */
+void yfs_io_build_starts(yfs_io *io, yfs_plan *plan, uint64_t s);
 /* The reader is gone: its queued loads that have not started leave the
  * queue. */
 void yfs_io_forget(yfs_io *io, const void *reader);

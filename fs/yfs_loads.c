@@ -32,11 +32,18 @@ static int storage_read(yfs_mount *m, uint32_t file, uint64_t offset, void *buf,
     return rc;
 }
 
-int yfs_loads_init(yfs_loads *l, uint64_t num_loads)
+int yfs_loads_init(yfs_loads *l, uint64_t num_loads, uint64_t num_positions)
 {
     l->state = calloc(num_loads ? num_loads : 1, 1);
-    if (!l->state)
+    l->alone = calloc(num_loads && num_positions ? num_positions : 1, 1);
+    l->wanted = calloc(num_loads && num_positions ? num_positions : 1, 1);
+    if (!l->state || !l->alone || !l->wanted) {
+        free(l->state);
+        free(l->alone);
+        free(l->wanted);
+        l->state = l->alone = l->wanted = NULL;
         return -1;
+    }
     pthread_mutex_init(&l->lock, NULL);
     pthread_cond_init(&l->finished, NULL);
     return 0;
@@ -49,16 +56,23 @@ void yfs_loads_destroy(yfs_loads *l)
     pthread_cond_destroy(&l->finished);
     pthread_mutex_destroy(&l->lock);
     free(l->state);
-    l->state = NULL;
+    free(l->alone);
+    free(l->wanted);
+    l->state = l->alone = l->wanted = NULL;
 }
 
-int yfs_page_read(yfs_mount *m, uint64_t page, yfs_hold *hold, uint8_t **raw, uint32_t *len,
-                  pq_error *err)
+/* Read global page `page` alone into *raw (charged to hold as YFS_MEM_RAW,
+ * reserved in `mode`; -1 with *raw NULL and err unset when a YFS_PREFETCH
+ * reservation is refused); *waited is set to the time the read took. */
+static int read_alone(yfs_mount *m, uint64_t page, yfs_mem_mode mode, yfs_hold *hold,
+                      uint8_t **raw, uint32_t *len, uint64_t *waited, pq_error *err)
 {
     const ix_index *ix = m->ix;
     const ix_page *p = &ix->pages[page];
     uint32_t file = ix->chunks[ix_locate(ix, page)].file;
-    yfs_budget_reserve(m->budget, p->length, YFS_MEM_RAW, YFS_DEMAND, hold);
+    *raw = NULL;
+    if (yfs_budget_reserve(m->budget, p->length, YFS_MEM_RAW, mode, hold) < 0)
+        return -1;
     *len = p->length;
     *raw = malloc(p->length ? p->length : 1);
     if (!*raw) {
@@ -66,9 +80,7 @@ int yfs_page_read(yfs_mount *m, uint64_t page, yfs_hold *hold, uint8_t **raw, ui
         return pq_error_set(err, "%s: out of memory for a %u-byte page", ix->files[file].name,
                             p->length);
     }
-    uint64_t waited;
-    int rc = storage_read(m, file, p->offset, *raw, p->length, page, 1, &waited, err);
-    yfs_count(&m->stats.storage_wait_nanoseconds, waited);
+    int rc = storage_read(m, file, p->offset, *raw, p->length, page, 1, waited, err);
     if (rc < 0) {
         free(*raw);
         *raw = NULL;
@@ -78,6 +90,15 @@ int yfs_page_read(yfs_mount *m, uint64_t page, yfs_hold *hold, uint8_t **raw, ui
     }
     yfs_count(&m->stats.pages_read_alone, 1);
     return 0;
+}
+
+int yfs_page_read(yfs_mount *m, uint64_t page, yfs_hold *hold, uint8_t **raw, uint32_t *len,
+                  pq_error *err)
+{
+    uint64_t waited = 0;
+    int rc = read_alone(m, page, YFS_DEMAND, hold, raw, len, &waited, err);
+    yfs_count(&m->stats.storage_wait_nanoseconds, waited);
+    return rc;
 }
 
 /* The byte range of the load's pages in their file, if the index gives them
@@ -108,14 +129,26 @@ uint64_t yfs_load_bytes(const yfs_mount *m, const sh_plan *plan, uint64_t l)
     return chunk_range(m->ix, &plan->schedule.loads[l], &start, &end) < 0 ? 0 : end - start;
 }
 
+/* Park the page at order position pos (raw[0..len), charged to hold):
+ * pinned when a build under way wants it. */
+static void park(yfs_mount *m, const sh_plan *plan, yfs_loads *l, uint64_t pos, uint8_t *raw,
+                 uint32_t len, yfs_hold *hold)
+{
+    pthread_mutex_lock(&l->lock);
+    int wanted = l->wanted[pos];
+    pthread_mutex_unlock(&l->lock);
+    (wanted ? yfs_pages_put_pinned : yfs_pages_put)(m->loaded, plan->epoch, plan->order[pos],
+                                                     pos, raw, len, hold);
+}
+
 /* Run load l: read its chunk, hand the page at `want` (an order position;
  * UINT64_MAX: none) to the caller in *raw (charged to hold) and park the
  * other pages it brings. *raw stays NULL when the chunk could not be read
  * whole or the accountant refused the memory. Returns 1 when the chunk was
  * read, 0 when it could not be (its pages are read alone, which reports
  * any error), -1 when the accountant refused its buffer. */
-static int execute(yfs_mount *m, const sh_plan *plan, uint64_t l, uint64_t want,
-                   yfs_hold *hold, uint8_t **raw)
+static int execute(yfs_mount *m, const sh_plan *plan, yfs_loads *loads, uint64_t l,
+                   uint64_t want, yfs_hold *hold, uint8_t **raw)
 {
     const ix_index *ix = m->ix;
     const sh_schedule *sched = &plan->schedule;
@@ -160,7 +193,7 @@ static int execute(yfs_mount *m, const sh_plan *plan, uint64_t l, uint64_t want,
             if (pos == want)
                 *raw = copy;
             else
-                yfs_pages_put(m->loaded, plan->epoch, q, copy, p->length, hold);
+                park(m, plan, loads, pos, copy, p->length, hold);
         }
     }
     yfs_segment_free(buf, end - start);
@@ -208,12 +241,64 @@ int yfs_loads_run(yfs_mount *m, const sh_plan *plan, yfs_loads *l, uint64_t load
     if (!queued)
         return 0;
     uint8_t *none;
-    int rc = execute(m, plan, load, UINT64_MAX, hold, &none);
+    int rc = execute(m, plan, l, load, UINT64_MAX, hold, &none);
     assert(!none);
     if (rc > 0)
         yfs_count(&m->stats.loads_ahead, 1);
     finish(l, load, rc < 0 ? NOT_STARTED : DONE);
     return rc < 0 ? -1 : 1;
+}
+
+int yfs_loads_queue_page(yfs_mount *m, const sh_plan *plan, yfs_loads *l, uint64_t pos)
+{
+    uint32_t page = plan->order[pos];
+    pthread_mutex_lock(&l->lock);
+    int marked = l->state[plan->schedule.source[pos]] == DONE && l->alone[pos] == NOT_STARTED &&
+                 !yfs_pages_holds(m->loaded, plan->epoch, page);
+    if (marked)
+        l->alone[pos] = QUEUED;
+    pthread_mutex_unlock(&l->lock);
+    return marked;
+}
+
+void yfs_loads_want(yfs_loads *l, uint64_t pos)
+{
+    pthread_mutex_lock(&l->lock);
+    l->wanted[pos] = 1;
+    pthread_mutex_unlock(&l->lock);
+}
+
+void yfs_loads_unqueue_page(yfs_loads *l, uint64_t pos)
+{
+    pthread_mutex_lock(&l->lock);
+    if (l->alone[pos] == QUEUED)
+        l->alone[pos] = NOT_STARTED;
+    pthread_mutex_unlock(&l->lock);
+}
+
+int yfs_loads_run_page(yfs_mount *m, const sh_plan *plan, yfs_loads *l, uint64_t pos,
+                       yfs_hold *hold)
+{
+    pthread_mutex_lock(&l->lock);
+    int queued = l->alone[pos] == QUEUED;
+    if (queued)
+        l->alone[pos] = LOADING;
+    pthread_mutex_unlock(&l->lock);
+    if (!queued)
+        return 0;
+    uint32_t page = plan->order[pos], len;
+    uint8_t *raw;
+    uint64_t ignored_ns;
+    pq_error ignored; /* its build reads it again, which reports the error */
+    read_alone(m, page, YFS_PREFETCH, hold, &raw, &len, &ignored_ns, &ignored);
+    if (raw)
+        park(m, plan, l, pos, raw, len, hold);
+    pthread_mutex_lock(&l->lock);
+    assert(l->alone[pos] == LOADING);
+    l->alone[pos] = raw ? DONE : NOT_STARTED;
+    pthread_cond_broadcast(&l->finished);
+    pthread_mutex_unlock(&l->lock);
+    return raw ? 1 : -1;
 }
 
 int yfs_page_fetch(yfs_mount *m, const sh_plan *sp, yfs_loads *l, uint64_t pos,
@@ -226,7 +311,7 @@ int yfs_page_fetch(yfs_mount *m, const sh_plan *sp, yfs_loads *l, uint64_t pos,
     uint32_t load = sp->schedule.source[pos];
     uint64_t waiting_since = 0; /* set once this build waits for storage */
     pthread_mutex_lock(&l->lock);
-    if (l->state[load] == LOADING)
+    if (l->state[load] == LOADING || l->alone[pos] == LOADING)
         waiting_since = yfs_now_ns();
     while (l->state[load] == LOADING)
         pthread_cond_wait(&l->finished, &l->lock);
@@ -237,15 +322,21 @@ int yfs_page_fetch(yfs_mount *m, const sh_plan *sp, yfs_loads *l, uint64_t pos,
             waiting_since = yfs_now_ns();
         /* Refused for memory, it may run later for the pages it serves
          * after this one (read alone now): else each would be read alone. */
-        int ran = execute(m, sp, load, pos, hold, raw);
+        int ran = execute(m, sp, l, load, pos, hold, raw);
         *len = m->ix->pages[page].length;
         finish(l, load, ran < 0 ? NOT_STARTED : DONE);
     } else {
+        while (l->alone[pos] == LOADING) /* the engine reads it alone */
+            pthread_cond_wait(&l->finished, &l->lock);
+        l->alone[pos] = DONE; /* the engine reads it no more */
         pthread_mutex_unlock(&l->lock);
         *raw = yfs_pages_take(m->loaded, sp->epoch, page, hold, len);
     }
     if (waiting_since)
         yfs_count(&m->stats.storage_wait_nanoseconds, yfs_now_ns() - waiting_since);
+    pthread_mutex_lock(&l->lock);
+    l->wanted[pos] = 0; /* fetched: parked again (a rebuild), it is not pinned */
+    pthread_mutex_unlock(&l->lock);
     if (!*raw)
         return yfs_page_read(m, page, hold, raw, len, err);
     yfs_count(&m->stats.pages_from_chunks, 1);

@@ -18,8 +18,12 @@
  * waiting for a load wait for a thread that does not wait.
  * The I/O engine (yfs_io.h) runs loads ahead of the builds: it queues a
  * load (yfs_loads_queue), and runs it later (yfs_loads_run) unless a build
- * needed it first and ran it itself. Time builds spend waiting for a load
- * or running one is counted as storage_wait_nanoseconds. Thread-safe.
+ * needed it first and ran it itself. A page whose load already ran but
+ * which is not in the store (dropped for a page needed sooner) the engine
+ * reads alone ahead of its build the same way (yfs_loads_queue_page,
+ * yfs_loads_run_page), parking it; a build that needs it while that read is
+ * in flight waits for it. Time builds spend waiting for a load or a page,
+ * or running one, is counted as storage_wait_nanoseconds. Thread-safe.
  */
 #ifndef YFS_LOADS_H
 #define YFS_LOADS_H
@@ -36,11 +40,15 @@ typedef struct yfs_mount yfs_mount;
 /* Progress of one plan's loads. */
 typedef struct yfs_loads {
     pthread_mutex_t lock;
-    pthread_cond_t finished; /* a load left the LOADING state */
+    pthread_cond_t finished; /* a load or a page left the LOADING state */
     uint8_t *state;          /* per load: not started, queued, loading, done */
+    uint8_t *alone;          /* per order position: the engine's read of the page alone,
+                                in the same states (done: read, or taken by its build) */
+    uint8_t *wanted;         /* per order position: a build under way will fetch the page
+                                (parked pinned, yfs_pages_put_pinned); cleared as it does */
 } yfs_loads;
 
-int yfs_loads_init(yfs_loads *l, uint64_t num_loads);
+int yfs_loads_init(yfs_loads *l, uint64_t num_loads, uint64_t num_positions);
 void yfs_loads_destroy(yfs_loads *l);
 
 /* The raw bytes (header and compressed body: the page's ix_page.length) of
@@ -68,5 +76,19 @@ void yfs_loads_unqueue(yfs_loads *loads, uint64_t l);
  * (it is no longer queued and a build will run it). */
 int yfs_loads_run(yfs_mount *m, const sh_plan *plan, yfs_loads *loads, uint64_t l,
                   yfs_hold *hold);
+
+/* Mark the page at order position pos queued to be read alone ahead when
+ * its load has run, the page is not waiting in the store and it was not
+ * queued before: 1 if it was marked. */
+int yfs_loads_queue_page(yfs_mount *m, const sh_plan *plan, yfs_loads *loads, uint64_t pos);
+/* A build under way will fetch the page at pos: parked from now on, it is
+ * pinned until then. */
+void yfs_loads_want(yfs_loads *loads, uint64_t pos);
+/* A queued page leaves the queue without being read. */
+void yfs_loads_unqueue_page(yfs_loads *loads, uint64_t pos);
+/* Read the queued page at pos alone and park it, as yfs_loads_run does a
+ * load; the same returns. */
+int yfs_loads_run_page(yfs_mount *m, const sh_plan *plan, yfs_loads *loads, uint64_t pos,
+                       yfs_hold *hold);
 
 #endif

@@ -60,7 +60,7 @@ uint64_t yfs_plan_bytes(const yfs_plan *p)
            sp->num_segments * sizeof *sp->segments +
            (loads ? loads * (sizeof *sp->schedule.loads + 1) +
                         sp->num_pages * (sizeof *sp->schedule.source +
-                                         sizeof *sp->schedule.position)
+                                         sizeof *sp->schedule.position + 2)
                   : 0);
 }
 
@@ -127,7 +127,7 @@ int yfs_plans_get(yfs_plans *c, uint64_t epoch, yfs_plan **out, pq_error *err)
         sh_plan_free(&p->plan);
         built = 0;
     }
-    if (!built || yfs_loads_init(&p->loads, p->plan.schedule.num_loads) < 0) {
+    if (!built || yfs_loads_init(&p->loads, p->plan.schedule.num_loads, p->plan.num_pages) < 0) {
         if (built) {
             free(p->built);
             sh_plan_free(&p->plan);

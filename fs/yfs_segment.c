@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ix_record.h"
+#include "yfs_io.h"
 #include "yfs_records.h"
 #include "yfs_rows.h"
 #include "yfs_thread.h"
@@ -188,6 +189,7 @@ static int build_from_units(yfs_mount *m, yfs_plan *plan, uint64_t s, yfs_hold *
         rc = body_tables(body, seg->records, err);
     if (rc == 0) {
         yfs_units_prepare(m, plan, seg, body->units);
+        yfs_io_build_starts(m->io, plan, s);
         rc = frame_segment_units(m, plan, seg, hold, body->units, err);
     }
     if (body->units)

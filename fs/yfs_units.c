@@ -15,6 +15,11 @@
 #include "yfs_streams.h"
 #include "yfs_wants.h"
 
+/* The need of a parked framed unit: no reader registers with the framed
+ * store, so it drops the units waiting longest first, whatever their need
+ * (yfs_pages.h); the plan serves a page's units close together. */
+#define FRAMED_NEED 0
+
 /* A unit's block: the end of each record (8 bytes each), then the bytes. */
 static uint64_t block_size(const sh_unit *u)
 {
@@ -181,7 +186,8 @@ static void park_others(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_un
             park_block_drop(m, block, size, hold);
             continue;
         }
-        yfs_pages_put(m->framed, plan->plan.epoch, (uint32_t)v, block, (uint32_t)size, hold);
+        yfs_pages_put(m->framed, plan->plan.epoch, (uint32_t)v, FRAMED_NEED, block, (uint32_t)size,
+                      hold);
     }
 }
 
@@ -243,10 +249,15 @@ static int worth_weighing(const yfs_mount *m, const ix_page *p)
     return p->length > share / 16 || p->framed > share / 16;
 }
 
-int yfs_unit_likely_whole(const yfs_mount *m, uint32_t unit, uint32_t *page)
+uint32_t yfs_unit_page(const yfs_mount *m, uint32_t unit)
 {
     const sh_cut *cut = m->units.cut.first_unit ? &m->units.cut : NULL;
-    *page = cut ? sh_unit_at(m->page_summary, cut, m->ix->num_pages, unit).page : unit;
+    return cut ? sh_unit_at(m->page_summary, cut, m->ix->num_pages, unit).page : unit;
+}
+
+int yfs_unit_likely_whole(const yfs_mount *m, uint32_t unit, uint32_t *page)
+{
+    *page = yfs_unit_page(m, unit);
     /* Well inside the share, by what the index knows without its headers
      * (pages weighed at the share's sixteenth would exclude pyarrow's 1 MiB
      * pages at mem=64M, though they are decoded whole). */
@@ -446,8 +457,8 @@ static int frame_streamed(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_
         if (wanted[k])
             yfs_wants_end(m->wants, (uint32_t)v, wanted[k], rc == 0);
         else if (rc == 0)
-            yfs_pages_put(m->framed, plan->plan.epoch, (uint32_t)v, block[k], (uint32_t)size,
-                          hold);
+            yfs_pages_put(m->framed, plan->plan.epoch, (uint32_t)v, FRAMED_NEED, block[k],
+                          (uint32_t)size, hold);
         else
             park_block_drop(m, block[k], size, hold);
     }

@@ -69,6 +69,8 @@ int yfs_unit_get(yfs_mount *m, yfs_plan *plan, uint32_t unit, yfs_hold *hold, yf
                  pq_error *err);
 /* The bytes unit `unit`'s framed records take with their ends. */
 uint64_t yfs_unit_block_size(const yfs_mount *m, uint32_t unit);
+/* The page unit `unit` is (a part of). */
+uint32_t yfs_unit_page(const yfs_mount *m, uint32_t unit);
 /* The unit's page in *page, and 1 when that page is likely decoded whole
  * (its raw bytes fetched through the plan's loads), 0 when it is likely
  * streamed in windows (a page large for mem). A guess for reading ahead: a
