@@ -202,14 +202,29 @@ static int execute(yfs_mount *m, const sh_plan *plan, yfs_loads *loads, uint64_t
     return rc == 0;
 }
 
-/* Load l leaves LOADING for `state` (lock not held). */
-static void finish(yfs_loads *l, uint64_t load, uint8_t state)
+/* The state machines below are one byte each, of a load (l->state) or of
+ * a page read alone (l->alone), guarded by l->lock (not held on entry). */
+
+/* *state leaves LOADING for `to`. */
+static void finish(yfs_loads *l, uint8_t *state, uint8_t to)
 {
     pthread_mutex_lock(&l->lock);
-    assert(l->state[load] == LOADING);
-    l->state[load] = state;
+    assert(*state == LOADING);
+    *state = to;
     pthread_cond_broadcast(&l->finished);
     pthread_mutex_unlock(&l->lock);
+}
+
+/* A queued *state goes to NOT_STARTED (unqueue) or LOADING (to run it):
+ * whether it was queued. */
+static int take_queued(yfs_loads *l, uint8_t *state, uint8_t to)
+{
+    pthread_mutex_lock(&l->lock);
+    int queued = *state == QUEUED;
+    if (queued)
+        *state = to;
+    pthread_mutex_unlock(&l->lock);
+    return queued;
 }
 
 int yfs_loads_queue(yfs_loads *l, uint64_t load)
@@ -224,28 +239,20 @@ int yfs_loads_queue(yfs_loads *l, uint64_t load)
 
 void yfs_loads_unqueue(yfs_loads *l, uint64_t load)
 {
-    pthread_mutex_lock(&l->lock);
-    if (l->state[load] == QUEUED)
-        l->state[load] = NOT_STARTED;
-    pthread_mutex_unlock(&l->lock);
+    take_queued(l, &l->state[load], NOT_STARTED);
 }
 
 int yfs_loads_run(yfs_mount *m, const sh_plan *plan, yfs_loads *l, uint64_t load,
                   yfs_hold *hold)
 {
-    pthread_mutex_lock(&l->lock);
-    int queued = l->state[load] == QUEUED;
-    if (queued)
-        l->state[load] = LOADING;
-    pthread_mutex_unlock(&l->lock);
-    if (!queued)
+    if (!take_queued(l, &l->state[load], LOADING))
         return 0;
     uint8_t *none;
     int rc = execute(m, plan, l, load, UINT64_MAX, hold, &none);
     assert(!none);
     if (rc > 0)
         yfs_count(&m->stats.loads_ahead, 1);
-    finish(l, load, rc < 0 ? NOT_STARTED : DONE);
+    finish(l, &l->state[load], rc < 0 ? NOT_STARTED : DONE);
     return rc < 0 ? -1 : 1;
 }
 
@@ -270,21 +277,13 @@ void yfs_loads_want(yfs_loads *l, uint64_t pos)
 
 void yfs_loads_unqueue_page(yfs_loads *l, uint64_t pos)
 {
-    pthread_mutex_lock(&l->lock);
-    if (l->alone[pos] == QUEUED)
-        l->alone[pos] = NOT_STARTED;
-    pthread_mutex_unlock(&l->lock);
+    take_queued(l, &l->alone[pos], NOT_STARTED);
 }
 
 int yfs_loads_run_page(yfs_mount *m, const sh_plan *plan, yfs_loads *l, uint64_t pos,
                        yfs_hold *hold)
 {
-    pthread_mutex_lock(&l->lock);
-    int queued = l->alone[pos] == QUEUED;
-    if (queued)
-        l->alone[pos] = LOADING;
-    pthread_mutex_unlock(&l->lock);
-    if (!queued)
+    if (!take_queued(l, &l->alone[pos], LOADING))
         return 0;
     uint32_t page = plan->order[pos], len;
     uint8_t *raw;
@@ -293,11 +292,7 @@ int yfs_loads_run_page(yfs_mount *m, const sh_plan *plan, yfs_loads *l, uint64_t
     read_alone(m, page, YFS_PREFETCH, hold, &raw, &len, &ignored_ns, &ignored);
     if (raw)
         park(m, plan, l, pos, raw, len, hold);
-    pthread_mutex_lock(&l->lock);
-    assert(l->alone[pos] == LOADING);
-    l->alone[pos] = raw ? DONE : NOT_STARTED;
-    pthread_cond_broadcast(&l->finished);
-    pthread_mutex_unlock(&l->lock);
+    finish(l, &l->alone[pos], raw ? DONE : NOT_STARTED);
     return raw ? 1 : -1;
 }
 
@@ -324,7 +319,7 @@ int yfs_page_fetch(yfs_mount *m, const sh_plan *sp, yfs_loads *l, uint64_t pos,
          * after this one (read alone now): else each would be read alone. */
         int ran = execute(m, sp, l, load, pos, hold, raw);
         *len = m->ix->pages[page].length;
-        finish(l, load, ran < 0 ? NOT_STARTED : DONE);
+        finish(l, &l->state[load], ran < 0 ? NOT_STARTED : DONE);
     } else {
         while (l->alone[pos] == LOADING) /* the engine reads it alone */
             pthread_cond_wait(&l->finished, &l->lock);
