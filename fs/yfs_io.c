@@ -315,18 +315,25 @@ static size_t note_reader(yfs_io *io, const void *reader)
     return io->num_readers;
 }
 
+void yfs_io_reader_at(yfs_io *io, yfs_plan *plan, const sh_part *part, uint64_t from,
+                      const void *reader)
+{
+    if (plan->plan.schedule.num_loads == 0 || from >= part->count)
+        return;
+    const sh_segment *at = &plan->plan.segments[sh_part_segment(part, from)];
+    if (at->units == 0)
+        return;
+    uint32_t page = yfs_unit_page(io->m, plan->plan.unit_order[at->first]);
+    yfs_pages_reader_at(io->m->loaded, reader, plan->plan.epoch,
+                        plan->plan.schedule.position[page]);
+}
+
 void yfs_io_ahead(yfs_io *io, yfs_plan *plan, const sh_part *part, uint64_t from,
                   const void *reader, uint64_t *next, int in_order)
 {
     if (plan->plan.schedule.num_loads == 0 || from >= part->count)
         return;
-    /* Where the reader's pages are needed from: the store keeps those. */
-    const sh_segment *at = &plan->plan.segments[sh_part_segment(part, from)];
-    if (at->units > 0) {
-        uint32_t page = yfs_unit_page(io->m, plan->plan.unit_order[at->first]);
-        yfs_pages_reader_at(io->m->loaded, reader, plan->plan.epoch,
-                            plan->plan.schedule.position[page]);
-    }
+    yfs_io_reader_at(io, plan, part, from, reader);
     if (!in_order) { /* a jump: the window starts again where it reads next in order */
         pthread_mutex_lock(&io->lock);
         *next = 0;

@@ -88,6 +88,13 @@ void yfs_io_free(yfs_io *io);
  * nothing new is due. */
 void yfs_io_ahead(yfs_io *io, yfs_plan *plan, const sh_part *part, uint64_t from,
                   const void *reader, uint64_t *next, int in_order);
+/* Where reader `reader` of the plan's part reads on (its piece `from`), for
+ * the store of loaded pages to keep what it needs (yfs_pages_reader_at);
+ * yfs_io_ahead says it too. A reader says it at open, before its first
+ * read: else the pages it needs first would count as stale while the other
+ * readers' reads are past them. yfs_io_forget ends it. */
+void yfs_io_reader_at(yfs_io *io, yfs_plan *plan, const sh_part *part, uint64_t from,
+                      const void *reader);
 /* A build of segment s of plan starts: the loads of its pages that have not
  * started, and its pages to read alone, go to the front of the queue,
  * urgent (see Builds above), so that they are read at once rather than one

@@ -90,6 +90,7 @@ int yfs_view_open(yfs_mount *m, const yfs_name *n, yfs_view **out, pq_error *err
         free(v);
         return err->msg[0] ? -1 : pq_error_set(err, "out of memory");
     }
+    yfs_io_reader_at(m->io, v->plan, &v->part, 0, v);
     *out = v;
     return 0;
 }
