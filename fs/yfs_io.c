@@ -27,6 +27,15 @@ typedef struct queued {
     const void *reader;
 } queued;
 
+/* The order position of the last page the entry brings. Dropping parked
+ * pages needed before it for its room would trade pages needed sooner for
+ * pages needed later: a chunk load brings pages needed over a long span of
+ * the order (a redirected chunk's pages, sh_redirect.h). */
+static uint64_t queued_last(const queued *q)
+{
+    return q->alone ? q->need : q->plan->plan.schedule.loads[q->load].last;
+}
+
 /* The bytes the entry brings into the store. */
 static uint64_t queued_bytes(const yfs_mount *m, const queued *q)
 {
@@ -196,11 +205,12 @@ static void *io_thread(void *arg)
         queued q = pop(io);
         uint64_t bytes = queued_bytes(m, &q);
         /* Room in the store for it besides what is in flight, made by
-         * dropping parked pages needed after it (the store's mutex is taken
-         * under ours, never the reverse); a build under way needs what an
-         * urgent one brings at once, whatever the store holds. */
+         * dropping parked pages needed after all it brings (the store's
+         * mutex is taken under ours, never the reverse); a build under way
+         * needs what an urgent one brings at once, whatever the store
+         * holds. */
         if (!q.urgent && !yfs_pages_make_room(m->loaded, bytes + io->flight_bytes,
-                                              q.plan->plan.epoch, q.need)) {
+                                              q.plan->plan.epoch, queued_last(&q))) {
             io->room_stopped = 1;
             push(io, q, 1); /* back in front: it was just popped, no allocation */
             io->polling = 1;
