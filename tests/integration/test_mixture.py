@@ -9,6 +9,7 @@ row in its source, "_source" the source's position in the file)."""
 import json
 import os
 import random
+import time
 from collections import Counter
 from fractions import Fraction
 
@@ -264,6 +265,52 @@ def test_first_read_builds_only_its_blocks(mix, mount):
             assert len(os.pread(f.fileno(), 4096, 0)) == 4096
             read = built(m)
     assert [b - a for a, b in zip(opened, read)] == [2, 3, 2], f"built at open {opened}, then {read}"
+
+
+LARGE = 2000  # bytes of every value of the large-record sources
+
+
+@pytest.fixture(scope="module")
+def large(tmp_path_factory):
+    """Two one-file sources of 3,000 values of LARGE bytes each (plain pages of 32), weighted by
+    their records: 6,000 positions of LARGE + 1 bytes in format=text, blocks of 524 positions
+    (262 records of each source), segments of 47 records (a small dataset's 64 segments)."""
+    root = tmp_path_factory.mktemp("large")
+    for i in range(2):
+        rng = random.Random(i)
+        values = [f"{i}:{r}:".ljust(LARGE, rng.choice("abcdefgh")) for r in range(3000)]
+        pq.write_table(pa.table({"text": values}), str(root / f"src{i}.parquet"),
+                       data_page_size=65536, use_dictionary=False, write_batch_size=16)
+    path = root / "large.json"
+    path.write_text(json.dumps({"sources": [{"path": f"src{i}.parquet", "weight": 1}
+                                            for i in range(2)]}))
+    return str(path)
+
+
+def _first_read(large, mount, options, settled=None):
+    """Every source's (segments_built, segment_misses) after a first read of 4 KiB (no kernel
+    readahead), once settled(counts) holds (at most 20 s) when given."""
+    with mount(large, "format=text," + options) as m:
+        def counts():
+            return [(s["segments_built"], s["segment_misses"])
+                    for s in json.loads(m.read(".youmufs/stats.json"))["sources"]]
+        assert counts() == [(0, 0), (0, 0)], "opening the whole epoch builds nothing"
+        with open(m.p("epoch-0.txt"), "rb", buffering=0) as f:
+            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_RANDOM)
+            assert len(os.pread(f.fileno(), 4096, 0)) == 4096
+            deadline = time.monotonic() + 20
+            while settled and not settled(counts()) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            return counts()
+
+
+def test_blocks_of_large_records_hold_about_a_mebibyte(large, mount):
+    """A block is laid out whole before its first byte is served, so its bytes are what a read
+    must have built: blocks hold about 1 MiB (here 524 positions), not 4,096 positions (8 MB
+    here, 24 MB of int32 lists in the benchmark). With readahead=0 the first read builds each
+    source's segments of block 0 and of block 1's first record: 6, against 43."""
+    built = [b for b, _ in _first_read(large, mount, "readahead=0")]
+    assert all(b <= 8 for b in built), f"built {built}"
 
 
 def test_reads_at_once_of_one_file(mix, mount):
