@@ -758,6 +758,11 @@ static void prepare_ahead(yfs_mixview *v, uint64_t b, int in_order)
         if (k >= share_records(s))
             continue;
         place p = locate(s, k);
+        /* A piece k does not start was laid out with block b - 1: as for a
+         * plain file's reader (yfs_view.c), pieces begun are not counted
+         * against the allowance (with eight sources, their begun segments
+         * took most of their allowances) */
+        uint64_t from = p.record == p.l->part.pieces[p.piece].first ? p.piece : p.piece + 1;
         uint64_t L = (uint64_t)(p.l - s->legs);
         if (L != s->ahead_leg) { /* a new pass: its engine window starts again */
             yfs_io_forget(s->m->io, s);
@@ -766,7 +771,7 @@ static void prepare_ahead(yfs_mixview *v, uint64_t b, int in_order)
         }
         uint64_t allowance = yfs_mount_data_budget(s->m) / YFS_AHEAD_BUDGET_SHARE / v->records *
                              v->counts[i];
-        yfs_ahead(s->m, p.l->plan, &p.l->part, p.piece, allowance, s, &s->io_next, in_order);
+        yfs_ahead(s->m, p.l->plan, &p.l->part, from, allowance, s, &s->io_next, in_order);
     }
 }
 

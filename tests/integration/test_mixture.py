@@ -313,6 +313,16 @@ def test_blocks_of_large_records_hold_about_a_mebibyte(large, mount):
     assert all(b <= 8 for b in built), f"built {built}"
 
 
+def test_next_segment_is_prepared_past_the_one_begun(large, mount):
+    """After a read every source prepares ahead from where its next records are, and the
+    segment it is in the middle of counts as read, as for a plain file's reader: with
+    readahead=1 each source's next segment is built ahead (the begun one took the place)."""
+    alone = _first_read(large, mount, "readahead=0")
+    ahead = _first_read(large, mount, "readahead=1",
+                        lambda c: all(b > a for (a, _), (b, _) in zip(alone, c)))
+    assert all(b == a + 1 for (a, _), (b, _) in zip(alone, ahead)), f"{alone} then {ahead}"
+
+
 def test_reads_at_once_of_one_file(mix, mount):
     """Reads of one mixture file run at once (several threads, one descriptor, random ranges
     and 1 MiB pieces in shuffled order): every byte is the sequential read's."""
