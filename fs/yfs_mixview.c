@@ -775,6 +775,20 @@ static void prepare_ahead(yfs_mixview *v, uint64_t b, int in_order)
     }
 }
 
+/* Nothing is prepared for the file's first block: ask for every source's
+ * first segment at once, so that the workers build them side by side while
+ * the read builds the one it needs first (it built all of them, one after
+ * the other: 0.45 s before the first byte of a mixture of eight sources of
+ * int32 lists). Only those: deeper ones would share the cores with them. */
+static void prepare_start(yfs_mixview *v)
+{
+    for (uint32_t i = 0; i < v->n; i++) {
+        const share *s = &v->shares[i];
+        if (share_records(s) > 0 && s->m->opts.readahead > 0)
+            yfs_cache_prefetch(s->m->cache, s->legs[0].plan, s->legs[0].part.pieces[0].segment);
+    }
+}
+
 /* Copy [offset, offset + size) (within the file) into out: reads of one
  * file run at once, each laying out (or sharing) the layouts of its blocks. */
 static int read_blocks(yfs_mixview *v, uint64_t offset, size_t size, uint8_t *out,
@@ -810,6 +824,8 @@ int yfs_mixview_read(yfs_mixview *v, uint64_t offset, size_t size, uint8_t *out,
         return 0;
     if (size > v->size - offset)
         size = (size_t)(v->size - offset);
+    if (offset == 0)
+        prepare_start(v);
     uint64_t last = 0;
     if (read_blocks(v, offset, size, out, &last, err) < 0)
         return -1;

@@ -36,7 +36,8 @@
  * After each read every source is prepared ahead from where its next
  * records are, as a plain file's reader (yfs_ahead.h, over its share's
  * part, its allowance the source's share, the segment it is in not
- * counted).
+ * counted); the file's first read first asks for every source's first
+ * segment at once.
  *
  * Memory: the turns' checkpoints (16 bytes per source and 8 per block: at
  * most 530 KiB for a million records of 8 sources, 136 bytes per MiB of

@@ -323,6 +323,15 @@ def test_next_segment_is_prepared_past_the_one_begun(large, mount):
     assert all(b == a + 1 for (a, _), (b, _) in zip(alone, ahead)), f"{alone} then {ahead}"
 
 
+def test_first_read_asks_for_every_first_segment(large, mount):
+    """The file's first read asks for every source's first segment before it builds what it
+    needs, so that the workers build them side by side: it builds fewer of block 0's
+    segments itself (segment_misses) than with readahead=0, where it built every one."""
+    alone = sum(m for _, m in _first_read(large, mount, "readahead=0"))
+    ahead = sum(m for _, m in _first_read(large, mount, "readahead=1"))
+    assert ahead < alone, f"the first read built {ahead} segments itself, {alone} alone"
+
+
 def test_reads_at_once_of_one_file(mix, mount):
     """Reads of one mixture file run at once (several threads, one descriptor, random ranges
     and 1 MiB pieces in shuffled order): every byte is the sequential read's."""
