@@ -332,6 +332,18 @@ def test_first_read_asks_for_every_first_segment(large, mount):
     assert ahead < alone, f"the first read built {ahead} segments itself, {alone} alone"
 
 
+def test_sources_share_the_workers(large, mount):
+    """A mixture's sources share one machine as they share one mem=: each starts its share of
+    threads= prefetch workers (at least one), so the mixture builds about as many segments at
+    once as one dataset (eight sources of tokens with 4 workers each, 32 builds holding decoded
+    pages, filled mem= and built on demand: mixture / one 0.73, with 1 each 1.00). Two equal
+    sources: threads=8 starts 2 x (4 - 2) threads more than threads=4, not 2 x (8 - 4)."""
+    def threads(options):
+        with mount(large, "format=text," + options) as m:
+            return len(os.listdir(f"/proc/{m.proc.pid}/task"))
+    assert threads("threads=8") - threads("threads=4") == 4
+
+
 def test_reads_at_once_of_one_file(mix, mount):
     """Reads of one mixture file run at once (several threads, one descriptor, random ranges
     and 1 MiB pieces in shuffled order): every byte is the sequential read's."""
