@@ -323,13 +323,21 @@ def test_next_segment_is_prepared_past_the_one_begun(large, mount):
     assert all(b == a + 1 for (a, _), (b, _) in zip(alone, ahead)), f"{alone} then {ahead}"
 
 
-def test_first_read_asks_for_every_first_segment(large, mount):
+def test_first_read_asks_for_every_first_segment(large, tmp_path, mount):
     """The file's first read asks for every source's first segment before it builds what it
-    needs, so that the workers build them side by side: it builds fewer of block 0's
-    segments itself (segment_misses) than with readahead=0, where it built every one."""
-    alone = sum(m for _, m in _first_read(large, mount, "readahead=0"))
-    ahead = sum(m for _, m in _first_read(large, mount, "readahead=1"))
-    assert ahead < alone, f"the first read built {ahead} segments itself, {alone} alone"
+    needs, so that the workers build them side by side (the read built every one itself, one
+    after the other). A source of 2 records beside 3,000 takes its first turn at position 750,
+    past block 0 (524 positions): the first read of 4 KiB does not need its segment, and at
+    mem=16M its allowance (1.7 KB) holds none of it; still its first segment is built."""
+    tiny = tmp_path / "tiny.parquet"
+    pq.write_table(pa.table({"text": ["t:0:".ljust(LARGE, "x"), "t:1:".ljust(LARGE, "y")]}),
+                   str(tiny))
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps({"sources": [
+        {"path": os.path.join(os.path.dirname(large), "src0.parquet"), "weight": 3000},
+        {"path": str(tiny), "weight": 2}]}))
+    built = _first_read(str(path), mount, "mem=16M,readahead=1", lambda c: c[1][0] >= 1)
+    assert built[1][0] == 1, f"(segments_built, segment_misses) of each source: {built}"
 
 
 def test_sources_share_the_workers(large, mount):
