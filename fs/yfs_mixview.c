@@ -612,7 +612,7 @@ static int lay_out(const yfs_mixview *v, layout *lay, uint64_t b, pq_error *err)
 
 /* Allocate lay's arrays (under the lock). The file's first layout is a
  * constant of the open file, as its one layout was when reads of a file
- * ran one at a time (80 KiB, outside the budget: charged, it took a tenth
+ * ran one at a time (up to 80 KiB, outside the budget: charged, it took a tenth
  * of mem=2M's room and doubled a backwards read's time); the others exist
  * only for reads at once and are charged as the checkpoints are. */
 static int layout_alloc(yfs_mixview *v, layout *lay, pq_error *err)
