@@ -405,7 +405,7 @@ static int checkpoints(yfs_mixview *v, pq_error *err)
         memcpy(next, taken, n * sizeof *next);
         memcpy(v->credit + (b + 1) * n, t.credit, n * sizeof *t.credit);
         t.credit = v->credit + (b + 1) * n;
-        uint64_t positions = v->records - b * v->block < v->block ? v->records - b * v->block : v->block;
+        uint64_t left = v->records - b * v->block, positions = left < v->block ? left : v->block;
         for (uint64_t k = 0; k < positions; k++)
             next[sh_mix_turns_next(&t)]++;
         taken = next;
