@@ -85,6 +85,8 @@ static int set_counts(yfs_mix *mx, pq_error *err)
         /* no plan is built yet: they all see these limits */
         m->opts.buffer = sh_mix_share_of(mx->buffer, mx->counts[i], mx->records);
         m->params.buffer_rows = m->opts.buffer;
+        /* not started yet (yfs_mix_start) */
+        m->workers = (int)sh_mix_share_of((uint64_t)m->opts.threads, mx->counts[i], mx->records);
         m->params.max_segment_bytes =
             sh_mix_share_of(m->params.max_segment_bytes, mx->counts[i], mx->records);
     }

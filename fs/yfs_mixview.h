@@ -17,7 +17,8 @@
  *   3. the shares are interleaved by the turns of sh_mix_turns over their
  *      record counts: position t of the file is the next record of the
  *      source that takes turn t.
- * The file's positions are grouped into blocks of buffer= records. Where a
+ * The file's positions are grouped into blocks of about 1 MiB of the file
+ * (256 to 4096 positions, from the file's mean record size). Where a
  * block starts in bytes is the sum, over sources, of where its next record
  * starts in its share: whole segments' sizes come from the plans, a record
  * inside a segment from the built segment. So st_size needs only the
@@ -34,12 +35,15 @@
  *
  * After each read every source is prepared ahead from where its next
  * records are, as a plain file's reader (yfs_ahead.h, over its share's
- * part, its allowance the source's share).
+ * part, its allowance the source's share, the segment it is in not
+ * counted); the file's first read first asks for every source's first
+ * segment at once.
  *
- * Memory: the turns' checkpoints (16 bytes per source and 8 per block of
- * BLOCK records: 33 KiB for a million records of 8 sources) live as long
- * as the file is open and are charged as a plan's (YFS_MEM_PLANS); a
- * layout of one block is 80 KiB: the first is a constant of the open file,
+ * Memory: the turns' checkpoints (16 bytes per source and 8 per block: at
+ * most 530 KiB for a million records of 8 sources, 136 bytes per MiB of
+ * the file above 256 bytes a record) live as long as the file is open and
+ * are charged as a plan's (YFS_MEM_PLANS); a layout of one block is 20
+ * bytes a position (at most 80 KiB): the first is a constant of the open file,
  * the others (up to 3, only for reads at once) are charged as plans.
  *
  * Thread-safe: reads of one view may run at once.

@@ -177,6 +177,7 @@ int yfs_mount_open_source(const yfs_options *opts, const char *dataset, int prog
         return pq_error_set(err, "out of memory");
     yfs_latency_init(&m->read_latency);
     m->opts = *opts;
+    m->workers = opts->threads;
     m->opts.column = opts->column ? strdup(opts->column) : NULL;
     m->opts.cache_dir = opts->cache_dir ? strdup(opts->cache_dir) : NULL;
     m->opts.endpoint = opts->endpoint ? strdup(opts->endpoint) : NULL;
@@ -254,7 +255,7 @@ int yfs_mount_start(yfs_mount *m, pq_error *err)
         return -1;
     if (yfs_io_start(m->io, err) < 0)
         return -1;
-    return yfs_cache_start(m->cache, m->opts.threads, err);
+    return yfs_cache_start(m->cache, m->workers, err);
 }
 
 void yfs_mount_stop(yfs_mount *m)

@@ -9,6 +9,7 @@ row in its source, "_source" the source's position in the file)."""
 import json
 import os
 import random
+import time
 from collections import Counter
 from fractions import Fraction
 
@@ -264,6 +265,91 @@ def test_first_read_builds_only_its_blocks(mix, mount):
             assert len(os.pread(f.fileno(), 4096, 0)) == 4096
             read = built(m)
     assert [b - a for a, b in zip(opened, read)] == [2, 3, 2], f"built at open {opened}, then {read}"
+
+
+LARGE = 2000  # bytes of every value of the large-record sources
+
+
+@pytest.fixture(scope="module")
+def large(tmp_path_factory):
+    """Two one-file sources of 3,000 values of LARGE bytes each (plain pages of 32), weighted by
+    their records: 6,000 positions of LARGE + 1 bytes in format=text, blocks of 524 positions
+    (262 records of each source), segments of 47 records (a small dataset's 64 segments)."""
+    root = tmp_path_factory.mktemp("large")
+    for i in range(2):
+        rng = random.Random(i)
+        values = [f"{i}:{r}:".ljust(LARGE, rng.choice("abcdefgh")) for r in range(3000)]
+        pq.write_table(pa.table({"text": values}), str(root / f"src{i}.parquet"),
+                       data_page_size=65536, use_dictionary=False, write_batch_size=16)
+    path = root / "large.json"
+    path.write_text(json.dumps({"sources": [{"path": f"src{i}.parquet", "weight": 1}
+                                            for i in range(2)]}))
+    return str(path)
+
+
+def _first_read(large, mount, options, settled=None):
+    """Every source's (segments_built, segment_misses) after a first read of 4 KiB (no kernel
+    readahead), once settled(counts) holds (at most 20 s) when given."""
+    with mount(large, "format=text," + options) as m:
+        def counts():
+            return [(s["segments_built"], s["segment_misses"])
+                    for s in json.loads(m.read(".youmufs/stats.json"))["sources"]]
+        assert counts() == [(0, 0), (0, 0)], "opening the whole epoch builds nothing"
+        with open(m.p("epoch-0.txt"), "rb", buffering=0) as f:
+            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_RANDOM)
+            assert len(os.pread(f.fileno(), 4096, 0)) == 4096
+            deadline = time.monotonic() + 20
+            while settled and not settled(counts()) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            return counts()
+
+
+def test_blocks_of_large_records_hold_about_a_mebibyte(large, mount):
+    """A block is laid out whole before its first byte is served, so its bytes are what a read
+    must have built: blocks hold about 1 MiB (here 524 positions), not 4,096 positions (8 MB
+    here, 24 MB of int32 lists in the benchmark). With readahead=0 the first read builds each
+    source's segments of block 0 and of block 1's first record: 6, against 43."""
+    built = [b for b, _ in _first_read(large, mount, "readahead=0")]
+    assert all(b <= 8 for b in built), f"built {built}"
+
+
+def test_next_segment_is_prepared_past_the_one_begun(large, mount):
+    """After a read every source prepares ahead from where its next records are, and the
+    segment it is in the middle of counts as read, as for a plain file's reader: with
+    readahead=1 each source's next segment is built ahead (the begun one took the place)."""
+    alone = _first_read(large, mount, "readahead=0")
+    ahead = _first_read(large, mount, "readahead=1",
+                        lambda c: all(b > a for (a, _), (b, _) in zip(alone, c)))
+    assert all(b == a + 1 for (a, _), (b, _) in zip(alone, ahead)), f"{alone} then {ahead}"
+
+
+def test_first_read_asks_for_every_first_segment(large, tmp_path, mount):
+    """The file's first read asks for every source's first segment before it builds what it
+    needs, so that the workers build them side by side (the read built every one itself, one
+    after the other). A source of 2 records beside 3,000 takes its first turn at position 750,
+    past block 0 (524 positions): the first read of 4 KiB does not need its segment, and at
+    mem=16M its allowance (1.7 KB) holds none of it; still its first segment is built."""
+    tiny = tmp_path / "tiny.parquet"
+    pq.write_table(pa.table({"text": ["t:0:".ljust(LARGE, "x"), "t:1:".ljust(LARGE, "y")]}),
+                   str(tiny))
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps({"sources": [
+        {"path": os.path.join(os.path.dirname(large), "src0.parquet"), "weight": 3000},
+        {"path": str(tiny), "weight": 2}]}))
+    built = _first_read(str(path), mount, "mem=16M,readahead=1", lambda c: c[1][0] >= 1)
+    assert built[1][0] == 1, f"(segments_built, segment_misses) of each source: {built}"
+
+
+def test_sources_share_the_workers(large, mount):
+    """A mixture's sources share one machine as they share one mem=: each starts its share of
+    threads= prefetch workers (at least one), so the mixture builds about as many segments at
+    once as one dataset (eight sources of tokens with 4 workers each, 32 builds holding decoded
+    pages, filled mem= and built on demand: mixture / one 0.73, with 1 each 1.00). Two equal
+    sources: threads=8 starts 2 x (4 - 2) threads more than threads=4, not 2 x (8 - 4)."""
+    def threads(options):
+        with mount(large, "format=text," + options) as m:
+            return len(os.listdir(f"/proc/{m.proc.pid}/task"))
+    assert threads("threads=8") - threads("threads=4") == 4
 
 
 def test_reads_at_once_of_one_file(mix, mount):
