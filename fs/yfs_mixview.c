@@ -450,6 +450,11 @@ int yfs_mixview_open(yfs_mix *mx, const yfs_name *n, yfs_mixview **out, pq_error
         yfs_mixview_close(v);
         return -1;
     }
+    for (uint32_t i = 0; i < v->n; i++) { /* where each source reads from (yfs_io.h) */
+        share *sh = &v->shares[i];
+        if (share_records(sh) > 0)
+            yfs_io_reader_at(sh->m->io, sh->legs[0].plan, &sh->legs[0].part, 0, sh);
+    }
     *out = v;
     return 0;
 }
