@@ -312,6 +312,7 @@ int yfs_page_fetch(yfs_mount *m, const sh_plan *sp, yfs_loads *l, uint64_t pos,
         pthread_cond_wait(&l->finished, &l->lock);
     if (l->state[load] == NOT_STARTED || l->state[load] == QUEUED) {
         l->state[load] = LOADING; /* a queued load is the engine's no more */
+        l->wanted[pos] = 0;       /* the load hands this build its page */
         pthread_mutex_unlock(&l->lock);
         if (!waiting_since)
             waiting_since = yfs_now_ns();
@@ -324,14 +325,12 @@ int yfs_page_fetch(yfs_mount *m, const sh_plan *sp, yfs_loads *l, uint64_t pos,
         while (l->alone[pos] == LOADING) /* the engine reads it alone */
             pthread_cond_wait(&l->finished, &l->lock);
         l->alone[pos] = DONE; /* the engine reads it no more */
+        l->wanted[pos] = 0;   /* parked already if at all: this build takes it */
         pthread_mutex_unlock(&l->lock);
         *raw = yfs_pages_take(m->loaded, sp->epoch, page, hold, len);
     }
     if (waiting_since)
         yfs_count(&m->stats.storage_wait_nanoseconds, yfs_now_ns() - waiting_since);
-    pthread_mutex_lock(&l->lock);
-    l->wanted[pos] = 0; /* fetched: parked again (a rebuild), it is not pinned */
-    pthread_mutex_unlock(&l->lock);
     if (!*raw)
         return yfs_page_read(m, page, hold, raw, len, err);
     yfs_count(&m->stats.pages_from_chunks, 1);
