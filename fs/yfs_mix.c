@@ -89,6 +89,13 @@ static int set_counts(yfs_mix *mx, pq_error *err)
         m->workers = (int)sh_mix_share_of((uint64_t)m->opts.threads, mx->counts[i], mx->records);
         m->params.max_segment_bytes =
             sh_mix_share_of(m->params.max_segment_bytes, mx->counts[i], mx->records);
+        /* Loaded pages wait in virtual chunks for their turn: at the whole
+         * number every source could hold what a dataset does, and a source
+         * of fewer chunks than that redirected nothing (eight one-file
+         * sources of 64 KiB pages: a chunk's pages served over the whole
+         * epoch, dropped from the store and read again alone). */
+        m->params.virtual_chunks = (uint32_t)sh_mix_share_of(m->params.virtual_chunks,
+                                                             mx->counts[i], mx->records);
     }
     return 0;
 }

@@ -208,6 +208,7 @@ int yfs_mount_open_source(const yfs_options *opts, const char *dataset, int prog
         .max_segment_bytes = SEGMENT_MAX_BYTES,
         /* shuffle=row reads pages on their own: it has no chunks */
         .chunk_bytes = opts->shuffle == SH_SHUFFLE_ROW ? 0 : opts->chunk,
+        .virtual_chunks = SH_VIRTUAL_CHUNKS,
     };
     m->shares_budget = budget != NULL;
     if (!(m->budget = budget ? budget : yfs_budget_new(yfs_mount_data_budget(m), &m->stats)))

@@ -124,7 +124,8 @@ int sh_plan_build(const sh_params *p, const sh_page *pages, const sh_cut *cut,
     if (p->chunk_bytes > 0) {
         sh_rng rng;
         sh_rng_init(&rng, sh_derive_seed(p->seed, epoch, SH_PURPOSE_CHUNKS, 0));
-        if (sh_redirect(stored, num_pages, p->chunk_bytes,
+        uint32_t virtual_chunks = p->virtual_chunks ? p->virtual_chunks : SH_VIRTUAL_CHUNKS;
+        if (sh_redirect(stored, num_pages, p->chunk_bytes, virtual_chunks,
                         p->mode == SH_SHUFFLE_PAGE ? &rng : NULL, out->order, &out->schedule) < 0) {
             sh_plan_free(out);
             return -1;

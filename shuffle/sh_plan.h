@@ -83,6 +83,7 @@ typedef struct sh_params {
     uint64_t buffer_rows;       /* records per segment (>= 1) */
     uint64_t max_segment_bytes; /* framed bytes per segment (>= 1) */
     uint64_t chunk_bytes;       /* Redox physical chunk size; 0: no chunks, no redirection */
+    uint32_t virtual_chunks;    /* Redox virtual chunks (sh_redirect.h); 0: SH_VIRTUAL_CHUNKS */
 } sh_params;
 
 typedef struct sh_segment {

@@ -1,5 +1,6 @@
 #include "sh_redirect.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,9 +71,10 @@ static int cut_chunks(walk *w, uint64_t chunk_bytes)
     return 0;
 }
 
-static int make_virtual(walk *w)
+static int make_virtual(walk *w, uint32_t virtual_chunks)
 {
-    uint64_t m = w->num_chunks < SH_VIRTUAL_CHUNKS ? w->num_chunks : SH_VIRTUAL_CHUNKS;
+    assert(virtual_chunks >= 1);
+    uint64_t m = w->num_chunks < virtual_chunks ? w->num_chunks : virtual_chunks;
     w->num_virtual = m ? m : 1;
     uint64_t cells = w->num_virtual * w->slots, chunks = w->num_chunks ? w->num_chunks : 1;
     w->cell_page = malloc(cells * sizeof *w->cell_page);
@@ -127,8 +129,8 @@ static uint32_t take_page(walk *w, uint64_t v, uint64_t o)
 
 #define PREFETCH_AHEAD 16
 
-int sh_redirect(const sh_stored_page *pages, uint64_t n, uint64_t chunk_bytes, sh_rng *rng,
-                uint32_t *order, sh_schedule *out)
+int sh_redirect(const sh_stored_page *pages, uint64_t n, uint64_t chunk_bytes,
+                uint32_t virtual_chunks, sh_rng *rng, uint32_t *order, sh_schedule *out)
 {
     memset(out, 0, sizeof *out);
     walk w = { .pages = pages, .n = n };
@@ -137,7 +139,7 @@ int sh_redirect(const sh_stored_page *pages, uint64_t n, uint64_t chunk_bytes, s
     out->source = malloc((n ? n : 1) * sizeof *out->source);
     out->position = malloc((n ? n : 1) * sizeof *out->position);
     if (!served || !out->source || !out->position || cut_chunks(&w, chunk_bytes) < 0 ||
-        make_virtual(&w) < 0)
+        make_virtual(&w, virtual_chunks) < 0)
         goto fail;
     out->loads = malloc((w.num_chunks ? w.num_chunks : 1) * sizeof *out->loads);
     chunk_read = calloc(w.num_chunks ? w.num_chunks : 1, 1);

@@ -6,9 +6,11 @@
  * stored bytes (a chunk holds at least one page and at most
  * SH_CHUNK_MAX_PAGES). A page's slot is its position within its chunk.
  *
- * Virtual chunks: SH_VIRTUAL_CHUNKS of them; physical chunk c maps to
- * virtual chunk c mod SH_VIRTUAL_CHUNKS. A virtual chunk holds the loaded,
- * not yet served pages of at most one physical chunk, one per slot.
+ * Virtual chunks: `virtual_chunks` of them (SH_VIRTUAL_CHUNKS unless a
+ * mixture gives a source its share, sh_mix.h), no more than there are
+ * physical chunks; physical chunk c maps to virtual chunk c mod their
+ * number. A virtual chunk holds the loaded, not yet served pages of at most
+ * one physical chunk, one per slot.
  *
  * The walk takes the requests in permutation order. A request for page f
  * (virtual chunk v, slot o):
@@ -31,11 +33,13 @@
  * is empty. (Measured on 20,000 shuffled pages in 1 MiB chunks: same-slot
  * redirection needed a load per 4 pages and read most pages several times.)
  *
- * The number of virtual chunks is a constant, not derived from mem=: the
- * order must be the same on every rank of a cluster, whatever memory each
- * node gives the read path. The read path keeps up to
- * SH_VIRTUAL_CHUNKS * chunk_bytes of loaded pages when memory allows;
- * correctness never depends on it.
+ * The number of virtual chunks is never derived from mem=: the order must
+ * be the same on every rank of a cluster, whatever memory each node gives
+ * the read path. The read path keeps up to virtual_chunks * chunk_bytes of
+ * loaded pages when memory allows; correctness never depends on it. A
+ * dataset of no more physical chunks than virtual ones redirects nothing:
+ * each chunk's pages wait in their own virtual chunk for requests spread
+ * over the whole epoch.
  */
 #ifndef SH_REDIRECT_H
 #define SH_REDIRECT_H
@@ -74,12 +78,12 @@ typedef struct sh_schedule {
 } sh_schedule;
 
 /* Rewrite order[0..n) (a permutation of pages, the requests) into the
- * redirected order and fill *out. chunk_bytes >= 1. rng draws the candidate
+ * redirected order and fill *out. chunk_bytes >= 1, virtual_chunks >= 1. rng draws the candidate
  * chunks; with rng NULL a request always loads its own page's chunk, so a
  * natural order stays natural (its loads are the chunks in storage order).
  * Returns 0, or -1 on allocation failure (order is then unchanged). */
-int sh_redirect(const sh_stored_page *pages, uint64_t n, uint64_t chunk_bytes, sh_rng *rng,
-                uint32_t *order, sh_schedule *out);
+int sh_redirect(const sh_stored_page *pages, uint64_t n, uint64_t chunk_bytes,
+                uint32_t virtual_chunks, sh_rng *rng, uint32_t *order, sh_schedule *out);
 void sh_schedule_free(sh_schedule *s);
 
 #endif

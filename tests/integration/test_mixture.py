@@ -352,6 +352,33 @@ def test_sources_share_the_workers(large, mount):
     assert threads("threads=8") - threads("threads=4") == 4
 
 
+def test_sources_share_the_virtual_chunks(tmp_path, mount):
+    """Each source redirects within its share of the 64 virtual chunks (sh_redirect.h), as it
+    is cut into its share of segments: two equal one-file sources of 63 chunks of 64 KiB (two
+    pages each) get 32 each, so requests are served pages of chunks already read.
+    With 64 each (more than their chunks) nothing was redirected: each chunk's pages waited for
+    requests spread over the whole epoch (eight one-file sources of 64 KiB pages read 30% more
+    than the directory of the same files, pages dropped from the store and read again alone)."""
+    sources = []
+    for i in range(2):
+        rng = random.Random(i)
+        values = [f"{i}:{r}:" + rng.randbytes(200).hex() for r in range(8000)]
+        path = tmp_path / f"src{i}.parquet"
+        pq.write_table(pa.table({"text": values}), str(path), data_page_size=16384,
+                       use_dictionary=False, compression="none", write_batch_size=32)
+        sources.append({"path": str(path), "weight": 1})
+    mixture = tmp_path / "two.json"
+    mixture.write_text(json.dumps({"sources": sources}))
+    with mount(str(mixture), "format=text,chunk=64K") as m:
+        got = sorted(m.read("epoch-0.txt").splitlines())
+        stats = json.loads(m.read(".youmufs/stats.json"))
+    want = sorted(v.encode() for s in sources
+                  for v in pq.read_table(s["path"]).column("text").to_pylist())
+    assert got == want
+    for s in stats["sources"]:
+        assert s["chunk_loads"] > 40 and s["redirections"] > s["pages_decoded"] // 8, s
+
+
 def test_reads_at_once_of_one_file(mix, mount):
     """Reads of one mixture file run at once (several threads, one descriptor, random ranges
     and 1 MiB pieces in shuffled order): every byte is the sequential read's."""

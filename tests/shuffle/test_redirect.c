@@ -76,8 +76,8 @@ static uint64_t check_schedule(const sh_stored_page *st, uint64_t n, uint64_t ch
     return read;
 }
 
-/* Pages brought but not yet served never exceed one per virtual chunk slot. */
-static void check_memory(const sh_schedule *s, uint64_t n)
+/* The most pages brought but not yet served at any position. */
+static uint64_t peak_held(const sh_schedule *s, uint64_t n)
 {
     uint64_t live = 0, peak = 0, next_load = 0;
     for (uint64_t i = 0; i < n; i++) {
@@ -90,7 +90,13 @@ static void check_memory(const sh_schedule *s, uint64_t n)
             peak = live;
         live--;
     }
-    cr_assert_leq(peak, (uint64_t)SH_VIRTUAL_CHUNKS * SH_CHUNK_MAX_PAGES);
+    return peak;
+}
+
+/* Pages brought but not yet served never exceed one per virtual chunk slot. */
+static void check_memory(const sh_schedule *s, uint64_t n)
+{
+    cr_assert_leq(peak_held(s, n), (uint64_t)SH_VIRTUAL_CHUNKS * SH_CHUNK_MAX_PAGES);
 }
 
 Test(redirect, serves_every_page_once_with_a_consistent_schedule)
@@ -105,7 +111,7 @@ Test(redirect, serves_every_page_once_with_a_consistent_schedule)
             sh_rng rng;
             sh_rng_init(&rng, 99);
             sh_schedule s;
-            cr_assert_eq(sh_redirect(st, n, chunks[b], &rng, order, &s), 0);
+            cr_assert_eq(sh_redirect(st, n, chunks[b], SH_VIRTUAL_CHUNKS, &rng, order, &s), 0);
             cr_assert_eq(check_schedule(st, n, chunks[b], order, &s), n,
                          "every page is read exactly once");
             if (n <= 300)
@@ -125,7 +131,7 @@ Test(redirect, natural_order_stays_natural_and_reads_each_chunk_once)
     for (uint64_t i = 0; i < n; i++)
         order[i] = (uint32_t)i;
     sh_schedule s;
-    cr_assert_eq(sh_redirect(st, n, chunk, NULL, order, &s), 0);
+    cr_assert_eq(sh_redirect(st, n, chunk, SH_VIRTUAL_CHUNKS, NULL, order, &s), 0);
     for (uint64_t i = 0; i < n; i++)
         cr_assert_eq(order[i], i);
     cr_assert_eq(s.redirections, 0);
@@ -145,7 +151,7 @@ Test(redirect, shuffled_order_needs_few_loads_and_no_waste)
     sh_rng rng;
     sh_rng_init(&rng, 13);
     sh_schedule s;
-    cr_assert_eq(sh_redirect(st, n, chunk, &rng, order, &s), 0);
+    cr_assert_eq(sh_redirect(st, n, chunk, SH_VIRTUAL_CHUNKS, &rng, order, &s), 0);
     uint64_t read = check_schedule(st, n, chunk, order, &s);
     cr_assert_lt(s.num_loads, n / 5, "%llu loads for %llu pages",
                  (unsigned long long)s.num_loads, (unsigned long long)n);
@@ -178,5 +184,51 @@ Test(redirect, plan_is_deterministic_and_depends_on_the_epoch)
     sh_plan_free(&b);
     sh_plan_free(&c);
     free(pages);
+    free(st);
+}
+
+/* A mixture's source of few chunks (one file) gets its share of the
+ * virtual chunks: with one per physical chunk nothing is redirected, and a
+ * chunk's pages wait for requests spread over the whole epoch; with fewer,
+ * pages are redirected and what waits is bounded by their slots. */
+Test(redirect, fewer_virtual_chunks_redirect_a_dataset_of_few_chunks)
+{
+    uint64_t n = 2000, chunk = 1 << 20;
+    sh_stored_page *st = calloc(n, sizeof *st);
+    for (uint64_t i = 0; i < n; i++)
+        st[i] = (sh_stored_page){ .stored = 64 << 10, .run = 1 }; /* 16 pages a chunk */
+    uint32_t virtuals[] = { SH_VIRTUAL_CHUNKS, 8, 2, 1 }; /* of 125 chunks */
+    for (size_t k = 0; k < sizeof virtuals / sizeof *virtuals; k++) {
+        uint32_t *order = shuffled(n, 3);
+        sh_rng rng;
+        sh_rng_init(&rng, 17);
+        sh_schedule s;
+        cr_assert_eq(sh_redirect(st, n, chunk, virtuals[k], &rng, order, &s), 0);
+        cr_assert_eq(check_schedule(st, n, chunk, order, &s), n, "each chunk read once");
+        cr_assert_leq(peak_held(&s, n), (uint64_t)virtuals[k] * 16,
+                      "%u virtual chunks hold at most their slots", virtuals[k]);
+        cr_assert_gt(s.redirections, n / 2, "%u virtual chunks: %llu redirections", virtuals[k],
+                     (unsigned long long)s.redirections);
+        sh_schedule_free(&s);
+        free(order);
+    }
+    /* 40 chunks: a virtual chunk each at the default, so no page is
+     * redirected and the first loads' pages wait long */
+    uint64_t few = 40 * 16;
+    uint32_t *order = shuffled(few, 3);
+    sh_rng rng;
+    sh_rng_init(&rng, 17);
+    sh_schedule s;
+    cr_assert_eq(sh_redirect(st, few, chunk, SH_VIRTUAL_CHUNKS, &rng, order, &s), 0);
+    cr_assert_eq(s.redirections, 0);
+    cr_assert_gt(peak_held(&s, few), few / 2, "loads bring pages needed much later");
+    sh_schedule_free(&s);
+    free(order);
+    order = shuffled(few, 3);
+    cr_assert_eq(sh_redirect(st, few, chunk, 5, &rng, order, &s), 0);
+    cr_assert_gt(s.redirections, few / 2);
+    cr_assert_leq(peak_held(&s, few), 5 * 16);
+    sh_schedule_free(&s);
+    free(order);
     free(st);
 }
