@@ -250,8 +250,10 @@ def main():
                     help="read at most this many MB per run (0: the whole epoch)")
     ap.add_argument("--gateway-mb", type=int, default=300,
                     help="MB read per GET size to measure the gateway's CPU (0: skip)")
-    ap.add_argument("--objects", type=int, default=1000)
-    ap.add_argument("--remounts", type=int, default=5)
+    ap.add_argument("--objects", type=int, default=1000,
+                    help="objects of the re-mount measurement (0: skip it)")
+    ap.add_argument("--remounts", type=int, default=5,
+                    help="re-mounts measured after the first (0: skip the measurement)")
     ap.add_argument("--out")
     args = ap.parse_args()
     args.bin = os.path.abspath(args.bin)
@@ -265,7 +267,7 @@ def main():
     try:
         server.make_bucket(BUCKET)
         rows = []
-        rm = remount(args, server, work) if args.objects else None
+        rm = remount(args, server, work) if args.objects and args.remounts else None
         gw = gateway_cost(args, server) if args.shapes and args.gateway_mb else None
         if args.shapes:
             throughput(args, server, rows)
