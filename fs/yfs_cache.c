@@ -636,3 +636,9 @@ uint64_t yfs_seg_record_start(const yfs_seg *seg, uint32_t record)
     assert(seg->body.pieces > 0 && record <= seg->body.pieces);
     return record ? seg->body.ends[record - 1] : 0;
 }
+
+const uint8_t *yfs_seg_record(const yfs_seg *seg, uint32_t record)
+{
+    assert(record < seg->body.pieces);
+    return seg->body.at[record];
+}

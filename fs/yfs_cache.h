@@ -74,5 +74,9 @@ uint64_t yfs_seg_size(const yfs_seg *seg);
  * built from units starts, in serving order. Not for shuffle=row segments
  * (one piece: their record sizes are in the mount's record_bytes). */
 uint64_t yfs_seg_record_start(const yfs_seg *seg, uint32_t record);
+/* The framed bytes of record `record` (< records) of a segment built from
+ * units, in place: a record is one piece of its body (yfs_segment.h), so
+ * this costs no search, where yfs_seg_copy searches the pieces. */
+const uint8_t *yfs_seg_record(const yfs_seg *seg, uint32_t record);
 
 #endif

@@ -720,8 +720,7 @@ static void copy_record(const layout *lay, uint32_t i, const yfs_seg *seg, uint3
     uint64_t from = lay->start[p], to = lay->start[p + 1];
     uint64_t a = from > c->lo ? from : c->lo, e = to < c->hi ? to : c->hi;
     if (a < e)
-        yfs_seg_copy(seg, yfs_seg_record_start(seg, record) + (a - from), c->out + (a - c->lo),
-                     e - a);
+        memcpy(c->out + (a - c->lo), yfs_seg_record(seg, record) + (a - from), e - a);
 }
 
 /* Copy block b's bytes [lo, hi) (block-relative) into out, b laid out in lay. */
