@@ -167,15 +167,15 @@ static int fits(const yfs_budget *b, uint64_t bytes, yfs_mem_mode mode)
 /* Ask the reclaimers for room for `bytes` in `mode`, up to that mode's
  * limit (a prefetch's, short of the whole: asked for room only past the
  * whole limit, they freed nothing while a prefetch was refused between the
- * two, and idle segments read to the end kept the headroom full for good). */
-static uint64_t reclaim(yfs_budget *b, uint64_t bytes, yfs_mem_mode mode, int patient)
+ * two, and idle segments read to the end kept the headroom full for good),
+ * at `level` (a yfs_reclaim_fn's `demand`). */
+static uint64_t reclaim(yfs_budget *b, uint64_t bytes, yfs_mem_mode mode, int level)
 {
     uint64_t retry = 0, limit = limit_of(b, mode);
-    int demand = mode == YFS_PREFETCH ? 0 : patient ? YFS_RECLAIM_DEMAND : YFS_RECLAIM_ALL;
     for (int i = 0; i < b->num_reclaimers && b->used + bytes > limit; i++) {
         uint64_t need = b->used + bytes - limit;
         pthread_mutex_unlock(&b->lock);
-        uint64_t at = b->reclaimers[i].fn(b->reclaimers[i].ctx, need, demand);
+        uint64_t at = b->reclaimers[i].fn(b->reclaimers[i].ctx, need, level);
         pthread_mutex_lock(&b->lock);
         if (at && (!retry || at < retry))
             retry = at;
@@ -212,32 +212,39 @@ static uint64_t stuck_for(const yfs_budget *b, const yfs_hold *hold)
     return blocked;
 }
 
-/* What the reclaimers would drop for a demand reservation now (see
- * Patience in yfs_budget.h): asked with the lock released, like them. */
-static uint64_t idle_now(yfs_budget *b)
+/* What the reclaimers would drop now at `level` (see Patience in
+ * yfs_budget.h): asked with the lock released, like them. */
+static uint64_t idle_now(yfs_budget *b, int level)
 {
     uint64_t idle = 0;
     pthread_mutex_unlock(&b->lock);
     for (int i = 0; i < b->num_reclaimers; i++)
-        idle += b->reclaimers[i].idle(b->reclaimers[i].ctx);
+        idle += b->reclaimers[i].idle(b->reclaimers[i].ctx, level);
     pthread_mutex_lock(&b->lock);
     return idle;
 }
 
-/* Whether a reservation in `mode` (YFS_DEMAND or YFS_TRY; patient: it has
- * not waited YFS_BUDGET_PATIENCE_NS for nothing) should have the caches
- * dropped for it: when that lets it through, or, for a demand one that is
- * out of patience or that nobody running could make room for, always. */
-static int worth_reclaiming(yfs_budget *b, uint64_t bytes, yfs_mem_mode mode,
-                            const yfs_hold *hold, int patient)
+#define NO_RECLAIM (-1)
+
+/* The level at which a reservation in `mode` (YFS_DEMAND or YFS_TRY;
+ * patient: it has not waited YFS_BUDGET_PATIENCE_NS for nothing) should
+ * have the caches dropped for it, or NO_RECLAIM: everything idle for a
+ * demand one that nobody running could make room for; all but the
+ * reclaimers' working sets for a demand one out of patience; else what a
+ * patient one may drop, when that lets it through. */
+static int reclaim_level(yfs_budget *b, uint64_t bytes, yfs_mem_mode mode, const yfs_hold *hold,
+                         int patient)
 {
-    if (mode == YFS_DEMAND && !patient)
-        return 1;
-    uint64_t idle = idle_now(b);
+    if (mode == YFS_DEMAND) {
+        uint64_t idle = idle_now(b, YFS_RECLAIM_ALL);
+        if ((b->used > idle ? b->used - idle : 0) <= stuck_for(b, hold))
+            return YFS_RECLAIM_ALL;
+        if (!patient)
+            return YFS_RECLAIM_IMPATIENT;
+    }
+    uint64_t idle = idle_now(b, YFS_RECLAIM_DEMAND);
     uint64_t kept = b->used > idle ? b->used - idle : 0;
-    if (kept + bytes <= limit_of(b, mode))
-        return 1;
-    return mode == YFS_DEMAND && kept <= stuck_for(b, hold);
+    return kept + bytes <= limit_of(b, mode) ? YFS_RECLAIM_DEMAND : NO_RECLAIM;
 }
 
 /* Lock held: wake the waiters that may now proceed, instead of all of them
@@ -344,10 +351,12 @@ int yfs_budget_reserve(yfs_budget *b, uint64_t bytes, yfs_mem_kind kind, yfs_mem
             return -1;
         }
         uint64_t seen = b->changes, retry;
-        int reclaimed = mode == YFS_PREFETCH || mode == YFS_FORCE ||
-                        worth_reclaiming(b, bytes, mode, hold, patient);
+        int level = mode == YFS_PREFETCH ? 0
+                    : mode == YFS_FORCE  ? YFS_RECLAIM_DEMAND
+                                         : reclaim_level(b, bytes, mode, hold, patient);
+        int reclaimed = level != NO_RECLAIM;
         if (reclaimed) {
-            retry = reclaim(b, bytes, mode, patient);
+            retry = reclaim(b, bytes, mode, level);
         } else {
             if (!patience_end || b->freed != freed) { /* (re)started by what was freed */
                 patience_end = yfs_now_ns() + YFS_BUDGET_PATIENCE_NS;

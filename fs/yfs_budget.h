@@ -57,10 +57,14 @@
  * could not start were read again inside the one decode that fit: 8 parts
  * of tokens at 50 ms per read served 5 MB/s, one dictionary read at a
  * time). What the reclaimers would drop is asked of their idle functions.
- * The caches are dropped after all when nothing but idle and stuck memory
- * is charged (nobody running could free room), or when a wait of
- * YFS_BUDGET_PATIENCE_NS passes with no change (idle counts may be short:
- * a paused stream's dictionary goes idle only once the stream is closed).
+ * The caches are dropped after all when a wait of YFS_BUDGET_PATIENCE_NS
+ * passes with no change (idle counts may be short: a paused stream's
+ * dictionary goes idle only once the stream is closed), but for the working
+ * set a reclaimer keeps while builds still run (the dictionaries used last:
+ * dropped at every such wait, 8 parts of tokens at 50 ms a read loaded a
+ * dictionary for nearly every page decoded, inside the decode). Everything
+ * idle goes when nothing but idle and stuck memory is charged (nobody
+ * running could free room).
  *
  * Thread-safe: one mutex guards the counters and every hold's fields.
  * Reclaimers are called without it; a thread that calls
@@ -104,17 +108,19 @@ typedef struct yfs_hold {
  * time (ns) at which it may free more than it could now (idle memory going
  * stale), or 0. `demand` is 0 for YFS_PREFETCH reservations: free only what
  * is worthless then; YFS_RECLAIM_DEMAND for a demand (or try) reservation;
- * YFS_RECLAIM_ALL for a demand reservation out of patience (see Patience):
- * everything idle must go then, what a reclaimer keeps for a patient one
- * too. Called without the accountant's lock, possibly by several threads at
- * once. */
+ * YFS_RECLAIM_IMPATIENT for a demand reservation out of patience while
+ * others still run (see Patience): everything idle but the reclaimer's
+ * working set; YFS_RECLAIM_ALL when nothing running could make room:
+ * everything idle must go. Called without the accountant's lock, possibly
+ * by several threads at once. */
 #define YFS_RECLAIM_DEMAND 1
-#define YFS_RECLAIM_ALL 2
+#define YFS_RECLAIM_IMPATIENT 2
+#define YFS_RECLAIM_ALL 3
 typedef uint64_t (*yfs_reclaim_fn)(void *ctx, uint64_t need, int demand);
-/* Its count: the bytes the reclaimer would free now for a demand
- * reservation of unbounded need, without freeing them. Called without the
- * accountant's lock. */
-typedef uint64_t (*yfs_idle_fn)(void *ctx);
+/* Its count: the bytes the reclaimer would free now at level `demand` (a
+ * YFS_RECLAIM_* level) for a reservation of unbounded need, without freeing
+ * them. Called without the accountant's lock. */
+typedef uint64_t (*yfs_idle_fn)(void *ctx, int demand);
 
 /* How long a reservation that may wait keeps the caches (see Patience). */
 #define YFS_BUDGET_PATIENCE_NS (100u * 1000u * 1000u)

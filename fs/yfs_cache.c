@@ -261,8 +261,9 @@ static uint64_t droppable_for_demand(const yfs_cache *c, const void *const *read
 }
 
 /* The accountant's count of what reclaim frees for a demand reservation. */
-static uint64_t idle(void *ctx)
+static uint64_t idle(void *ctx, int demand)
 {
+    (void)demand; /* the same at every level */
     yfs_cache *c = ctx;
     pthread_mutex_lock(&c->lock);
     uint64_t bytes = droppable_for_demand(c, c->builders, c->num_builders);

@@ -30,7 +30,7 @@ struct yfs_dicts {
 };
 
 static uint64_t reclaim(void *ctx, uint64_t need, int demand);
-static uint64_t idle(void *ctx);
+static uint64_t idle(void *ctx, int demand);
 
 yfs_dicts *yfs_dicts_new(const ix_index *ix, yfs_budget *budget, uint64_t cap,
                          yfs_stats *stats)
@@ -97,13 +97,15 @@ static uint64_t trim(yfs_dicts *c, uint64_t keep)
     return freed;
 }
 
-/* Idle dictionaries kept for a patient demand reservation: the most
- * recently used, up to half the cache. An idle dictionary is only a saving
- * of I/O, but the decodes of a page-shuffled epoch come back to the same few
- * chunks again and again: dropped for every decode short of room, 8 dicts
- * of tokens (list<int64>, one row group per file) were read 174 times in an
- * epoch's first 200 MB, each time inside a decode holding its memory, at
- * 50 ms a read. */
+/* Idle dictionaries kept while builds still run (a demand reservation at
+ * YFS_RECLAIM_DEMAND or _IMPATIENT): the most recently used, up to half the
+ * cache. An idle dictionary is only a saving of I/O, but the decodes of a
+ * page-shuffled epoch come back to the same few chunks again and again:
+ * dropped for every decode short of room, 8 dicts of tokens (list<int64>,
+ * one row group per file) were read 174 times in an epoch's first 200 MB,
+ * each time inside a decode holding its memory, at 50 ms a read; dropped
+ * whenever a wait ran out of patience, 250 times for 280 pages. All go
+ * only when nobody running could make room (YFS_RECLAIM_ALL). */
 static uint64_t kept_idle(const yfs_dicts *c, int demand)
 {
     return demand == YFS_RECLAIM_ALL ? 0 : c->cap / 2;
@@ -123,13 +125,13 @@ static uint64_t reclaim(void *ctx, uint64_t need, int demand)
     return 0;
 }
 
-/* What reclaim drops for a patient demand read: the idle dictionaries past
- * those it keeps. */
-static uint64_t idle(void *ctx)
+/* What reclaim drops for a demand read at that level: the idle
+ * dictionaries past those it keeps. */
+static uint64_t idle(void *ctx, int demand)
 {
     yfs_dicts *c = ctx;
     pthread_mutex_lock(&c->lock);
-    uint64_t keep = kept_idle(c, YFS_RECLAIM_DEMAND);
+    uint64_t keep = kept_idle(c, demand);
     uint64_t bytes = c->idle_bytes > keep ? c->idle_bytes - keep : 0;
     pthread_mutex_unlock(&c->lock);
     return bytes;

@@ -198,7 +198,7 @@ void yfs_pages_reader_gone(yfs_pages *s, const void *reader)
 /* ---- entries ---- */
 
 static uint64_t reclaim(void *ctx, uint64_t need, int demand);
-static uint64_t idle(void *ctx);
+static uint64_t idle(void *ctx, int demand);
 
 yfs_pages *yfs_pages_new(yfs_budget *budget, uint64_t cap, yfs_stats *stats)
 {
@@ -302,8 +302,9 @@ static uint64_t reclaim(void *ctx, uint64_t need, int demand)
 }
 
 /* What reclaim drops for a demand read: every parked page. */
-static uint64_t idle(void *ctx)
+static uint64_t idle(void *ctx, int demand)
 {
+    (void)demand; /* the same at every level */
     yfs_pages *s = ctx;
     pthread_mutex_lock(&s->lock);
     uint64_t bytes = s->bytes;

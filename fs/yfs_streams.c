@@ -94,8 +94,9 @@ static uint64_t reclaim(void *ctx, uint64_t need, int demand)
 
 /* What reclaim closes for a demand read: every paused stream (their
  * dictionaries, idle once closed, are the dictionary cache's to count). */
-static uint64_t idle(void *ctx)
+static uint64_t idle(void *ctx, int demand)
 {
+    (void)demand; /* the same at every level */
     yfs_streams *st = ctx;
     pthread_mutex_lock(&st->lock);
     uint64_t bytes = st->bytes;

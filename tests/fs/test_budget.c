@@ -384,8 +384,9 @@ static uint64_t drop_idle(void *ctx, uint64_t need, int demand)
     return 0;
 }
 
-static uint64_t count_idle(void *ctx)
+static uint64_t count_idle(void *ctx, int demand)
 {
+    (void)demand;
     return ((idle_store *)ctx)->idle;
 }
 
@@ -451,8 +452,9 @@ static uint64_t reclaim_late(void *ctx, uint64_t need, int demand)
     return 0;
 }
 
-static uint64_t count_late(void *ctx)
+static uint64_t count_late(void *ctx, int demand)
 {
+    (void)demand;
     return ((late_store *)ctx)->parked;
 }
 
@@ -583,4 +585,59 @@ Test(budget, the_index_limits_a_page_by_what_the_read_path_charges)
                                          yfs_decode_bound_page(&h, width));
                     }
                 }
+}
+
+/* A reclaimer that keeps a working set (the dictionaries used last) while
+ * builds still run: a wait out of patience does not take it, only a
+ * reservation that nobody running could make room for does. */
+typedef struct keeper {
+    yfs_budget *b;
+    uint64_t idle; /* all of it the working set */
+} keeper;
+
+static uint64_t keeper_reclaim(void *ctx, uint64_t need, int demand)
+{
+    keeper *k = ctx;
+    if (demand != YFS_RECLAIM_ALL)
+        return 0;
+    uint64_t n = need < k->idle ? need : k->idle;
+    k->idle -= n;
+    yfs_budget_release(k->b, n, YFS_MEM_DICTIONARIES, NULL);
+    return 0;
+}
+
+static uint64_t keeper_idle(void *ctx, int demand)
+{
+    keeper *k = ctx;
+    return demand == YFS_RECLAIM_ALL ? k->idle : 0;
+}
+
+Test(budget, a_working_set_outlives_patience_but_not_a_stuck_wait)
+{
+    yfs_budget *b = yfs_budget_new(100, NULL);
+    keeper k = { b, 30 };
+    yfs_budget_add_reclaimer(b, keeper_reclaim, keeper_idle, &k);
+    yfs_budget_reserve(b, 30, YFS_MEM_DICTIONARIES, YFS_DEMAND, NULL);
+    yfs_hold running = { 0 }; /* a build that still runs: it will free its 60 */
+    yfs_hold_enter(b, &running);
+    yfs_budget_reserve(b, 60, YFS_MEM_SEGMENTS, YFS_DEMAND, &running);
+    waiter w = { b, 20, NULL, 0 };
+    pthread_t t;
+    pthread_create(&t, NULL, demand, &w);
+    sleep_ms(3 * YFS_BUDGET_PATIENCE_NS / 1000000);
+    cr_assert(!atomic_load(&w.done), "a build still runs: the wait goes on");
+    cr_assert_eq(k.idle, 30, "the working set was dropped for a wait out of patience");
+    yfs_budget_release(b, 60, YFS_MEM_SEGMENTS, &running);
+    pthread_join(t, NULL);
+    cr_assert_eq(k.idle, 30);
+    yfs_budget_release(b, 20, YFS_MEM_DECODED, NULL);
+    yfs_hold_leave(b, &running);
+    /* nothing runs: the working set goes at once, with no wait */
+    uint64_t waits = snapshot(b).demand_waits;
+    cr_assert_eq(yfs_budget_reserve(b, 80, YFS_MEM_DECODED, YFS_DEMAND, NULL), 0);
+    cr_assert_eq(snapshot(b).demand_waits, waits);
+    cr_assert_eq(k.idle, 20);
+    yfs_budget_release(b, 80, YFS_MEM_DECODED, NULL);
+    yfs_budget_release(b, k.idle, YFS_MEM_DICTIONARIES, NULL);
+    yfs_budget_free(b);
 }
