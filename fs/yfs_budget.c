@@ -226,20 +226,26 @@ static uint64_t idle_now(yfs_budget *b, int level)
 
 #define NO_RECLAIM (-1)
 
-/* The level at which a reservation in `mode` (YFS_DEMAND or YFS_TRY;
- * patient: it has not waited YFS_BUDGET_PATIENCE_NS for nothing) should
- * have the caches dropped for it, or NO_RECLAIM: everything idle for a
- * demand one that nobody running could make room for; all but the
- * reclaimers' working sets for a demand one out of patience; else what a
- * patient one may drop, when that lets it through. */
+/* How long a demand reservation has waited with nothing freed (see
+ * Patience in yfs_budget.h): a stage passes with each YFS_BUDGET_PATIENCE_NS
+ * of that. */
+enum { OUT_OF_PATIENCE = 0, IMPATIENT = 1, PATIENT = 2 };
+
+/* The level at which a reservation in `mode` (YFS_DEMAND or YFS_TRY) at
+ * stage `patience` should have the caches dropped for it, or NO_RECLAIM:
+ * everything idle for a demand one that nobody running could make room for,
+ * or out of patience; all but the reclaimers' working sets for an impatient
+ * one; else what a patient one may drop, when that lets it through. */
 static int reclaim_level(yfs_budget *b, uint64_t bytes, yfs_mem_mode mode, const yfs_hold *hold,
-                         int patient)
+                         int patience)
 {
     if (mode == YFS_DEMAND) {
+        if (patience == OUT_OF_PATIENCE)
+            return YFS_RECLAIM_ALL;
         uint64_t idle = idle_now(b, YFS_RECLAIM_ALL);
         if ((b->used > idle ? b->used - idle : 0) <= stuck_for(b, hold))
             return YFS_RECLAIM_ALL;
-        if (!patient)
+        if (patience == IMPATIENT)
             return YFS_RECLAIM_IMPATIENT;
     }
     uint64_t idle = idle_now(b, YFS_RECLAIM_DEMAND);
@@ -339,8 +345,8 @@ int yfs_budget_reserve(yfs_budget *b, uint64_t bytes, yfs_mem_kind kind, yfs_mem
     pthread_mutex_lock(&b->lock);
     assert(mode != YFS_DEMAND || !hold || hold->threads > 0); /* hold fields: under the lock */
     waiter self;
-    int queued = 0, patient = 1;
-    uint64_t patience_end = 0, freed = 0; /* the patient wait running, and what it saw */
+    int queued = 0, patience = PATIENT;
+    uint64_t patience_end = 0, freed = 0; /* the stage's wait running, and what it saw */
     for (;;) {
         int blocked_out = mode == YFS_PREFETCH && b->demand_waiters > 0;
         if (!blocked_out && fits(b, bytes, mode))
@@ -350,19 +356,21 @@ int yfs_budget_reserve(yfs_budget *b, uint64_t bytes, yfs_mem_kind kind, yfs_mem
             pthread_mutex_unlock(&b->lock);
             return -1;
         }
-        uint64_t seen = b->changes, retry;
+        uint64_t seen = b->changes;
         int level = mode == YFS_PREFETCH ? 0
                     : mode == YFS_FORCE  ? YFS_RECLAIM_DEMAND
-                                         : reclaim_level(b, bytes, mode, hold, patient);
+                                         : reclaim_level(b, bytes, mode, hold, patience);
         int reclaimed = level != NO_RECLAIM;
-        if (reclaimed) {
-            retry = reclaim(b, bytes, mode, level);
-        } else {
+        uint64_t retry = reclaimed ? reclaim(b, bytes, mode, level) : 0;
+        /* waiting out a stage of patience: until something is freed, or
+         * the stage passes */
+        int timed = !reclaimed || level == YFS_RECLAIM_IMPATIENT;
+        if (timed) {
             if (!patience_end || b->freed != freed) { /* (re)started by what was freed */
                 patience_end = yfs_now_ns() + YFS_BUDGET_PATIENCE_NS;
                 freed = b->freed;
             }
-            retry = patience_end;
+            retry = retry && retry < patience_end ? retry : patience_end;
         }
         if (fits(b, bytes, mode) && !(mode == YFS_PREFETCH && b->demand_waiters > 0))
             break;
@@ -383,9 +391,11 @@ int yfs_budget_reserve(yfs_budget *b, uint64_t bytes, yfs_mem_kind kind, yfs_mem
             queued = 1;
         }
         wait_for_room(b, &self, hold, retry, seen);
-        /* patient for as long as nothing is freed: nobody is making room */
-        if (!reclaimed && b->freed == freed && yfs_now_ns() >= patience_end)
-            patient = 0;
+        /* a stage passes while nothing is freed: nobody is making room */
+        if (timed && b->freed == freed && yfs_now_ns() >= patience_end) {
+            patience--;
+            patience_end = 0;
+        }
     }
     if (queued)
         dequeue(b, &self);

@@ -58,13 +58,15 @@
  * of tokens at 50 ms per read served 5 MB/s, one dictionary read at a
  * time). What the reclaimers would drop is asked of their idle functions.
  * The caches are dropped after all when a wait of YFS_BUDGET_PATIENCE_NS
- * passes with no change (idle counts may be short: a paused stream's
+ * passes with nothing freed (idle counts may be short: a paused stream's
  * dictionary goes idle only once the stream is closed), but for the working
  * set a reclaimer keeps while builds still run (the dictionaries used last:
  * dropped at every such wait, 8 parts of tokens at 50 ms a read loaded a
- * dictionary for nearly every page decoded, inside the decode). Everything
- * idle goes when nothing but idle and stuck memory is charged (nobody
- * running could free room).
+ * dictionary for nearly every page decoded, inside the decode). That goes
+ * too after a second such wait: what stuck_for counts may be short as well
+ * (32 readers at mem=32M hung for good with it kept). Everything idle goes
+ * at once when nothing but idle and stuck memory is charged (nobody running
+ * could free room).
  *
  * Thread-safe: one mutex guards the counters and every hold's fields.
  * Reclaimers are called without it; a thread that calls
@@ -110,8 +112,8 @@ typedef struct yfs_hold {
  * is worthless then; YFS_RECLAIM_DEMAND for a demand (or try) reservation;
  * YFS_RECLAIM_IMPATIENT for a demand reservation out of patience while
  * others still run (see Patience): everything idle but the reclaimer's
- * working set; YFS_RECLAIM_ALL when nothing running could make room:
- * everything idle must go. Called without the accountant's lock, possibly
+ * working set; YFS_RECLAIM_ALL when nothing running could make room, or
+ * after a second wait for nothing: everything idle must go. Called without the accountant's lock, possibly
  * by several threads at once. */
 #define YFS_RECLAIM_DEMAND 1
 #define YFS_RECLAIM_IMPATIENT 2

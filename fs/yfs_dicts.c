@@ -105,7 +105,8 @@ static uint64_t trim(yfs_dicts *c, uint64_t keep)
  * one row group per file) were read 174 times in an epoch's first 200 MB,
  * each time inside a decode holding its memory, at 50 ms a read; dropped
  * whenever a wait ran out of patience, 250 times for 280 pages. All go
- * only when nobody running could make room (YFS_RECLAIM_ALL). */
+ * when nobody running could make room or a wait runs out of patience twice
+ * (YFS_RECLAIM_ALL). */
 static uint64_t kept_idle(const yfs_dicts *c, int demand)
 {
     return demand == YFS_RECLAIM_ALL ? 0 : c->cap / 2;
