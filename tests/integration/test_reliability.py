@@ -448,7 +448,7 @@ def test_readers_killed_mid_read(big_dataset, mount):
     refs = _ref_hashes(big_dataset, ["epoch-2.jsonl"], opts)
     with mount(big_dataset, opts) as m:
         pid = m.proc.pid
-        _stats(m)
+        base_depth = _stats(m)["io"]["depth"]
         base_fds = _fds(pid)
         base_threads = _status(pid, "Threads")
         killed = _kill_readers_mid_read(m, "epoch-0.jsonl", 4, [0.05, 0.3, 0.8, 0.15])
@@ -471,7 +471,11 @@ def test_readers_killed_mid_read(big_dataset, mount):
     assert stats.get("read_errors", 0) == 0, stats
     assert len(fds) <= len(base_fds), (f"daemon descriptors {len(base_fds)} -> {len(fds)} after "
                                        f"killed readers: new {set(fds.values()) - set(base_fds.values())}")
-    assert threads <= base_threads + 16, f"daemon threads {base_threads} -> {threads}"
+    # the I/O engine starts a thread per unit of its depth, which grows while builds wait for
+    # storage (under ASan and a loaded machine, from 8 to 32): those are not leaked
+    grown = stats["io"]["depth"] - base_depth
+    assert threads <= base_threads + 16 + grown, (f"daemon threads {base_threads} -> {threads}, "
+                                                  f"I/O depth {base_depth} -> {base_depth + grown}")
 
 
 @pytest.fixture(scope="module")
