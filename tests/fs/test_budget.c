@@ -363,20 +363,25 @@ Test(budget, a_hold_waits_while_one_of_its_threads_runs)
 }
 
 /* A reclaimer holding idle memory: asked before anyone waits or is
- * refused, for what is missing; not asked for what fits. */
+ * refused, for what is missing; not asked for what fits. It drops only at
+ * `least` (a yfs_reclaim_fn's `demand`) or above, and records the levels it
+ * is asked at. */
 typedef struct idle_store {
     yfs_budget *b;
     uint64_t idle;
     uint64_t asked, calls;
-    int demand_only;
+    int least;
+    int levels[64];
 } idle_store;
 
 static uint64_t drop_idle(void *ctx, uint64_t need, int demand)
 {
     idle_store *s = ctx;
+    if (s->calls < 64)
+        s->levels[s->calls] = demand;
     s->calls++;
     s->asked = need;
-    if (s->demand_only && !demand)
+    if (demand < s->least)
         return 0;
     uint64_t n = need < s->idle ? need : s->idle;
     s->idle -= n;
@@ -386,14 +391,14 @@ static uint64_t drop_idle(void *ctx, uint64_t need, int demand)
 
 static uint64_t count_idle(void *ctx, int demand)
 {
-    (void)demand;
-    return ((idle_store *)ctx)->idle;
+    idle_store *s = ctx;
+    return demand < s->least ? 0 : s->idle;
 }
 
 Test(budget, reclaimers_free_idle_memory_before_anyone_waits)
 {
     yfs_budget *b = yfs_budget_new(100, NULL);
-    idle_store s = { b, 70, 0, 0, 1 };
+    idle_store s = { .b = b, .idle = 70, .least = YFS_RECLAIM_DEMAND };
     yfs_budget_add_reclaimer(b, drop_idle, count_idle, &s);
     yfs_budget_reserve(b, 70, YFS_MEM_PARKED, YFS_PREFETCH, NULL);
     cr_assert_eq(yfs_budget_reserve(b, 30, YFS_MEM_RAW, YFS_DEMAND, NULL), 0);
@@ -485,7 +490,7 @@ Test(budget, idle_memory_is_dropped_only_when_that_lets_a_reservation_through)
 {
     yfs_stats st = { 0 };
     yfs_budget *b = yfs_budget_new(100, &st);
-    idle_store s = { b, 30, 0, 0, 1 };
+    idle_store s = { .b = b, .idle = 30, .least = YFS_RECLAIM_DEMAND };
     yfs_budget_add_reclaimer(b, drop_idle, count_idle, &s);
     yfs_budget_reserve(b, 30, YFS_MEM_PARKED, YFS_PREFETCH, NULL);
     cr_assert_eq(yfs_budget_reserve(b, 50, YFS_MEM_SEGMENTS, YFS_DEMAND, NULL), 0);
@@ -590,39 +595,13 @@ Test(budget, the_index_limits_a_page_by_what_the_read_path_charges)
 /* A reclaimer that keeps a working set (the dictionaries used last) while
  * builds still run: a wait out of patience does not take it, a second one
  * does, and a reservation nobody running could make room for takes it at
- * once. It records the levels it is asked at. */
-typedef struct keeper {
-    yfs_budget *b;
-    uint64_t idle; /* all of it the working set */
-    int levels[64];
-    int asked;
-} keeper;
-
-static uint64_t keeper_reclaim(void *ctx, uint64_t need, int demand)
-{
-    keeper *k = ctx;
-    if (k->asked < 64)
-        k->levels[k->asked++] = demand;
-    if (demand != YFS_RECLAIM_ALL)
-        return 0;
-    uint64_t n = need < k->idle ? need : k->idle;
-    k->idle -= n;
-    yfs_budget_release(k->b, n, YFS_MEM_DICTIONARIES, NULL);
-    return 0;
-}
-
-static uint64_t keeper_idle(void *ctx, int demand)
-{
-    keeper *k = ctx;
-    return demand == YFS_RECLAIM_ALL ? k->idle : 0;
-}
-
+ * once. */
 Test(budget, a_working_set_outlives_patience_but_not_a_stuck_wait)
 {
     yfs_budget *b = yfs_budget_new(100, NULL);
-    keeper k = { .b = b, .idle = 30 };
-    yfs_budget_add_reclaimer(b, keeper_reclaim, keeper_idle, &k);
-    yfs_budget_reserve(b, 30, YFS_MEM_DICTIONARIES, YFS_DEMAND, NULL);
+    idle_store k = { .b = b, .idle = 30, .least = YFS_RECLAIM_ALL };
+    yfs_budget_add_reclaimer(b, drop_idle, count_idle, &k);
+    yfs_budget_reserve(b, 30, YFS_MEM_PARKED, YFS_DEMAND, NULL);
     yfs_hold running = { 0 }; /* a build that still runs, and never frees its 60 */
     yfs_hold_enter(b, &running);
     yfs_budget_reserve(b, 60, YFS_MEM_SEGMENTS, YFS_DEMAND, &running);
@@ -630,10 +609,10 @@ Test(budget, a_working_set_outlives_patience_but_not_a_stuck_wait)
     pthread_t t;
     pthread_create(&t, NULL, demand, &w);
     pthread_join(t, NULL); /* out of patience twice: the working set gave the room */
-    int all = 0;
-    while (all < k.asked && k.levels[all] != YFS_RECLAIM_ALL)
+    uint64_t asked = k.calls < 64 ? k.calls : 64, all = 0;
+    while (all < asked && k.levels[all] != YFS_RECLAIM_ALL)
         all++;
-    cr_assert_lt(all, k.asked, "never asked for everything");
+    cr_assert_lt(all, asked, "never asked for everything");
     cr_assert(all > 0 && k.levels[all - 1] == YFS_RECLAIM_IMPATIENT,
               "the working set was asked for at the first wait out of patience");
     cr_assert_eq(k.idle, 20);
@@ -646,6 +625,6 @@ Test(budget, a_working_set_outlives_patience_but_not_a_stuck_wait)
     cr_assert_eq(snapshot(b).demand_waits, waits);
     cr_assert_eq(k.idle, 10);
     yfs_budget_release(b, 90, YFS_MEM_DECODED, NULL);
-    yfs_budget_release(b, 10, YFS_MEM_DICTIONARIES, NULL);
+    yfs_budget_release(b, 10, YFS_MEM_PARKED, NULL);
     yfs_budget_free(b);
 }
