@@ -5,8 +5,9 @@
  * "column" (default the mount's), seed= sh_mix_source_seed(seed, i) (so its
  * epoch p is its pass p), segments cut at its share of buffer=
  * and of the segment byte limit (sh_mix_share_of, set once the counts are
- * known), its share of threads= prefetch workers (sh_mix_share_of, at least
- * one: the sources build about as many segments at once as one dataset),
+ * known), its share of threads= (sh_mix_share_of, at least one) as prefetch
+ * workers and as the threads one of its builds frames with (the sources
+ * build about as many segments at once as one dataset, with as many threads),
  * jsonl records keyed by the mount's column name
  * (source 0's field when column= is not given) and, under rowid, carrying
  * "_source": i. Each source's index is built, or found in cache=, as for a

@@ -48,7 +48,8 @@ typedef struct yfs_mount {
     yfs_budget *budget;    /* every byte held for data (yfs_budget.h) */
     int shares_budget;     /* budget is another mount's (a mixture's source 0 owns it) */
     yfs_mix *mix;          /* a mixture (yfs_mix.h): this mount is its source 0; else NULL */
-    int workers;           /* prefetch workers (yfs_mount_start): threads=, a mixture's
+    int workers;           /* prefetch workers (yfs_mount_start), and the threads one
+                              build frames with (yfs_segment.c): threads=, a mixture's
                               source its share of them (yfs_mix.h) */
     yfs_plans *plans;
     yfs_dicts *dicts;

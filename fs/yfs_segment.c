@@ -61,8 +61,10 @@ static void *frame_units_helper(void *arg)
 }
 
 /* The framed records of the segment's units into units[], in parallel when
- * the mount has threads= to spare (Rinas: each unit into its own slot, so
- * finishing out of order changes nothing). */
+ * the mount has threads to spare: up to its workers (threads=, a mixture's
+ * source its share: eight sources of a mixture each starting three helpers
+ * per build spent a tenth of an epoch's time creating threads). Rinas: each
+ * unit into its own slot, so finishing out of order changes nothing. */
 static int frame_segment_units(yfs_mount *m, yfs_plan *plan, const sh_segment *seg,
                                yfs_hold *hold, yfs_unit *units, pq_error *err)
 {
@@ -71,8 +73,7 @@ static int frame_segment_units(yfs_mount *m, yfs_plan *plan, const sh_segment *s
     atomic_init(&j.failed, 0);
     pthread_mutex_init(&j.lock, NULL);
 
-    uint32_t want = (uint32_t)(m->opts.threads < DECODE_THREADS_MAX ? m->opts.threads
-                                                                    : DECODE_THREADS_MAX);
+    uint32_t want = (uint32_t)(m->workers < DECODE_THREADS_MAX ? m->workers : DECODE_THREADS_MAX);
     pthread_t helper[DECODE_THREADS_MAX];
     uint32_t helpers = 0;
     while (helpers + 1 < want && helpers + 1 < seg->units) {
