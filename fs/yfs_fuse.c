@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "yfs_bdi.h"
 #include "yfs_budget.h"
 #include "yfs_list.h"
 #include "yfs_names.h"
@@ -388,6 +389,7 @@ int yfs_fuse_run(yfs_mount *m, struct fuse_args *args, const char *mountpoint, i
                  int single_thread, unsigned max_threads, unsigned max_idle_threads)
 {
     session s = { .m = m, .names = yfs_name_table_new() };
+    yfs_bdi *window = NULL;
     pthread_mutex_init(&s.lock, NULL);
     struct fuse_session *se = s.names ? fuse_session_new(args, &ops, sizeof ops, &s) : NULL;
     int status = 1;
@@ -406,6 +408,7 @@ int yfs_fuse_run(yfs_mount *m, struct fuse_args *args, const char *mountpoint, i
         yfs_log(m, "%s", err.msg);
         goto unmount;
     }
+    window = yfs_bdi_start(m, mountpoint, m->opts.kernel_readahead);
     /* The loops return 0 on unmount, the signal number after SIGTERM/SIGINT
      * (a clean shutdown too), and a negative errno on failure. */
     if (single_thread) {
@@ -425,6 +428,7 @@ remove_handlers:
     fuse_remove_signal_handlers(se);
 destroy:
     fuse_session_destroy(se);
+    yfs_bdi_join(window); /* its stat, if never answered, failed with the session */
 handles:
     /* The session has ended: no read is running. */
     free_handles(&s.open_handles);

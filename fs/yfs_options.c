@@ -10,7 +10,7 @@
 
 const char *const yfs_option_names[] = {
     "column", "format", "seed", "epochs", "shuffle", "mem", "buffer", "chunk", "threads",
-    "readahead", "io_depth", "rowid", "dtype", "sep", "crc", "cache", "endpoint", "region",
+    "readahead", "io_depth", "kernel_readahead", "rowid", "dtype", "sep", "crc", "cache", "endpoint", "region",
     "no_sign", "even", NULL,
 };
 
@@ -24,6 +24,7 @@ void yfs_options_init(yfs_options *o)
     o->buffer = 10000;
     o->chunk = YFS_DEFAULT_CHUNK;
     o->readahead = 8;
+    o->kernel_readahead = YFS_DEFAULT_KERNEL_READAHEAD;
     /* The persistent index lives in the user's cache directory by default. */
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     if (xdg && *xdg) {
@@ -128,7 +129,7 @@ int yfs_options_apply(yfs_options *o, const char *item, pq_error *err)
     }
     int ours = KEY("column") || KEY("format") || KEY("seed") || KEY("epochs") ||
                KEY("shuffle") || KEY("mem") || KEY("buffer") || KEY("threads") ||
-               KEY("chunk") || KEY("readahead") || KEY("io_depth") ||
+               KEY("chunk") || KEY("readahead") || KEY("io_depth") || KEY("kernel_readahead") ||
                KEY("dtype") || KEY("sep") || KEY("crc") || KEY("cache") ||
                KEY("endpoint") || KEY("region") || KEY("even");
     if (!ours)
@@ -204,6 +205,11 @@ int yfs_options_apply(yfs_options *o, const char *item, pq_error *err)
             return pq_error_set(err, "io_depth=%s: expected a number of reads in flight from "
                                 "1 to %d, or 0 to let it grow by itself", v, YFS_IO_DEPTH_MAX);
         o->io_depth = (int)n;
+    } else if (KEY("kernel_readahead")) {
+        if (yfs_parse_size(v, &o->kernel_readahead) < 0 ||
+            o->kernel_readahead > YFS_MAX_KERNEL_READAHEAD || o->kernel_readahead % 4096 != 0)
+            return pq_error_set(err, "kernel_readahead=%s: expected a size from 0 to 64M in "
+                                "whole 4K pages (e.g. 1M), or 0 to keep the kernel's", v);
     } else if (KEY("seed")) {
         if (parse_u64(v, &o->seed) < 0)
             return pq_error_set(err, "seed=%s: expected a non-negative integer", v);

@@ -17,6 +17,9 @@
 
 /* Chosen by measurement: bench/results/epoch_bench.md. */
 #define YFS_DEFAULT_CHUNK (1u << 20)
+/* Chosen by measurement: bench/results/kernel_readahead.md. */
+#define YFS_DEFAULT_KERNEL_READAHEAD (256u << 10)
+#define YFS_MAX_KERNEL_READAHEAD (64u << 20)
 
 typedef struct yfs_options {
     char *column;      /* NULL: the dataset's only string column */
@@ -31,6 +34,8 @@ typedef struct yfs_options {
     int threads;       /* I/O and decode workers */
     int readahead;     /* segments built ahead of each reader; 0: none */
     int io_depth;      /* chunk loads in flight ahead of the readers; 0: adaptive (yfs_io.h) */
+    uint64_t kernel_readahead; /* bytes: the kernel's readahead window for the mount (yfs_bdi.h);
+                                  0: the kernel's own */
     int skip_crc;      /* crc=skip: do not verify page checksums */
     char *cache_dir;   /* persistent index directory; NULL: cache=none */
     char *endpoint;    /* s3:// datasets: the server's URL; NULL: AWS_ENDPOINT_URL (index/ix_s3.h) */

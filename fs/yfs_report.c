@@ -182,12 +182,13 @@ char *yfs_index_json(yfs_mount *m)
     /* a mixture's sources run under their own seed and buffer: the mount's are the mix's */
     uint64_t seed = m->mix ? m->mix->seed : o->seed, buffer = m->mix ? m->mix->buffer : o->buffer;
     json_t *options = json_pack(
-        "{s:s, s:I, s:I, s:s, s:I, s:I, s:I, s:b, s:i, s:i, s:i, s:s}", "format",
+        "{s:s, s:I, s:I, s:s, s:I, s:I, s:I, s:b, s:i, s:i, s:i, s:I, s:s}", "format",
         ix_format_name(o->frame.format), "seed", (json_int_t)seed, "epochs",
         (json_int_t)o->epochs, "shuffle", yfs_shuffle_name(o->shuffle), "mem",
         (json_int_t)o->mem, "buffer", (json_int_t)buffer, "chunk", (json_int_t)o->chunk,
         "rowid", o->frame.rowid, "threads", o->threads, "readahead", o->readahead,
-        "io_depth", o->io_depth, "even", yfs_even_name(o->even));
+        "io_depth", o->io_depth, "kernel_readahead", (json_int_t)o->kernel_readahead, "even",
+        yfs_even_name(o->even));
     json_t *top = json_pack("{s:i, s:s, s:o, s:I}", "version", 1, "youmufs", YFS_VERSION,
                             "options", options, "index_memory_bytes",
                             (json_int_t)yfs_mount_index_bytes(m));

@@ -38,6 +38,7 @@ LIMITS = {
     "chunk": ("0", "1G", "1M"),
     "readahead": ("0", "64", "8"),
     "io_depth": ("0", "128", "0"),
+    "kernel_readahead": ("0", "64M", "256K"),
     "epochs": ("0", "1000000", "1"),
     "buffer": ("1", "4294967295", "10000"),
     "threads": ("1", "256", "max(4, cores)"),
