@@ -10,8 +10,8 @@
 
 const char *const yfs_option_names[] = {
     "column", "format", "seed", "epochs", "shuffle", "mem", "buffer", "chunk", "threads",
-    "readahead", "io_depth", "kernel_readahead", "rowid", "dtype", "sep", "crc", "cache", "endpoint", "region",
-    "no_sign", "even", NULL,
+    "readahead", "io_depth", "kernel_readahead", "rowid", "dtype", "sep", "crc", "cache",
+    "endpoint", "region", "no_sign", "even", NULL,
 };
 
 void yfs_options_init(yfs_options *o)
