@@ -7,7 +7,7 @@
  * price (a wake-up, finding the segments it spans, the reply), so at 128 KiB
  * that price is paid eight times per MiB, and a mixture's requests, which
  * gather records of every source, pay it most. The default, 256 KiB, read
- * pyarrow text 3-8% faster and its mixtures 5-10% faster; 1 MiB more so, but
+ * pyarrow text 3-8% faster and its mixtures 2-11% faster; 1 MiB more so, but
  * a mixture of DuckDB files (pages streamed under memory pressure) then
  * re-read a third of its bytes (bench/results/kernel_readahead.md).
  *
