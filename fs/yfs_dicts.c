@@ -52,6 +52,14 @@ yfs_dicts *yfs_dicts_new(const ix_index *ix, yfs_budget *budget, uint64_t cap,
     return c;
 }
 
+void yfs_dicts_set_cap(yfs_dicts *c, uint64_t cap)
+{
+    pthread_mutex_lock(&c->lock);
+    assert(c->idle_bytes == 0);
+    c->cap = cap;
+    pthread_mutex_unlock(&c->lock);
+}
+
 static void entry_free(yfs_dicts *c, yfs_dict *d)
 {
     pq_dictionary_free(&d->dict);

@@ -28,6 +28,8 @@ typedef struct yfs_dict yfs_dict;
 yfs_dicts *yfs_dicts_new(const ix_index *ix, yfs_budget *budget, uint64_t cap,
                          yfs_stats *stats);
 void yfs_dicts_free(yfs_dicts *c);
+/* Change the cap, before any dictionary is loaded (yfs_pages_set_cap). */
+void yfs_dicts_set_cap(yfs_dicts *c, uint64_t cap);
 
 /* The decoded dictionary of `chunk` (which must have one), loading it if
  * needed; a load's reservations are made for hold (entered by the caller,

@@ -89,6 +89,7 @@ static int set_counts(yfs_mix *mx, pq_error *err)
         m->workers = (int)sh_mix_share_of((uint64_t)m->opts.threads, mx->counts[i], mx->records);
         m->params.max_segment_bytes =
             sh_mix_share_of(m->params.max_segment_bytes, mx->counts[i], mx->records);
+        yfs_mount_set_mem_part(m, sh_mix_share_of(m->opts.mem, mx->counts[i], mx->records));
         /* Loaded pages wait in virtual chunks for their turn: at the whole
          * number every source could hold what a dataset does, and a source
          * of fewer chunks than that redirected nothing (eight one-file

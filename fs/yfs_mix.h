@@ -5,7 +5,8 @@
  * "column" (default the mount's), seed= sh_mix_source_seed(seed, i) (so its
  * epoch p is its pass p), segments cut at its share of buffer=
  * and of the segment byte limit (sh_mix_share_of, set once the counts are
- * known), its share of threads= (sh_mix_share_of, at least one) as prefetch
+ * known), its share of mem= for its stores (yfs_mount_set_mem_part: the
+ * accountant is the mixture's, its limit the whole), its share of threads= (sh_mix_share_of, at least one) as prefetch
  * workers and as the threads one of its builds frames with (the sources
  * build about as many segments at once as one dataset, with as many threads),
  * jsonl records keyed by the mount's column name

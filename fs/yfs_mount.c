@@ -26,17 +26,26 @@
 
 uint64_t yfs_mount_dict_budget(const yfs_mount *m)
 {
-    return m->opts.mem / 8;
+    return m->mem_part / 8;
 }
 
 uint64_t yfs_mount_loaded_budget(const yfs_mount *m)
 {
-    return m->params.chunk_bytes ? m->opts.mem / 4 : 0;
+    return m->params.chunk_bytes ? m->mem_part / 4 : 0;
 }
 
 uint64_t yfs_mount_framed_budget(const yfs_mount *m)
 {
-    return m->opts.mem / 4;
+    return m->mem_part / 4;
+}
+
+void yfs_mount_set_mem_part(yfs_mount *m, uint64_t part)
+{
+    m->mem_part = part;
+    yfs_pages_set_cap(m->loaded, yfs_mount_loaded_budget(m));
+    yfs_pages_set_cap(m->framed, yfs_mount_framed_budget(m));
+    yfs_dicts_set_cap(m->dicts, yfs_mount_dict_budget(m));
+    yfs_streams_set_cap(m->streams, yfs_mount_framed_budget(m));
 }
 
 uint64_t yfs_untracked_budget(uint64_t mem)
@@ -177,6 +186,7 @@ int yfs_mount_open_source(const yfs_options *opts, const char *dataset, int prog
         return pq_error_set(err, "out of memory");
     yfs_latency_init(&m->read_latency);
     m->opts = *opts;
+    m->mem_part = opts->mem;
     m->workers = opts->threads;
     m->opts.column = opts->column ? strdup(opts->column) : NULL;
     m->opts.cache_dir = opts->cache_dir ? strdup(opts->cache_dir) : NULL;

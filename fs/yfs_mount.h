@@ -48,6 +48,8 @@ typedef struct yfs_mount {
     yfs_budget *budget;    /* every byte held for data (yfs_budget.h) */
     int shares_budget;     /* budget is another mount's (a mixture's source 0 owns it) */
     yfs_mix *mix;          /* a mixture (yfs_mix.h): this mount is its source 0; else NULL */
+    uint64_t mem_part;     /* the part of mem= its stores keep (the budgets below): mem=,
+                              a mixture's source its share (yfs_mount_set_mem_part) */
     int workers;           /* prefetch workers (yfs_mount_start), and the threads one
                               build frames with (yfs_segment.c): threads=, a mixture's
                               source its share of them (yfs_mix.h) */
@@ -95,17 +97,23 @@ void yfs_mount_close(yfs_mount *m);
  * sees (free heap malloc keeps for reuse, which main.c caps at half of that
  * share; FUSE request buffers; thread stacks: test_memory's 8 mixed readers
  * at mem=64M need that much). Within it, idle dictionaries are kept up to an
- * eighth of mem, loaded pages waiting to be served up to a quarter (none
- * with chunk=0); all give way to demand reads (reclaimers), and segments
+ * eighth of the mount's part of mem (m->mem_part), loaded pages waiting to be
+ * served up to a quarter (none with chunk=0); all give way to demand reads (reclaimers), and segments
  * built ahead of readers leave an eighth of the accountant's limit to the
  * builds under way (yfs_budget.h). */
 uint64_t yfs_untracked_budget(uint64_t mem);
 uint64_t yfs_mount_data_budget(const yfs_mount *m);
 uint64_t yfs_mount_dict_budget(const yfs_mount *m);
 uint64_t yfs_mount_loaded_budget(const yfs_mount *m);
-/* Framed units of cut pages waiting to be served: up to a quarter; streams
- * paused between units as much again. */
+/* Framed units of cut pages waiting to be served: up to a quarter of the
+ * part; streams paused between units as much again. */
 uint64_t yfs_mount_framed_budget(const yfs_mount *m);
+/* Set the mount's part of mem= and its stores' caps with it, before any
+ * thread starts: a mixture's source i keeps its share, so that the sources'
+ * stores together keep what one dataset's do (at the whole part each, eight
+ * sources' loaded pages could take twice the accountant's limit: dropped for
+ * room, a third of b's pages were read again alone). */
+void yfs_mount_set_mem_part(yfs_mount *m, uint64_t part);
 
 /* Whether the epochs will mix few pages: a segment of `buffer` records
  * holds fewer than 4 shuffle units on average, out of more (pages of up to

@@ -213,6 +213,14 @@ yfs_pages *yfs_pages_new(yfs_budget *budget, uint64_t cap, yfs_stats *stats)
     return s;
 }
 
+void yfs_pages_set_cap(yfs_pages *s, uint64_t cap)
+{
+    pthread_mutex_lock(&s->lock);
+    assert(s->bytes == 0);
+    s->cap = cap;
+    pthread_mutex_unlock(&s->lock);
+}
+
 /* Unlink e from its bucket, the age list and the heap (lock held); the
  * caller owns it. */
 static void unlink_entry(yfs_pages *s, entry *e)

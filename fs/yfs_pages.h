@@ -46,6 +46,9 @@ typedef struct yfs_pages yfs_pages;
 /* Registers a reclaimer with budget (before any reservation). */
 yfs_pages *yfs_pages_new(yfs_budget *budget, uint64_t cap, yfs_stats *stats);
 void yfs_pages_free(yfs_pages *s);
+/* Change the cap, before the store keeps anything (a mixture's source
+ * learns its share of memory after its stores are made, yfs_mix.h). */
+void yfs_pages_set_cap(yfs_pages *s, uint64_t cap);
 
 /* Keep raw[0..len) (malloc'ed, charged as YFS_MEM_RAW to hold), needed at
  * order position `need` of its epoch: the store owns it and its charge from

@@ -124,6 +124,14 @@ yfs_streams *yfs_streams_new(yfs_budget *budget, yfs_dicts *dicts, uint64_t cap,
     return st;
 }
 
+void yfs_streams_set_cap(yfs_streams *st, uint64_t cap)
+{
+    pthread_mutex_lock(&st->lock);
+    assert(st->count == 0);
+    st->cap = cap;
+    pthread_mutex_unlock(&st->lock);
+}
+
 void yfs_streams_free(yfs_streams *st)
 {
     if (!st)

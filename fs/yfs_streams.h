@@ -37,6 +37,8 @@ typedef struct yfs_streams yfs_streams;
 yfs_streams *yfs_streams_new(yfs_budget *budget, yfs_dicts *dicts, uint64_t cap,
                              yfs_stats *stats);
 void yfs_streams_free(yfs_streams *st);
+/* Change the cap, before any stream is paused (yfs_pages_set_cap). */
+void yfs_streams_set_cap(yfs_streams *st, uint64_t cap);
 
 /* Pause s (ix_stream_pausable) of global page `page`, positioned at the
  * first record of unit `unit`, with the dictionary handle it holds (or
