@@ -37,6 +37,8 @@ typedef struct leg {
     yfs_plan *plan;         /* the source's plan of that pass, held */
     sh_part part;
     uint64_t *first_record; /* part.count + 1: records before each piece */
+    _Atomic uint64_t *served; /* part.count: bytes of each piece copied out so far by
+                                 reads of the file (a byte read twice counts twice) */
 } leg;
 
 /* What the file takes of one source. */
@@ -191,6 +193,7 @@ static void share_free(share *s)
     for (uint32_t L = 0; s->legs && L < s->num_legs; L++) {
         sh_part_free(&s->legs[L].part);
         free(s->legs[L].first_record);
+        free(s->legs[L].served);
         if (s->legs[L].plan)
             yfs_plans_put(s->m->plans, s->legs[L].plan);
     }
@@ -206,8 +209,12 @@ static int make_leg(share *s, yfs_plan *plan, const sh_piece *dealt,
     leg *l = &s->legs[s->num_legs];
     sh_piece *pieces = malloc((count ? count : 1) * sizeof *pieces);
     l->first_record = malloc((count + 1) * sizeof *l->first_record);
-    if (!pieces || !l->first_record) {
+    l->served = malloc((count ? count : 1) * sizeof *l->served);
+    if (!pieces || !l->first_record || !l->served) {
         free(pieces);
+        free(l->first_record);
+        free(l->served);
+        *l = (leg){ 0 };
         return pq_error_set(err, "out of memory");
     }
     l->first_record[0] = 0;
@@ -215,6 +222,7 @@ static int make_leg(share *s, yfs_plan *plan, const sh_piece *dealt,
         pieces[k] = dealt[k];
         pieces[k].segment &= SEGMENT_MASK;
         l->first_record[k + 1] = l->first_record[k] + (dealt[k].end - dealt[k].first);
+        atomic_init(&l->served[k], 0);
     }
     yfs_plans_ref(s->m->plans, plan);
     l->plan = plan;
@@ -549,10 +557,16 @@ static int find_block(yfs_mixview *v, uint64_t x, uint64_t *out, pq_error *err)
 
 /* Call fn for records [k0, k1) of share i, each with its segment held and
  * its index counted from `base`; one segment held at a time, asked for as
- * the layout's reader of the source. consume: tell the cache when a
- * segment's last record was served (it may go first). */
-typedef void (*record_fn)(const layout *lay, uint32_t i, const yfs_seg *seg, uint32_t record,
-                          uint64_t index, void *ctx);
+ * the layout's reader of the source. fn returns the bytes of the record it
+ * copied out. consume: count them, and tell the cache when every byte of a
+ * piece that ends its segment was copied out (the segment may go first).
+ * Not when the piece's last record is: reads of one file run at once and out
+ * of order (the kernel's readahead), and one that copied a segment's end
+ * before another copied its middle made the cache drop the segment that
+ * other read still needed (DuckDB text, 256K readahead: pages of 50 MB
+ * streamed again for segments built twice). */
+typedef uint64_t (*record_fn)(const layout *lay, uint32_t i, const yfs_seg *seg,
+                              uint32_t record, uint64_t index, void *ctx);
 
 static int each_record(const yfs_mixview *v, layout *lay, uint32_t i, uint64_t k0, uint64_t k1,
                        uint64_t base, int consume, record_fn fn, void *ctx, pq_error *err)
@@ -566,9 +580,12 @@ static int each_record(const yfs_mixview *v, layout *lay, uint32_t i, uint64_t k
         yfs_seg *seg;
         if (yfs_cache_get(s->m->cache, p.l->plan, pc->segment, &lay->reader[i], &seg, err) < 0)
             return -1;
+        uint64_t copied = 0;
         for (uint64_t j = 0; j < take; j++)
-            fn(lay, i, seg, p.record + (uint32_t)j, k - base + j, ctx);
-        if (consume && p.record + take == pc->end &&
+            copied += fn(lay, i, seg, p.record + (uint32_t)j, k - base + j, ctx);
+        uint64_t piece_bytes = p.l->part.offsets[p.piece + 1] - p.l->part.offsets[p.piece];
+        if (consume &&
+            atomic_fetch_add(&p.l->served[p.piece], copied) + copied >= piece_bytes &&
             pc->end == p.l->plan->plan.segments[pc->segment].records)
             yfs_cache_consumed(s->m->cache, seg);
         yfs_cache_put(s->m->cache, seg);
@@ -577,12 +594,13 @@ static int each_record(const yfs_mixview *v, layout *lay, uint32_t i, uint64_t k
     return 0;
 }
 
-static void measure(const layout *lay, uint32_t i, const yfs_seg *seg, uint32_t record,
-                    uint64_t index, void *ctx)
+static uint64_t measure(const layout *lay, uint32_t i, const yfs_seg *seg, uint32_t record,
+                        uint64_t index, void *ctx)
 {
     (void)ctx;
     lay->sizes[lay->base[i] + index] =
         yfs_seg_record_start(seg, record + 1) - yfs_seg_record_start(seg, record);
+    return 0;
 }
 
 /* Lay block b out in lay, which is the caller's alone. */
@@ -712,15 +730,17 @@ typedef struct copy_ctx {
     uint8_t *out;
 } copy_ctx;
 
-static void copy_record(const layout *lay, uint32_t i, const yfs_seg *seg, uint32_t record,
-                        uint64_t index, void *ctx)
+static uint64_t copy_record(const layout *lay, uint32_t i, const yfs_seg *seg,
+                            uint32_t record, uint64_t index, void *ctx)
 {
     copy_ctx *c = ctx;
     uint32_t p = lay->pos[lay->base[i] + index];
     uint64_t from = lay->start[p], to = lay->start[p + 1];
     uint64_t a = from > c->lo ? from : c->lo, e = to < c->hi ? to : c->hi;
-    if (a < e)
-        memcpy(c->out + (a - c->lo), yfs_seg_record(seg, record) + (a - from), e - a);
+    if (a >= e)
+        return 0;
+    memcpy(c->out + (a - c->lo), yfs_seg_record(seg, record) + (a - from), e - a);
+    return e - a;
 }
 
 /* Copy block b's bytes [lo, hi) (block-relative) into out, b laid out in lay. */

@@ -10,30 +10,6 @@
 
 #include "tfs.h"
 
-/* Write text to a fresh mixture file in a temp directory; returns its path
- * (static buffer). */
-static const char *write_mix(const char *text)
-{
-    static char path[256];
-    char dir[] = "/tmp/yfs-mix-XXXXXX";
-    cr_assert_not_null(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/mix.json", dir);
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fputs(text, f);
-    fclose(f);
-    return path;
-}
-
-static void remove_mix(const char *path)
-{
-    char dir[256];
-    snprintf(dir, sizeof dir, "%s", path);
-    unlink(path);
-    *strrchr(dir, '/') = 0;
-    rmdir(dir);
-}
-
 Test(mixture, reads_sources_weights_columns_and_records)
 {
     char text[1024];
@@ -41,7 +17,7 @@ Test(mixture, reads_sources_weights_columns_and_records)
              "{\"sources\": [{\"path\": \"%s\", \"weight\": 0.7},"
              " {\"path\": \"%s\", \"weight\": 0.3, \"column\": \"content\"}],"
              " \"records\": 1000}", TFS_SAMPLE, TFS_SAMPLE);
-    const char *path = write_mix(text);
+    const char *path = tfs_write_mix(text);
     yfs_mixture mx;
     pq_error err = { { 0 } };
     cr_assert_eq(yfs_mixture_load(path, &mx, &err), 0, "%s", err.msg);
@@ -54,14 +30,14 @@ Test(mixture, reads_sources_weights_columns_and_records)
     cr_assert_eq(mx.sources[0].share, 1ull << 32);
     cr_assert_eq(mx.sources[1].share, (uint64_t)(0.3 / 0.7 * 4294967296.0 + 0.5));
     yfs_mixture_free(&mx);
-    remove_mix(path);
+    tfs_remove_mix(path);
 }
 
 Test(mixture, whole_weights_stay_exact_and_relative_paths_follow_the_file)
 {
     /* the sample, as seen from the mixture file's directory */
     char text[2048];
-    const char *path = write_mix("{}");
+    const char *path = tfs_write_mix("{}");
     char rel[512] = "";
     for (const char *p = strchr(path + 1, '/'); p; p = strchr(p + 1, '/'))
         strcat(rel, "../");
@@ -80,20 +56,20 @@ Test(mixture, whole_weights_stay_exact_and_relative_paths_follow_the_file)
     cr_assert_neq(mx.sources[0].path[0], '.');
     cr_assert(strstr(mx.sources[0].path, "/examples/sample"));
     yfs_mixture_free(&mx);
-    remove_mix(path);
+    tfs_remove_mix(path);
 }
 
 /* A bad file fails with a message that names it and contains `what`. */
 static void refused(const char *text, const char *what)
 {
-    const char *path = write_mix(text);
+    const char *path = tfs_write_mix(text);
     yfs_mixture mx;
     pq_error err = { { 0 } };
     cr_assert_eq(yfs_mixture_load(path, &mx, &err), -1, "accepted: %s", text);
     cr_assert(strstr(err.msg, path), "message does not name the file: %s", err.msg);
     cr_assert(strstr(err.msg, what), "expected \"%s\" in: %s", what, err.msg);
     yfs_mixture_free(&mx);
-    remove_mix(path);
+    tfs_remove_mix(path);
 }
 
 Test(mixture, bad_files_are_refused_with_the_file_named)
