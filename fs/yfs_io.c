@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "sh_mix.h"
 #include "yfs_loads.h"
 #include "yfs_mount.h"
 #include "yfs_pages.h"
@@ -85,6 +86,15 @@ yfs_io *yfs_io_new(yfs_mount *m, int depth)
     pthread_mutex_init(&io->lock, NULL);
     pthread_cond_init(&io->wake, NULL);
     return io;
+}
+
+void yfs_io_share(yfs_io *io, uint64_t count, uint64_t records)
+{
+    pthread_mutex_lock(&io->lock);
+    assert(io->started == 0);
+    io->depth = (int)sh_mix_share_of((uint64_t)io->depth, count, records);
+    io->max_depth = (int)sh_mix_share_of((uint64_t)io->max_depth, count, records);
+    pthread_mutex_unlock(&io->lock);
 }
 
 static void *io_thread(void *arg);

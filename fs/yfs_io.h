@@ -72,6 +72,13 @@ typedef struct yfs_io yfs_io;
 /* An engine for m with a fixed depth (1..YFS_IO_DEPTH_MAX), or adaptive
  * (0). NULL when out of memory. Threads start with yfs_io_start. */
 yfs_io *yfs_io_new(yfs_mount *m, int depth);
+/* Before yfs_io_start: a mixture's source giving `count` of an epoch's
+ * `records` takes that share of the depths (the fixed one, or the start and
+ * the most), at least 1 each, so that its sources together run about as
+ * many reads and threads as one dataset (at the whole depths each, eight
+ * sources ran 150 threads, and the threads' switches cost b's mixture a
+ * tenth of its time). */
+void yfs_io_share(yfs_io *io, uint64_t count, uint64_t records);
 int yfs_io_start(yfs_io *io, pq_error *err);
 /* Stop the threads: loads in flight finish, queued ones stay queued.
  * Frees nothing; may be called again. */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "sh_mix.h"
+#include "yfs_io.h"
 
 /* Source i's options (yfs_mix.h). key: the jsonl key of every source. */
 static yfs_options source_options(const yfs_options *opts, const yfs_mix_source *src, uint32_t i,
@@ -90,6 +91,7 @@ static int set_counts(yfs_mix *mx, pq_error *err)
         m->params.max_segment_bytes =
             sh_mix_share_of(m->params.max_segment_bytes, mx->counts[i], mx->records);
         yfs_mount_set_mem_part(m, sh_mix_share_of(m->opts.mem, mx->counts[i], mx->records));
+        yfs_io_share(m->io, mx->counts[i], mx->records);
         /* Loaded pages wait in virtual chunks for their turn: at the whole
          * number every source could hold what a dataset does, and a source
          * of fewer chunks than that redirected nothing (eight one-file
