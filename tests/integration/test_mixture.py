@@ -352,6 +352,18 @@ def test_sources_share_the_workers(large, mount):
     assert threads("threads=8") - threads("threads=4") == 4
 
 
+@pytest.mark.parametrize("options,each", [("io_depth=8", 4), ("io_depth=3", 2), ("", 4)])
+def test_sources_share_the_io_depth(large, mount, options, each):
+    """Each source's I/O engine takes its share of the depths (yfs_io_share, at least 1): two
+    equal sources run io_depth=8 as 4 reads each, and the adaptive engine starts at 4 each, not
+    8 (eight sources at the whole depth ran 150 threads against one dataset's 27, and b's
+    mixture lost a tenth of its time to their switches). stats.json adds the sources' depths."""
+    with mount(large, "format=text" + ("," + options if options else "")) as m:
+        stats = json.loads(m.read(".youmufs/stats.json"))
+    assert [s["io"]["depth"] for s in stats["sources"]] == [each, each], stats["sources"]
+    assert stats["io"]["depth"] == 2 * each
+
+
 def test_sources_share_the_virtual_chunks(tmp_path, mount):
     """Each source redirects within its share of the 64 virtual chunks (sh_redirect.h), as it
     is cut into its share of segments: two equal one-file sources of 63 chunks of 64 KiB (two
