@@ -6,9 +6,11 @@
  * epoch p is its pass p), segments cut at its share of buffer=
  * and of the segment byte limit (sh_mix_share_of, set once the counts are
  * known), its share of mem= for its stores (yfs_mount_set_mem_part: the
- * accountant is the mixture's, its limit the whole), its share of threads= (sh_mix_share_of, at least one) as prefetch
- * workers and as the threads one of its builds frames with (the sources
- * build about as many segments at once as one dataset, with as many threads),
+ * accountant is the mixture's, its limit the whole) and of the I/O engine's
+ * depths (yfs_io_share), its share of threads= (sh_mix_share_of, at least
+ * one) as prefetch workers and as the threads one of its builds frames with
+ * (the sources build about as many segments at once as one dataset, with as
+ * many threads),
  * jsonl records keyed by the mount's column name
  * (source 0's field when column= is not given) and, under rowid, carrying
  * "_source": i. Each source's index is built, or found in cache=, as for a

@@ -98,8 +98,8 @@ void yfs_mount_close(yfs_mount *m);
  * share; FUSE request buffers; thread stacks: test_memory's 8 mixed readers
  * at mem=64M need that much). Within it, idle dictionaries are kept up to an
  * eighth of the mount's part of mem (m->mem_part), loaded pages waiting to be
- * served up to a quarter (none with chunk=0); all give way to demand reads (reclaimers), and segments
- * built ahead of readers leave an eighth of the accountant's limit to the
+ * served up to a quarter (none with chunk=0); all give way to demand reads
+ * (reclaimers), and segments built ahead of readers leave an eighth of the accountant's limit to the
  * builds under way (yfs_budget.h). */
 uint64_t yfs_untracked_budget(uint64_t mem);
 uint64_t yfs_mount_data_budget(const yfs_mount *m);
@@ -111,8 +111,9 @@ uint64_t yfs_mount_framed_budget(const yfs_mount *m);
 /* Set the mount's part of mem= and its stores' caps with it, before any
  * thread starts: a mixture's source i keeps its share, so that the sources'
  * stores together keep what one dataset's do (at the whole part each, eight
- * sources' loaded pages could take twice the accountant's limit: dropped for
- * room, a third of b's pages were read again alone). */
+ * sources' stores could ask for twice the accountant's limit: a mixture of
+ * eight files of 64 KiB text pages missed 326 segments an epoch, its readers
+ * building them; 10-25 with the shares). */
 void yfs_mount_set_mem_part(yfs_mount *m, uint64_t part);
 
 /* Whether the epochs will mix few pages: a segment of `buffer` records
