@@ -99,8 +99,8 @@ void yfs_mount_close(yfs_mount *m);
  * at mem=64M need that much). Within it, idle dictionaries are kept up to an
  * eighth of the mount's part of mem (m->mem_part), loaded pages waiting to be
  * served up to a quarter (none with chunk=0); all give way to demand reads
- * (reclaimers), and segments built ahead of readers leave an eighth of the accountant's limit to the
- * builds under way (yfs_budget.h). */
+ * (reclaimers), and segments built ahead of readers leave an eighth of the
+ * accountant's limit to the builds under way (yfs_budget.h). */
 uint64_t yfs_untracked_budget(uint64_t mem);
 uint64_t yfs_mount_data_budget(const yfs_mount *m);
 uint64_t yfs_mount_dict_budget(const yfs_mount *m);
