@@ -2,9 +2,7 @@
  * message for each kind of bad one, which must name the file. */
 #include <criterion/criterion.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "yfs_mixture.h"
 
