@@ -470,8 +470,11 @@ int yfs_cache_get(yfs_cache *c, yfs_plan *plan, uint64_t s, const void *reader, 
     return 0;
 }
 
-void yfs_cache_consumed(yfs_cache *c, yfs_seg *e)
+void yfs_cache_served(yfs_cache *c, yfs_seg *e, _Atomic uint64_t *served, uint64_t bytes,
+                      uint64_t piece_bytes, int ends_segment)
 {
+    if (atomic_fetch_add(served, bytes) + bytes < piece_bytes || !ends_segment)
+        return;
     pthread_mutex_lock(&c->lock);
     e->consumed = 1;
     pthread_mutex_unlock(&c->lock);

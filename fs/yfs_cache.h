@@ -35,6 +35,7 @@
 #ifndef YFS_CACHE_H
 #define YFS_CACHE_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "yfs_mount.h"
@@ -60,8 +61,19 @@ void yfs_cache_free(yfs_cache *c);
 int yfs_cache_get(yfs_cache *c, yfs_plan *plan, uint64_t s, const void *reader, yfs_seg **out,
                   pq_error *err);
 void yfs_cache_put(yfs_cache *c, yfs_seg *seg);
-/* A reader has read the segment to its end (it may be dropped first). */
-void yfs_cache_consumed(yfs_cache *c, yfs_seg *seg);
+/* A reader copied `bytes` more of its piece of the segment (a piece of a
+ * part, sh_plan.h: piece_bytes in all) out of seg, which it holds; *served
+ * is its count of that piece's bytes copied out so far (0 at first; a byte
+ * copied twice counts twice). Once every byte of a piece that ends the
+ * segment (ends_segment) is copied out, the segment counts as read to its
+ * end: it may be dropped first. Not when a read copies the piece's last
+ * bytes: reads of one file run at once and out of order (the kernel's
+ * readahead), and one that copied a segment's end before another copied
+ * its middle made the cache drop the segment that other read still needed
+ * (a mixture of DuckDB text, 256K readahead: pages of 50 MB streamed again
+ * for segments built twice). */
+void yfs_cache_served(yfs_cache *c, yfs_seg *seg, _Atomic uint64_t *served, uint64_t bytes,
+                      uint64_t piece_bytes, int ends_segment);
 /* Ask the workers to build segment s ahead of a reader (best effort).
  * Returns 0 if it is already present or was queued, -1 if refused (no
  * memory budget left, queue full, or no workers). */

@@ -558,13 +558,9 @@ static int find_block(yfs_mixview *v, uint64_t x, uint64_t *out, pq_error *err)
 /* Call fn for records [k0, k1) of share i, each with its segment held and
  * its index counted from `base`; one segment held at a time, asked for as
  * the layout's reader of the source. fn returns the bytes of the record it
- * copied out. consume: count them, and tell the cache when every byte of a
- * piece that ends its segment was copied out (the segment may go first).
- * Not when the piece's last record is: reads of one file run at once and out
- * of order (the kernel's readahead), and one that copied a segment's end
- * before another copied its middle made the cache drop the segment that
- * other read still needed (DuckDB text, 256K readahead: pages of 50 MB
- * streamed again for segments built twice). */
+ * copied out. consume: count them for the cache (yfs_cache_served), which
+ * may drop a segment first once every byte of its last piece was copied
+ * out. */
 typedef uint64_t (*record_fn)(const layout *lay, uint32_t i, const yfs_seg *seg,
                               uint32_t record, uint64_t index, void *ctx);
 
@@ -583,11 +579,10 @@ static int each_record(const yfs_mixview *v, layout *lay, uint32_t i, uint64_t k
         uint64_t copied = 0;
         for (uint64_t j = 0; j < take; j++)
             copied += fn(lay, i, seg, p.record + (uint32_t)j, k - base + j, ctx);
-        uint64_t piece_bytes = p.l->part.offsets[p.piece + 1] - p.l->part.offsets[p.piece];
-        if (consume &&
-            atomic_fetch_add(&p.l->served[p.piece], copied) + copied >= piece_bytes &&
-            pc->end == p.l->plan->plan.segments[pc->segment].records)
-            yfs_cache_consumed(s->m->cache, seg);
+        if (consume)
+            yfs_cache_served(s->m->cache, seg, &p.l->served[p.piece], copied,
+                             p.l->part.offsets[p.piece + 1] - p.l->part.offsets[p.piece],
+                             pc->end == p.l->plan->plan.segments[pc->segment].records);
         yfs_cache_put(s->m->cache, seg);
         k += take;
     }

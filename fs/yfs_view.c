@@ -18,6 +18,8 @@ struct yfs_view {
     sh_part part;
     uint64_t io_next; /* the part's first segment whose loads are not queued (yfs_io.h,
                          which guards it: reads of one file may run at once) */
+    _Atomic uint64_t *served; /* part.count: bytes of each piece copied out so far
+                                 (yfs_cache_served) */
     _Atomic uint64_t read_end; /* where the last read ended */
 };
 
@@ -90,6 +92,15 @@ int yfs_view_open(yfs_mount *m, const yfs_name *n, yfs_view **out, pq_error *err
         free(v);
         return err->msg[0] ? -1 : pq_error_set(err, "out of memory");
     }
+    v->served = malloc((v->part.count ? v->part.count : 1) * sizeof *v->served);
+    if (!v->served) {
+        sh_part_free(&v->part);
+        yfs_plans_put(m->plans, v->plan);
+        free(v);
+        return pq_error_set(err, "out of memory");
+    }
+    for (uint64_t k = 0; k < v->part.count; k++)
+        atomic_init(&v->served[k], 0);
     yfs_io_reader_at(m->io, v->plan, &v->part, 0, v);
     *out = v;
     return 0;
@@ -105,6 +116,7 @@ void yfs_view_close(yfs_view *v)
         return;
     }
     yfs_io_forget(v->m->io, v);
+    free(v->served);
     sh_part_free(&v->part);
     yfs_plans_put(v->m->plans, v->plan);
     free(v);
@@ -145,9 +157,8 @@ int yfs_view_read(yfs_view *v, uint64_t offset, size_t size, uint8_t *out, size_
         uint64_t within = start + offset + done - v->part.offsets[k];
         uint64_t avail = end - within;
         size_t len = size - done < avail ? size - done : (size_t)avail;
-        if (len == avail && end == yfs_seg_size(seg))
-            yfs_cache_consumed(v->m->cache, seg);
         yfs_seg_copy(seg, within, out + done, len);
+        yfs_cache_served(v->m->cache, seg, &v->served[k], len, piece, end == yfs_seg_size(seg));
         yfs_cache_put(v->m->cache, seg);
         done += len;
         k++;

@@ -24,5 +24,15 @@ const char *tfs_write_mix(const char *text);
 void tfs_remove_mix(const char *path);
 /* Bytes of `kind` the accountant holds now. */
 uint64_t tfs_held(yfs_budget *b, yfs_mem_kind kind);
+/* Reads of one file run at once and in any order, and a segment counts as
+ * read to its end (the cache may drop it first) only once every byte the
+ * file takes of it was copied out (yfs_cache_served). Checked on epoch-0
+ * of a mount open() makes: read whole, then, on a new mount, its second
+ * half first (as the kernel's readahead may send it: it copies the end of
+ * the segments under the middle of the file, not their start), a
+ * prefetch's call for all the room (which drops only segments read to their
+ * end), then its first half. Fails the test unless the bytes are those read
+ * whole and built() counts as many segment builds as reading in order. */
+void tfs_check_read_backwards(yfs_mount *(*open)(void), uint64_t (*built)(yfs_mount *m));
 
 #endif
