@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ix_ahead.h"
 #include "ix_others_file.h"
 #include "ix_record.h"
 #include "ix_stream.h"
@@ -241,12 +242,36 @@ static uint64_t whole_decode_share(const yfs_mount *m)
     return yfs_mount_data_budget(m) / 4;
 }
 
+/* Whether a whole decode of the page serves its units: a page cut into
+ * several units has the others framed from the same decode and parked in
+ * the framed store for the builds that serve them next, and the plan
+ * interleaves the units of SH_OPEN_PAGES pages at a time. A page whose
+ * framed bytes pass its share of that store cannot park them all: its later
+ * units decode it again, page after page (DuckDB's text at mem=1G, pages of
+ * ~100 MB framed against a 32 MB share, one reader: each 50 MB page read
+ * about 80 times, 12 MB/s against 760 at mem=512M). Such a page is better
+ * streamed, whatever its decode would take, when the streams of
+ * SH_OPEN_PAGES pages can pause between its units (each holds its windows
+ * read ahead, in the store of paused streams, which has the framed store's
+ * room): a paused stream goes on where it stopped. Else (mem=32M) streams
+ * closed for room read their pages again from the start, more than the
+ * decodes cost. */
+static int units_park(const yfs_mount *m, uint32_t page)
+{
+    const uint64_t *first = m->units.cut.first_unit;
+    uint64_t framed_store = yfs_mount_framed_budget(m);
+    return !first || first[page + 1] - first[page] <= 1 ||
+           m->ix->pages[page].framed <= framed_store / SH_OPEN_PAGES ||
+           SH_OPEN_PAGES * ix_ahead_bytes(IX_AHEAD_WINDOW) > framed_store;
+}
+
 /* Entries this small are decoded whole without weighing their headers: even
  * a page of 2-byte tokens decodes to less than the share. */
-static int worth_weighing(const yfs_mount *m, const ix_page *p)
+static int worth_weighing(const yfs_mount *m, uint32_t page)
 {
     uint64_t share = whole_decode_share(m);
-    return p->length > share / 16 || p->framed > share / 16;
+    const ix_page *p = &m->ix->pages[page];
+    return p->length > share / 16 || p->framed > share / 16 || !units_park(m, page);
 }
 
 uint32_t yfs_unit_page(const yfs_mount *m, uint32_t unit)
@@ -263,7 +288,7 @@ int yfs_unit_likely_whole(const yfs_mount *m, uint32_t unit, uint32_t *page)
      * pages at mem=64M, though they are decoded whole). */
     const ix_page *p = &m->ix->pages[*page];
     uint64_t share = whole_decode_share(m);
-    return p->length <= share / 4 && p->framed <= share / 2;
+    return p->length <= share / 4 && p->framed <= share / 2 && units_park(m, *page);
 }
 
 /* The whole decode of the entry whose first page has header h: its raw
@@ -345,7 +370,8 @@ static int stream_for(yfs_mount *m, const sh_unit *u, uint32_t unit, uint64_t fi
     pq_page_header h;
     int rc = ix_entry_first_header(m->ix, u->page, &h, &ps->read, err) < 0
                  ? (pq_stream_whole_instead(err) ? 1 : -1)
-                 : whole_decode_bytes(m->ix, u->page, &h) <= whole_decode_share(m);
+                 : whole_decode_bytes(m->ix, u->page, &h) <= whole_decode_share(m) &&
+                       units_park(m, u->page);
     if (rc == 0) {
         ps->charged = ix_stream_cap();
         yfs_budget_reserve(m->budget, ps->charged, YFS_MEM_DECODED, YFS_DEMAND, hold);
@@ -475,7 +501,7 @@ static int unit_get(yfs_mount *m, yfs_plan *plan, uint32_t unit, yfs_hold *hold,
     const yfs_unit_map *map = &m->units;
     sh_unit u = sh_unit_at(m->page_summary, map->cut.first_unit ? &map->cut : NULL,
                            m->ix->num_pages, unit);
-    int weigh = worth_weighing(m, &m->ix->pages[u.page]);
+    int weigh = worth_weighing(m, u.page);
     do {
         if (yfs_wants_begin(m->wants, unit, out))
             return 0; /* framed into out by another's decode or stream */

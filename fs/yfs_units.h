@@ -19,7 +19,9 @@
  * work differs, never the bytes.
  *
  * A page whose whole decode (raw bytes, decompressed body, value slices,
- * levels) would take more than a quarter of the data budget is streamed
+ * levels) would take more than a quarter of the data budget, or whose
+ * units could not all wait in the framed store (its framed bytes pass the
+ * page's share of it, when paused streams fit: yfs_units.c) is streamed
  * (index/ix_stream.h): read in windows and framed record by record, holding
  * ix_stream_cap instead, framing the page's other units it passes into the
  * blocks that want them or parking them as the framed store allows, and

@@ -110,3 +110,48 @@ def test_a_mount_warns_when_segments_mix_few_pages(big_pages, mount):
         assert "shuffle quality" in err and "buffer" in err, err
     with mount(big_pages, "column=text") as m:
         assert "shuffle quality" not in m.stderr()
+
+
+@pytest.fixture(scope="module")
+def wide_pages(tmp_path_factory):
+    """2 files of 2 pages of 20,000 strings of ~560 bytes (about 11 MB framed a page, 1.7 MB
+    compressed; pyarrow closes a page at 20,000 rows): pages cut into 40 units each, larger
+    than a page's share of the framed store at mem=160M (5 MiB) while their whole decode fits
+    the decode share (25 MiB), as DuckDB's pages of ~100 MB are at mem=1G."""
+    d = tmp_path_factory.mktemp("wide")
+    rng = random.Random(8)
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa"]
+    row = 0
+    for f in range(2):
+        n = 40000
+        text = [f"r{row + i} " + " ".join(rng.choice(words) for _ in range(90))
+                for i in range(n)]
+        pq.write_table(pa.table({"text": text}), str(d / f"part-{f}.parquet"),
+                       data_page_size=1 << 30, write_batch_size=20000, row_group_size=n,
+                       use_dictionary=False, compression="zstd")
+        row += n
+    md = pq.ParquetFile(str(d / "part-0.parquet")).metadata
+    assert md.row_group(0).num_rows == 40000
+    return str(d)
+
+
+def test_pages_whose_units_cannot_all_park_are_read_once(wide_pages, mount, cat):
+    """A page decoded whole frames its other units for the builds that serve them next, parked
+    in the framed store; one whose framed units pass its share of that store is streamed
+    instead when paused streams fit (fs/yfs_units.c, units_park). Decoded whole, its later
+    units decoded it again and again: DuckDB's text at mem=1G read each page about 80 times
+    (12 MB/s); here, 1.8 to 11 times. The epoch reads each source byte about once, and is the
+    epoch every mem= serves."""
+    files = sum(os.path.getsize(os.path.join(wide_pages, n)) for n in os.listdir(wide_pages))
+    with mount(wide_pages, "column=text,mem=160M,seed=3") as m:
+        before = json.loads(m.read(".youmufs/stats.json"))["bytes_read"]  # by the mount
+        epoch = m.read("epoch-0.jsonl")
+        stats = json.loads(m.read(".youmufs/stats.json"))
+    read = stats["bytes_read"] - before
+    assert read < 1.5 * files, (read, files, stats["pages_decoded"], stats["pages_streamed"])
+    assert stats["pages_streamed"] > 0, stats
+    # at mem=4G the pages' units park: decoded whole, the same bytes
+    assert epoch == cat(wide_pages, "epoch-0.jsonl", {"column": "text", "seed": 3,
+                                                      "mem": "4G"}).stdout
+    leaf = td.leaf_oracle(wide_pages, "text")
+    assert sorted(epoch.splitlines(keepends=True)) == sorted(leaf.expected_jsonl(rowid=False))
