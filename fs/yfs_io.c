@@ -2,6 +2,7 @@
 
 #include <assert.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "sh_mix.h"
@@ -17,6 +18,12 @@
 /* A thread that found no room waits this long before looking again (room
  * comes back when builds take parked pages, which do not signal us). */
 #define ROOM_POLL_NS (2u * 1000 * 1000)
+
+/* The readers' windows together cover what they are served during this
+ * many p99 storage reads, and each at least WINDOW_MIN framed bytes (see
+ * size_windows). */
+#define WINDOW_LATENCIES 4
+#define WINDOW_MIN (16u << 20)
 
 /* A load of the plan's schedule, or one page read alone (alone = 1). */
 typedef struct queued {
@@ -61,8 +68,10 @@ struct yfs_io {
     size_t num_readers, readers_cap;
     pthread_t *threads;      /* YFS_IO_DEPTH_MAX slots, started ones first */
     int started;
-    /* adaptive depth: the interval since the last decision */
-    uint64_t interval_start, wait_ns_at_start;
+    /* adaptive depth and windows: the interval since the last decision */
+    uint64_t interval_start, wait_ns_at_start, served_at_start;
+    uint64_t windows;        /* framed bytes the readers' windows cover together */
+    _Atomic uint64_t served; /* framed bytes copied out to readers (yfs_io_served) */
     int room_stopped;        /* memory stopped a load in this interval */
     int backlog;             /* more loads were queued than allowed in flight */
     int urgent_backlog;      /* ... and one of them was for a build under way */
@@ -83,6 +92,7 @@ yfs_io *yfs_io_new(yfs_mount *m, int depth)
      * build's pages are many: they need the threads. */
     io->max_depth = depth > 0 ? depth : YFS_IO_DEPTH_MAX;
     io->depth = depth > 0 ? depth : YFS_IO_DEPTH_START;
+    io->windows = 0; /* until measured: WINDOW_MIN each */
     pthread_mutex_init(&io->lock, NULL);
     pthread_cond_init(&io->wake, NULL);
     return io;
@@ -165,17 +175,42 @@ static void let_go(yfs_io *io, queued q, int unqueue)
     yfs_plans_put(io->m->plans, q.plan);
 }
 
-/* Double the depth when builds waited for storage during the interval
- * while loads were queued beyond the depth and memory did not stop any
- * (lock held). */
+/* Size the readers' windows for the interval ending now (lock held): the
+ * bytes they are served while a storage read takes its p99 latency,
+ * WINDOW_LATENCIES times over, so that latency x bandwidth is covered as
+ * the rate and the latency move (a window that limits the rate still grows:
+ * by WINDOW_LATENCIES an interval). Reading further ahead than that gains
+ * nothing and costs: at mem=4G, one reader of 64 KiB pages on local disk
+ * had the whole store (1 GB) read ahead, and its builds decoded cold
+ * copies, 0.7-0.8 x as fast. An interval that served nothing (readers
+ * paused) keeps the windows. */
+static void size_windows(yfs_io *io, uint64_t now)
+{
+    uint64_t served = atomic_load_explicit(&io->served, memory_order_relaxed);
+    uint64_t bytes = served - io->served_at_start;
+    io->served_at_start = served;
+    if (bytes == 0)
+        return;
+    uint64_t p50, p99;
+    yfs_latency_get(&io->m->read_latency, &p50, &p99);
+    double covered = (double)bytes * (double)p99 / (double)(now - io->interval_start);
+    io->windows = covered * WINDOW_LATENCIES < (double)UINT64_MAX / 2
+                      ? (uint64_t)(covered * WINDOW_LATENCIES)
+                      : UINT64_MAX / 2;
+}
+
+/* Size the windows (size_windows); double the depth when builds waited for
+ * storage during the interval while loads were queued beyond the depth and
+ * memory did not stop any (lock held). */
 static void adapt(yfs_io *io)
 {
     uint64_t now = yfs_now_ns();
-    if (io->fixed || now - io->interval_start < ADAPT_NS)
+    if (now - io->interval_start < ADAPT_NS)
         return;
+    size_windows(io, now);
     uint64_t waited = yfs_counter(&io->m->stats.storage_wait_nanoseconds);
     io->backlog |= io->len > 0;
-    if (waited > io->wait_ns_at_start &&
+    if (!io->fixed && waited > io->wait_ns_at_start &&
         ((io->backlog && !io->room_stopped) || io->urgent_backlog) &&
         io->depth < io->max_depth && !io->stop) { /* stopping: no thread the stop misses */
         io->depth = io->depth * 2 < io->max_depth ? io->depth * 2 : io->max_depth;
@@ -335,6 +370,11 @@ static size_t note_reader(yfs_io *io, const void *reader)
     return io->num_readers;
 }
 
+void yfs_io_served(yfs_io *io, uint64_t bytes)
+{
+    atomic_fetch_add_explicit(&io->served, bytes, memory_order_relaxed);
+}
+
 void yfs_io_reader_at(yfs_io *io, yfs_plan *plan, const sh_part *part, uint64_t from,
                       const void *reader)
 {
@@ -370,7 +410,10 @@ void yfs_io_ahead(yfs_io *io, yfs_plan *plan, const sh_part *part, uint64_t from
     if (far >= part->count)
         far = part->count - 1;
     pthread_mutex_lock(&io->lock);
-    uint64_t window = yfs_mount_loaded_budget(io->m) / note_reader(io, reader);
+    size_t readers = note_reader(io, reader);
+    uint64_t window = yfs_mount_loaded_budget(io->m) / readers;
+    uint64_t needed = io->windows / readers > WINDOW_MIN ? io->windows / readers : WINDOW_MIN;
+    window = needed < window ? needed : window;
     uint64_t j = *next > from ? *next : from;
     size_t before = io->len;
     for (; j < part->count && (j <= far || part->offsets[j] - part->offsets[far] < window); j++)

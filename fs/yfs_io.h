@@ -6,10 +6,12 @@
  * where it is (yfs_io_ahead). The engine walks the reader's next segments
  * in the order the reader will read them, and queues every chunk load of
  * the plan's schedule (sh_redirect.h) their pages need that has not run,
- * past the segments the builds prefetch, up to a window of the reader's
- * share of the store of loaded pages, in framed bytes (the store divided by
- * the readers that queued loads and are not forgotten; the engine issues a
- * load only when the store has room, see below). I/O
+ * past the segments the builds prefetch, up to a window in framed bytes:
+ * what the readers are served while a few storage reads take their p99
+ * latency (latency x bandwidth, remeasured as both move; at least 16 MiB a
+ * reader), within the reader's share of the store of loaded pages (the
+ * store divided by the readers that queued loads and are not forgotten;
+ * the engine issues a load only when the store has room, see below). I/O
  * threads pop the queue in order and run the loads (yfs_loads_run): each
  * load parks its pages in the mount's store of loaded pages (yfs_pages.h),
  * where the segment builds find them. The queue is first come, first
@@ -102,6 +104,10 @@ void yfs_io_ahead(yfs_io *io, yfs_plan *plan, const sh_part *part, uint64_t from
  * readers' reads are past them. yfs_io_forget ends it. */
 void yfs_io_reader_at(yfs_io *io, yfs_plan *plan, const sh_part *part, uint64_t from,
                       const void *reader);
+/* Readers of the mount's segments were served `bytes` more (a view after
+ * each read; a mixture's view, each source's share): the rate that sizes
+ * the windows. */
+void yfs_io_served(yfs_io *io, uint64_t bytes);
 /* A build of segment s of plan starts: the loads of its pages that have not
  * started, and its pages to read alone, go to the front of the queue,
  * urgent (see Builds above), so that they are read at once rather than one

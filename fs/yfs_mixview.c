@@ -579,10 +579,12 @@ static int each_record(const yfs_mixview *v, layout *lay, uint32_t i, uint64_t k
         uint64_t copied = 0;
         for (uint64_t j = 0; j < take; j++)
             copied += fn(lay, i, seg, p.record + (uint32_t)j, k - base + j, ctx);
-        if (consume)
+        if (consume) {
+            yfs_io_served(s->m->io, copied);
             yfs_cache_served(s->m->cache, seg, &p.l->served[p.piece], copied,
                              p.l->part.offsets[p.piece + 1] - p.l->part.offsets[p.piece],
                              pc->end == p.l->plan->plan.segments[pc->segment].records);
+        }
         yfs_cache_put(s->m->cache, seg);
         k += take;
     }

@@ -163,6 +163,7 @@ int yfs_view_read(yfs_view *v, uint64_t offset, size_t size, uint8_t *out, size_
         done += len;
         k++;
     }
+    yfs_io_served(v->m->io, done);
     uint64_t before = atomic_exchange_explicit(&v->read_end, offset + done, memory_order_relaxed);
     uint64_t gap = offset > before ? offset - before : before - offset;
     yfs_ahead(v->m, v->plan, &v->part, k, yfs_mount_data_budget(v->m) / YFS_AHEAD_BUDGET_SHARE, v,
