@@ -249,10 +249,11 @@ static uint64_t whole_decode_share(const yfs_mount *m)
  * reservations, refused while builds hold the decodes), 884 streamed. */
 #define WHOLE_FRAMED_MAX (16u << 20)
 
-/* Whether a whole decode of the page serves its units: a page cut into
- * several units has the others framed from the same decode and parked in
- * the framed store for the builds that serve them next, and the plan
- * interleaves the units of SH_OPEN_PAGES pages at a time. A page whose
+/* Whether a whole decode of the page serves its units (and it is framed to
+ * at most WHOLE_FRAMED_MAX): a page cut into several units has the others
+ * framed from the same decode and parked in the framed store for the builds
+ * that serve them next, and the plan interleaves the units of SH_OPEN_PAGES
+ * pages at a time. A page whose
  * framed bytes pass its share of that store cannot park them all: its later
  * units decode it again, page after page (DuckDB's text at mem=1G, pages of
  * ~100 MB framed against a 32 MB share, one reader: each 50 MB page read
