@@ -253,9 +253,9 @@ static uint64_t whole_decode_share(const yfs_mount *m)
  * at most WHOLE_FRAMED_MAX): a page cut into several units has the others
  * framed from the same decode and parked in the framed store for the builds
  * that serve them next, and the plan interleaves the units of SH_OPEN_PAGES
- * pages at a time. A page whose
- * framed bytes pass its share of that store cannot park them all: its later
- * units decode it again, page after page (DuckDB's text at mem=1G, pages of
+ * pages at a time. A page whose framed bytes pass its share of that store
+ * cannot park them all: its later units decode it again, page after page
+ * (DuckDB's text at mem=1G, pages of
  * ~100 MB framed against a 32 MB share, one reader: each 50 MB page read
  * about 80 times, 12 MB/s against 760 at mem=512M). Such a page is better
  * streamed, whatever its decode would take, when the streams of
