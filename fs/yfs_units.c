@@ -255,15 +255,14 @@ static uint64_t whole_decode_share(const yfs_mount *m)
  * that serve them next, and the plan interleaves the units of SH_OPEN_PAGES
  * pages at a time. A page whose framed bytes pass its share of that store
  * cannot park them all: its later units decode it again, page after page
- * (DuckDB's text at mem=1G, pages of
- * ~100 MB framed against a 32 MB share, one reader: each 50 MB page read
- * about 80 times, 12 MB/s against 760 at mem=512M). Such a page is better
- * streamed, whatever its decode would take, when the streams of
- * SH_OPEN_PAGES pages can pause between its units (each holds its windows
- * read ahead, in the store of paused streams, which has the framed store's
- * room): a paused stream goes on where it stopped. Else (mem=32M) streams
- * closed for room read their pages again from the start, more than the
- * decodes cost. */
+ * (DuckDB's text at mem=1G, pages of ~100 MB framed against a 32 MB share,
+ * one reader: each 50 MB page read about 80 times, 12 MB/s against 760 at
+ * mem=512M). Such a page is better streamed, whatever its decode would take,
+ * when the streams of SH_OPEN_PAGES pages can pause between its units (each
+ * holds its windows read ahead, in the store of paused streams, which has
+ * the framed store's room): a paused stream goes on where it stopped. Else
+ * (mem=32M) streams closed for room read their pages again from the start,
+ * more than the decodes cost. */
 static int units_park(const yfs_mount *m, uint32_t page)
 {
     const uint64_t *first = m->units.cut.first_unit;
