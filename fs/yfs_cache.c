@@ -480,6 +480,14 @@ void yfs_cache_served(yfs_cache *c, yfs_seg *e, _Atomic uint64_t *served, uint64
     pthread_mutex_unlock(&c->lock);
 }
 
+_Atomic uint64_t *yfs_cache_served_new(uint64_t pieces)
+{
+    _Atomic uint64_t *served = malloc((pieces ? pieces : 1) * sizeof *served);
+    for (uint64_t k = 0; served && k < pieces; k++)
+        atomic_init(&served[k], 0);
+    return served;
+}
+
 void yfs_cache_put(yfs_cache *c, yfs_seg *e)
 {
     pthread_mutex_lock(&c->lock);

@@ -74,6 +74,9 @@ void yfs_cache_put(yfs_cache *c, yfs_seg *seg);
  * for segments built twice). */
 void yfs_cache_served(yfs_cache *c, yfs_seg *seg, _Atomic uint64_t *served, uint64_t bytes,
                       uint64_t piece_bytes, int ends_segment);
+/* The counts of yfs_cache_served for a reader of `pieces` pieces, each 0
+ * (malloc'ed: the caller frees them), or NULL when out of memory. */
+_Atomic uint64_t *yfs_cache_served_new(uint64_t pieces);
 /* Ask the workers to build segment s ahead of a reader (best effort).
  * Returns 0 if it is already present or was queued, -1 if refused (no
  * memory budget left, queue full, or no workers). */

@@ -209,7 +209,7 @@ static int make_leg(share *s, yfs_plan *plan, const sh_piece *dealt,
     leg *l = &s->legs[s->num_legs];
     sh_piece *pieces = malloc((count ? count : 1) * sizeof *pieces);
     l->first_record = malloc((count + 1) * sizeof *l->first_record);
-    l->served = malloc((count ? count : 1) * sizeof *l->served);
+    l->served = yfs_cache_served_new(count);
     if (!pieces || !l->first_record || !l->served) {
         free(pieces);
         free(l->first_record);
@@ -222,7 +222,6 @@ static int make_leg(share *s, yfs_plan *plan, const sh_piece *dealt,
         pieces[k] = dealt[k];
         pieces[k].segment &= SEGMENT_MASK;
         l->first_record[k + 1] = l->first_record[k] + (dealt[k].end - dealt[k].first);
-        atomic_init(&l->served[k], 0);
     }
     yfs_plans_ref(s->m->plans, plan);
     l->plan = plan;

@@ -92,15 +92,12 @@ int yfs_view_open(yfs_mount *m, const yfs_name *n, yfs_view **out, pq_error *err
         free(v);
         return err->msg[0] ? -1 : pq_error_set(err, "out of memory");
     }
-    v->served = malloc((v->part.count ? v->part.count : 1) * sizeof *v->served);
-    if (!v->served) {
+    if (!(v->served = yfs_cache_served_new(v->part.count))) {
         sh_part_free(&v->part);
         yfs_plans_put(m->plans, v->plan);
         free(v);
         return pq_error_set(err, "out of memory");
     }
-    for (uint64_t k = 0; k < v->part.count; k++)
-        atomic_init(&v->served[k], 0);
     yfs_io_reader_at(m->io, v->plan, &v->part, 0, v);
     *out = v;
     return 0;
