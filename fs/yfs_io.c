@@ -269,8 +269,10 @@ static void *io_thread(void *arg)
         if (io->len > 0 && io->running < io->depth)
             pthread_cond_signal(&io->wake); /* the next one may go too */
         pthread_mutex_unlock(&io->lock);
-        int ran = q.alone ? yfs_loads_run_page(m, &q.plan->plan, &q.plan->loads, q.need, &hold)
-                          : yfs_loads_run(m, &q.plan->plan, &q.plan->loads, q.load, &hold);
+        int ran = q.alone ? yfs_loads_run_page(m, &q.plan->plan, &q.plan->loads, q.need,
+                                                 q.urgent, &hold)
+                          : yfs_loads_run(m, &q.plan->plan, &q.plan->loads, q.load,
+                                            q.need, q.urgent, &hold);
         let_go(io, q, 0); /* ran, taken by a build or refused: not queued any more */
         pthread_mutex_lock(&io->lock);
         io->running--;

@@ -29,8 +29,9 @@
  * Builds: when a segment build starts (yfs_io_build_starts), the loads and
  * pages alone its pages need go to the front of the queue, urgent: they
  * are issued at once, whatever the store's room, and the pages they bring
- * for that build are pinned in the store until it takes them. So a build
- * waits for about one round trip, not one per page.
+ * for that build are pinned in the store until it takes them; a load the
+ * accountant refuses brings the build's page alone (yfs_loads_run). So a
+ * build waits for about one round trip, not one per page.
  *
  * Memory: a load that is not urgent is issued only when what it brings has
  * room: its bytes fit in the store's room left after the loads already in

@@ -129,14 +129,22 @@ uint64_t yfs_load_bytes(const yfs_mount *m, const sh_plan *plan, uint64_t l)
     return chunk_range(m->ix, &plan->schedule.loads[l], &start, &end) < 0 ? 0 : end - start;
 }
 
-/* Park the page at order position pos (raw[0..len), charged to hold):
- * pinned when a build under way wants it. */
+/* Park the page at order position pos (raw[0..len), charged to hold),
+ * brought by its load (by_load) or read alone: pinned when a build under
+ * way wants it. A page read alone for its build before its load ran (its
+ * load was refused memory: l->alone set) is not parked again by the load:
+ * it is in the store already, or taken. */
 static void park(yfs_mount *m, const sh_plan *plan, yfs_loads *l, uint64_t pos, uint8_t *raw,
-                 uint32_t len, yfs_hold *hold)
+                 uint32_t len, yfs_hold *hold, int by_load)
 {
     pthread_mutex_lock(&l->lock);
-    int wanted = l->wanted[pos];
+    int wanted = l->wanted[pos], elsewhere = by_load && l->alone[pos] != NOT_STARTED;
     pthread_mutex_unlock(&l->lock);
+    if (elsewhere) {
+        free(raw);
+        yfs_budget_release(m->budget, len, YFS_MEM_RAW, hold);
+        return;
+    }
     (wanted ? yfs_pages_put_pinned : yfs_pages_put)(m->loaded, plan->epoch, plan->order[pos],
                                                      pos, raw, len, hold);
 }
@@ -193,7 +201,7 @@ static int execute(yfs_mount *m, const sh_plan *plan, yfs_loads *loads, uint64_t
             if (pos == want)
                 *raw = copy;
             else
-                park(m, plan, loads, pos, copy, p->length, hold);
+                park(m, plan, loads, pos, copy, p->length, hold, 1);
         }
     }
     yfs_segment_free(buf, end - start);
@@ -242,8 +250,25 @@ void yfs_loads_unqueue(yfs_loads *l, uint64_t load)
     take_queued(l, &l->state[load], NOT_STARTED);
 }
 
+/* Read the page at pos alone, reserved in `mode`, and park it; l->alone[pos]
+ * (LOADING, set by the caller) becomes DONE, or NOT_STARTED when it was not
+ * read. Returns 1 when it was read, -1 otherwise. */
+static int read_and_park(yfs_mount *m, const sh_plan *plan, yfs_loads *l, uint64_t pos,
+                         yfs_mem_mode mode, yfs_hold *hold)
+{
+    uint32_t len;
+    uint8_t *raw;
+    uint64_t ignored_ns;
+    pq_error ignored; /* its build reads it again, which reports the error */
+    read_alone(m, plan->order[pos], mode, hold, &raw, &len, &ignored_ns, &ignored);
+    if (raw)
+        park(m, plan, l, pos, raw, len, hold, 0);
+    finish(l, &l->alone[pos], raw ? DONE : NOT_STARTED);
+    return raw ? 1 : -1;
+}
+
 int yfs_loads_run(yfs_mount *m, const sh_plan *plan, yfs_loads *l, uint64_t load,
-                  yfs_hold *hold)
+                  uint64_t pos, int for_build, yfs_hold *hold)
 {
     if (!take_queued(l, &l->state[load], LOADING))
         return 0;
@@ -252,8 +277,21 @@ int yfs_loads_run(yfs_mount *m, const sh_plan *plan, yfs_loads *l, uint64_t load
     assert(!none);
     if (rc > 0)
         yfs_count(&m->stats.loads_ahead, 1);
-    finish(l, &l->state[load], rc < 0 ? NOT_STARTED : DONE);
-    return rc < 0 ? -1 : 1;
+    if (rc >= 0) {
+        finish(l, &l->state[load], DONE);
+        return 1;
+    }
+    /* Refused: the page alone, now, in the same step as the load goes back
+     * (a build waiting for the load then waits for the page). */
+    pthread_mutex_lock(&l->lock);
+    l->state[load] = NOT_STARTED;
+    int mine = l->alone[pos] == NOT_STARTED;
+    if (mine)
+        l->alone[pos] = LOADING;
+    pthread_cond_broadcast(&l->finished);
+    pthread_mutex_unlock(&l->lock);
+    yfs_mem_mode mode = for_build ? YFS_TRY : YFS_PREFETCH;
+    return mine ? read_and_park(m, plan, l, pos, mode, hold) : -1;
 }
 
 int yfs_loads_queue_page(yfs_mount *m, const sh_plan *plan, yfs_loads *l, uint64_t pos)
@@ -281,19 +319,11 @@ void yfs_loads_unqueue_page(yfs_loads *l, uint64_t pos)
 }
 
 int yfs_loads_run_page(yfs_mount *m, const sh_plan *plan, yfs_loads *l, uint64_t pos,
-                       yfs_hold *hold)
+                       int for_build, yfs_hold *hold)
 {
     if (!take_queued(l, &l->alone[pos], LOADING))
         return 0;
-    uint32_t page = plan->order[pos], len;
-    uint8_t *raw;
-    uint64_t ignored_ns;
-    pq_error ignored; /* its build reads it again, which reports the error */
-    read_alone(m, page, YFS_PREFETCH, hold, &raw, &len, &ignored_ns, &ignored);
-    if (raw)
-        park(m, plan, l, pos, raw, len, hold);
-    finish(l, &l->alone[pos], raw ? DONE : NOT_STARTED);
-    return raw ? 1 : -1;
+    return read_and_park(m, plan, l, pos, for_build ? YFS_TRY : YFS_PREFETCH, hold);
 }
 
 int yfs_page_fetch(yfs_mount *m, const sh_plan *sp, yfs_loads *l, uint64_t pos,
@@ -308,9 +338,9 @@ int yfs_page_fetch(yfs_mount *m, const sh_plan *sp, yfs_loads *l, uint64_t pos,
     pthread_mutex_lock(&l->lock);
     if (l->state[load] == LOADING || l->alone[pos] == LOADING)
         waiting_since = yfs_now_ns();
-    while (l->state[load] == LOADING)
+    while (l->state[load] == LOADING || l->alone[pos] == LOADING)
         pthread_cond_wait(&l->finished, &l->lock);
-    if (l->state[load] == NOT_STARTED || l->state[load] == QUEUED) {
+    if (l->state[load] != DONE && l->alone[pos] != DONE) {
         l->state[load] = LOADING; /* a queued load is the engine's no more */
         l->wanted[pos] = 0;       /* the load hands this build its page */
         pthread_mutex_unlock(&l->lock);
@@ -320,12 +350,16 @@ int yfs_page_fetch(yfs_mount *m, const sh_plan *sp, yfs_loads *l, uint64_t pos,
          * after this one (read alone now): else each would be read alone. */
         int ran = execute(m, sp, l, load, pos, hold, raw);
         *len = m->ix->pages[page].length;
+        pthread_mutex_lock(&l->lock);
+        if (!*raw)
+            l->alone[pos] = DONE; /* read alone below: its load must not park it again */
+        pthread_mutex_unlock(&l->lock);
         finish(l, &l->state[load], ran < 0 ? NOT_STARTED : DONE);
     } else {
-        while (l->alone[pos] == LOADING) /* the engine reads it alone */
-            pthread_cond_wait(&l->finished, &l->lock);
+        /* Brought by its load, or read alone (by the engine, or for this
+         * build while its load waited for memory): parked, if still. */
         l->alone[pos] = DONE; /* the engine reads it no more */
-        l->wanted[pos] = 0;   /* parked already if at all: this build takes it */
+        l->wanted[pos] = 0;   /* this build takes it */
         pthread_mutex_unlock(&l->lock);
         *raw = yfs_pages_take(m->loaded, sp->epoch, page, hold, len);
     }

@@ -71,11 +71,18 @@ int yfs_loads_queue(yfs_loads *loads, uint64_t l);
 /* A queued load leaves the queue without running (it may run later). */
 void yfs_loads_unqueue(yfs_loads *loads, uint64_t l);
 /* Run queued load l ahead of its builds, its pages parked (reserved as a
- * prefetch through hold, entered by the caller). Returns 1 when it ran, 0
- * when it was no longer queued (a build took it), -1 when memory refused it
- * (it is no longer queued and a build will run it). */
+ * prefetch through hold, entered by the caller). When memory refuses the
+ * load, the page at order position `pos` it was queued for is read alone
+ * and parked instead, as a prefetch, or, for a build under way (for_build),
+ * as a try reservation (yfs_budget.h: the build needs it anyway); the load
+ * goes back to not started, and runs later for its other pages without
+ * parking that one again. (A build whose loads were all refused read its
+ * pages one after another: 8 parts of 64 KiB pages at 50 ms a read and
+ * mem=256M served 0.3 x their figure without latency, 0.45 x so.) Returns
+ * 1 when the load, or the page, was read; 0 when the load was no longer
+ * queued (a build took it); -1 when neither was read (a build will). */
 int yfs_loads_run(yfs_mount *m, const sh_plan *plan, yfs_loads *loads, uint64_t l,
-                  yfs_hold *hold);
+                  uint64_t pos, int for_build, yfs_hold *hold);
 
 /* Mark the page at order position pos queued to be read alone ahead when
  * its load has run, the page is not waiting in the store and it was not
@@ -86,9 +93,9 @@ int yfs_loads_queue_page(yfs_mount *m, const sh_plan *plan, yfs_loads *loads, ui
 void yfs_loads_want(yfs_loads *loads, uint64_t pos);
 /* A queued page leaves the queue without being read. */
 void yfs_loads_unqueue_page(yfs_loads *loads, uint64_t pos);
-/* Read the queued page at pos alone and park it, as yfs_loads_run does a
- * load; the same returns. */
+/* Read the queued page at pos alone and park it, reserved as yfs_loads_run
+ * reserves a refused load's page; the same returns. */
 int yfs_loads_run_page(yfs_mount *m, const sh_plan *plan, yfs_loads *loads, uint64_t pos,
-                       yfs_hold *hold);
+                       int for_build, yfs_hold *hold);
 
 #endif
