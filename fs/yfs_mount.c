@@ -23,6 +23,8 @@
  * cannot make one segment huge. A constant, not derived from mem=: the bytes
  * of an epoch must not depend on the memory it is read with. */
 #define SEGMENT_MAX_BYTES (16u << 20)
+/* What yfs_untracked_budget keeps beyond an eighth of mem= (yfs_mount.h). */
+#define UNTRACKED_FIXED (24u << 20)
 
 uint64_t yfs_mount_dict_budget(const yfs_mount *m)
 {
@@ -50,7 +52,8 @@ void yfs_mount_set_mem_part(yfs_mount *m, uint64_t part)
 
 uint64_t yfs_untracked_budget(uint64_t mem)
 {
-    return mem / 8 * 3;
+    uint64_t share = mem / 8 * 3, grown = UNTRACKED_FIXED + mem / 8;
+    return share < grown ? share : grown;
 }
 
 uint64_t yfs_mount_data_budget(const yfs_mount *m)
