@@ -78,7 +78,8 @@ void yfs_loads_unqueue(yfs_loads *loads, uint64_t l);
  * goes back to not started, and runs later for its other pages without
  * parking that one again. (A build whose loads were all refused read its
  * pages one after another: 8 parts of 64 KiB pages at 50 ms a read and
- * mem=256M served 0.3 x their figure without latency, 0.45 x so.) Returns
+ * mem=256M served 0.3 x their figure without latency, 0.44 x with this;
+ * bench/results/latency_budget.md.) Returns
  * 1 when the load, or the page, was read; 0 when the load was no longer
  * queued (a build took it); -1 when neither was read (a build will). */
 int yfs_loads_run(yfs_mount *m, const sh_plan *plan, yfs_loads *loads, uint64_t l,
