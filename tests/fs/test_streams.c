@@ -164,6 +164,57 @@ Test(streams, a_demand_short_of_room_closes_paused_streams)
     yfs_mount_close(m);
 }
 
+typedef struct demand_job {
+    yfs_budget *budget;
+    uint64_t bytes;
+    yfs_hold hold;
+    _Atomic int done;
+} demand_job;
+
+static void *demand(void *arg)
+{
+    demand_job *j = arg;
+    yfs_hold_enter(j->budget, &j->hold);
+    yfs_budget_reserve(j->budget, j->bytes, YFS_MEM_BUILD, YFS_DEMAND, &j->hold);
+    atomic_store(&j->done, 1);
+    return NULL;
+}
+
+/* A paused stream is worth its page's bytes up to where it stopped (a
+ * stream closed reads them again: DuckDB's pages of 50 MB, 8 parts at
+ * 50 ms a read, read 5.9 x their bytes): a demand short of room waits for
+ * the builds running to free room, as for the caches' working sets
+ * (yfs_budget.h, Patience), instead of closing it at once. */
+Test(streams, a_demand_waits_for_a_running_build_before_closing_paused_streams)
+{
+    yfs_mount *m = tfs_open_sample("column=text", NULL, 64u << 20);
+    yfs_hold build = { 0 };
+    yfs_hold_enter(m->budget, &build);
+    opened a;
+    open_stream(m, 2, &build, &a);
+    yfs_streams_put(m->streams, 2, 1, a.s, a.dict, ix_stream_cap(), &build);
+    uint64_t paused = tfs_held(m->budget, YFS_MEM_PARKED);
+    cr_assert_gt(paused, 0);
+    /* a running build holds all but half the stream's bytes of the room:
+     * closing the stream would let the demand of its bytes through */
+    uint64_t room = yfs_mount_data_budget(m) - yfs_budget_used(m->budget) - paused / 2;
+    yfs_budget_reserve(m->budget, room, YFS_MEM_BUILD, YFS_DEMAND, &build);
+    demand_job j = { .budget = m->budget, .bytes = paused };
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, demand, &j), 0);
+    while (!yfs_budget_demand_waiting(m->budget) && !atomic_load(&j.done))
+        nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+    cr_assert_eq(tfs_held(m->budget, YFS_MEM_PARKED), paused, "the paused stream is kept");
+    yfs_budget_release(m->budget, room, YFS_MEM_BUILD, &build);
+    pthread_join(t, NULL);
+    cr_assert_eq(tfs_held(m->budget, YFS_MEM_PARKED), paused,
+                 "the demand went through with the room the build freed");
+    yfs_budget_release(m->budget, paused, YFS_MEM_BUILD, &j.hold);
+    yfs_hold_leave(m->budget, &j.hold);
+    yfs_hold_leave(m->budget, &build);
+    yfs_mount_close(m);
+}
+
 typedef struct wait_job {
     yfs_streams *st;
     uint32_t page;
