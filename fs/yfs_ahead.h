@@ -25,8 +25,19 @@ void yfs_ahead(yfs_mount *m, yfs_plan *plan, const sh_part *part, uint64_t from,
                uint64_t allowance, const void *reader, uint64_t *io_next, int in_order);
 
 /* The prefetch allowance of one reader: this fraction (1/N) of the mount's
- * segment budget. */
+ * segment budget when several read at once (they share the budget instead
+ * of one taking it all; a mixture's sources share their reader's). */
 #define YFS_AHEAD_BUDGET_SHARE 4
+/* ... and when one file is open for reading alone: over slow storage its
+ * builds take a few round trips each, so more of them must run ahead (DuckDB's
+ * text, one reader, 50 ms a read, mem=256M: 380 MB/s with a quarter, 466 with
+ * a half; bench/results/latency_budget.md). */
+#define YFS_AHEAD_ALONE_SHARE 2
+
+/* The allowance of a reader of m's epoch or part files: YFS_AHEAD_ALONE_SHARE
+ * of the data budget while it is the only one open (yfs_mount.readers), else
+ * YFS_AHEAD_BUDGET_SHARE. */
+uint64_t yfs_ahead_allowance(const yfs_mount *m);
 
 /* A read this close to where the last one ended goes on reading the file
  * in order (the kernel's readahead may deliver a sequential reader's reads

@@ -62,6 +62,7 @@ typedef struct yfs_mount {
     yfs_pages *framed;     /* framed units of cut pages, waiting to be served (yfs_units.h) */
     yfs_streams *streams;  /* streams of large pages paused between units (yfs_streams.h) */
     yfs_wants *wants;      /* units running builds wait for, and their blocks (yfs_wants.h) */
+    _Atomic int readers;   /* epoch and part files open on it (yfs_view.h), not a mixture's */
     yfs_stats stats;
     yfs_latency read_latency; /* of storage reads at run time */
     double index_seconds;  /* wall time of the whole mount-time build */

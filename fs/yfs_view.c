@@ -99,6 +99,7 @@ int yfs_view_open(yfs_mount *m, const yfs_name *n, yfs_view **out, pq_error *err
         return pq_error_set(err, "out of memory");
     }
     yfs_io_reader_at(m->io, v->plan, &v->part, 0, v);
+    atomic_fetch_add_explicit(&m->readers, 1, memory_order_relaxed);
     *out = v;
     return 0;
 }
@@ -113,6 +114,7 @@ void yfs_view_close(yfs_view *v)
         return;
     }
     yfs_io_forget(v->m->io, v);
+    atomic_fetch_sub_explicit(&v->m->readers, 1, memory_order_relaxed);
     free(v->served);
     sh_part_free(&v->part);
     yfs_plans_put(v->m->plans, v->plan);
@@ -163,8 +165,8 @@ int yfs_view_read(yfs_view *v, uint64_t offset, size_t size, uint8_t *out, size_
     yfs_io_served(v->m->io, done);
     uint64_t before = atomic_exchange_explicit(&v->read_end, offset + done, memory_order_relaxed);
     uint64_t gap = offset > before ? offset - before : before - offset;
-    yfs_ahead(v->m, v->plan, &v->part, k, yfs_mount_data_budget(v->m) / YFS_AHEAD_BUDGET_SHARE, v,
-              &v->io_next, gap <= YFS_AHEAD_SEQUENTIAL_SLACK);
+    yfs_ahead(v->m, v->plan, &v->part, k, yfs_ahead_allowance(v->m), v, &v->io_next,
+              gap <= YFS_AHEAD_SEQUENTIAL_SLACK);
     *got = done;
     return 0;
 }

@@ -4,6 +4,8 @@
 #include <criterion/criterion.h>
 
 #include "tfs.h"
+#include "yfs_ahead.h"
+#include "yfs_view.h"
 
 /* Small segments (buffer=300: about 300 records each, a dozen in the
  * sample's epoch), and no chunk loads (the mount is not started: no engine
@@ -22,4 +24,25 @@ static uint64_t built(yfs_mount *m)
 Test(view, a_segment_read_backwards_is_built_once)
 {
     tfs_check_read_backwards(open_sample, built);
+}
+
+/* A file open alone may prefetch half the data budget; two files open at
+ * once a quarter each (yfs_ahead.h); closing one gives the other its half
+ * again. */
+Test(view, a_reader_alone_prefetches_with_half_the_budget)
+{
+    yfs_mount *m = open_sample();
+    uint64_t budget = yfs_mount_data_budget(m);
+    yfs_view *a, *b;
+    pq_error err;
+    cr_assert_eq(yfs_view_open(m, &(yfs_name){ 0 }, &a, &err), 0, "%s", err.msg);
+    cr_assert_eq(yfs_ahead_allowance(m), budget / YFS_AHEAD_ALONE_SHARE);
+    cr_assert_eq(yfs_view_open(m, &(yfs_name){ .epoch = 1, .part = 1, .parts = 2 }, &b, &err), 0,
+                 "%s", err.msg);
+    cr_assert_eq(yfs_ahead_allowance(m), budget / YFS_AHEAD_BUDGET_SHARE);
+    cr_assert_lt(yfs_ahead_allowance(m), budget / YFS_AHEAD_ALONE_SHARE);
+    yfs_view_close(a);
+    cr_assert_eq(yfs_ahead_allowance(m), budget / YFS_AHEAD_ALONE_SHARE);
+    yfs_view_close(b);
+    yfs_mount_close(m);
 }
