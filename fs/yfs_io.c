@@ -24,6 +24,8 @@
  * size_windows). */
 #define WINDOW_LATENCIES 4
 #define WINDOW_MIN (16u << 20)
+/* Pages of a refused load queued per call of yfs_loads_queue_wanted. */
+#define WANTED_BATCH 64
 
 /* A load of the plan's schedule, or one page read alone (alone = 1). */
 typedef struct queued {
@@ -234,6 +236,29 @@ static void wait_a_little(yfs_io *io)
     pthread_cond_timedwait(&io->wake, &io->lock, &until);
 }
 
+/* An urgent load refused memory brought the page it was queued for alone:
+ * the other pages of it that builds under way want are queued in front, to
+ * be read alone side by side (lock held). */
+static void queue_wanted(yfs_io *io, const queued *refused)
+{
+    uint64_t pos[WANTED_BATCH];
+    size_t n;
+    do {
+        n = yfs_loads_queue_wanted(&refused->plan->plan, &refused->plan->loads, refused->load,
+                                   pos, WANTED_BATCH);
+        for (size_t i = 0; i < n; i++) {
+            queued q = { refused->plan, 0, 1, 1, pos[i], refused->reader };
+            yfs_plans_ref(io->m->plans, q.plan);
+            if (push(io, q, 1) < 0) {
+                let_go(io, q, 1);
+                for (size_t j = i + 1; j < n; j++)
+                    yfs_loads_unqueue_page(&q.plan->loads, pos[j]);
+                return;
+            }
+        }
+    } while (n == WANTED_BATCH);
+}
+
 static void *io_thread(void *arg)
 {
     yfs_io *io = arg;
@@ -273,6 +298,10 @@ static void *io_thread(void *arg)
                                                  q.urgent, &hold)
                           : yfs_loads_run(m, &q.plan->plan, &q.plan->loads, q.load,
                                             q.need, q.urgent, &hold);
+        pthread_mutex_lock(&io->lock);
+        if (ran < 0 && q.urgent && !q.alone)
+            queue_wanted(io, &q);
+        pthread_mutex_unlock(&io->lock);
         let_go(io, q, 0); /* ran, taken by a build or refused: not queued any more */
         pthread_mutex_lock(&io->lock);
         io->running--;

@@ -306,6 +306,25 @@ int yfs_loads_queue_page(yfs_mount *m, const sh_plan *plan, yfs_loads *l, uint64
     return marked;
 }
 
+size_t yfs_loads_queue_wanted(const sh_plan *plan, yfs_loads *l, uint64_t load, uint64_t *pos,
+                              size_t max)
+{
+    const sh_schedule *sched = &plan->schedule;
+    const sh_load *ld = &sched->loads[load];
+    size_t n = 0;
+    pthread_mutex_lock(&l->lock);
+    for (uint32_t q = ld->first_page; l->state[load] == NOT_STARTED && n < max &&
+                                      q < ld->first_page + ld->pages; q++) {
+        uint32_t p = sched->position[q];
+        if (sched->source[p] == load && l->wanted[p] && l->alone[p] == NOT_STARTED) {
+            l->alone[p] = QUEUED;
+            pos[n++] = p;
+        }
+    }
+    pthread_mutex_unlock(&l->lock);
+    return n;
+}
+
 void yfs_loads_want(yfs_loads *l, uint64_t pos)
 {
     pthread_mutex_lock(&l->lock);
@@ -343,6 +362,7 @@ int yfs_page_fetch(yfs_mount *m, const sh_plan *sp, yfs_loads *l, uint64_t pos,
     if (l->state[load] != DONE && l->alone[pos] != DONE) {
         l->state[load] = LOADING; /* a queued load is the engine's no more */
         l->wanted[pos] = 0;       /* the load hands this build its page */
+        l->alone[pos] = DONE;     /* or this build reads it alone: the engine does not */
         pthread_mutex_unlock(&l->lock);
         if (!waiting_since)
             waiting_since = yfs_now_ns();
@@ -350,10 +370,6 @@ int yfs_page_fetch(yfs_mount *m, const sh_plan *sp, yfs_loads *l, uint64_t pos,
          * after this one (read alone now): else each would be read alone. */
         int ran = execute(m, sp, l, load, pos, hold, raw);
         *len = m->ix->pages[page].length;
-        pthread_mutex_lock(&l->lock);
-        if (!*raw)
-            l->alone[pos] = DONE; /* read alone below: its load must not park it again */
-        pthread_mutex_unlock(&l->lock);
         finish(l, &l->state[load], ran < 0 ? NOT_STARTED : DONE);
     } else {
         /* Brought by its load, or read alone (by the engine, or for this

@@ -85,6 +85,15 @@ void yfs_loads_unqueue(yfs_loads *loads, uint64_t l);
 int yfs_loads_run(yfs_mount *m, const sh_plan *plan, yfs_loads *loads, uint64_t l,
                   uint64_t pos, int for_build, yfs_hold *hold);
 
+/* After load l, queued for a build under way, was refused memory
+ * (yfs_loads_run returned -1): mark the other pages it serves that a build
+ * under way wants (yfs_loads_want) and nobody reads yet queued to be read
+ * alone, so that the engine reads them side by side instead of the build
+ * one after another. Their order positions go to pos (room for max), the
+ * engine queues them (yfs_loads_run_page); returns how many. None while a
+ * build runs the load itself. */
+size_t yfs_loads_queue_wanted(const sh_plan *plan, yfs_loads *loads, uint64_t l, uint64_t *pos,
+                              size_t max);
 /* Mark the page at order position pos queued to be read alone ahead when
  * its load has run, the page is not waiting in the store and it was not
  * queued before: 1 if it was marked. */

@@ -162,6 +162,88 @@ Test(loads, a_build_refused_its_chunk_gets_its_page_alone_at_once)
     yfs_mount_close(m);
 }
 
+/* A build's refused load brought the page it was queued for alone; the
+ * load's other pages the build wants are queued to be read alone, each
+ * once, and run; a page the build fetches itself meanwhile is not read
+ * again by the engine. */
+Test(loads, a_refused_loads_other_wanted_pages_are_queued_alone)
+{
+    yfs_mount *m = tfs_open(YFS_SOURCE_DIR "/tests/data/stream/legacy_two_level_7.parquet",
+                            "cache=none,chunk=4K,column=ids", NULL, 0);
+    yfs_plan *plan;
+    pq_error err;
+    cr_assert_eq(yfs_plans_get(m->plans, 0, &plan, &err), 0);
+    const sh_schedule *sched = &plan->plan.schedule;
+    uint64_t pos = 0; /* a position whose load serves three pages or more */
+    uint64_t others[8];
+    size_t n_others = 0;
+    for (; pos < plan->plan.num_pages && n_others < 2; pos++) {
+        const sh_load *ld = &sched->loads[sched->source[pos]];
+        n_others = 0;
+        for (uint32_t q = ld->first_page; q < ld->first_page + ld->pages && n_others < 8; q++) {
+            uint32_t at = sched->position[q];
+            if (at != pos && sched->source[at] == sched->source[pos])
+                others[n_others++] = at;
+        }
+    }
+    cr_assert_geq(n_others, 2, "no load serving three pages");
+    pos--;
+    uint32_t load = sched->source[pos];
+    uint64_t filler = yfs_budget_limit(m->budget) - yfs_budget_limit(m->budget) / 8;
+    yfs_budget_reserve(m->budget, filler, YFS_MEM_PLANS, YFS_FORCE, NULL);
+    yfs_hold h = { 0 };
+    yfs_hold_enter(m->budget, &h);
+
+    uint64_t got[8];
+    yfs_loads_want(&plan->loads, pos);
+    yfs_loads_want(&plan->loads, others[0]);
+    yfs_loads_want(&plan->loads, others[1]);
+    cr_assert_eq(yfs_loads_queue(&plan->loads, load), 1);
+    cr_assert_eq(yfs_loads_queue_wanted(&plan->plan, &plan->loads, load, got, 8), 0,
+                 "queued alone while the load is queued");
+    cr_assert_eq(yfs_loads_run(m, &plan->plan, &plan->loads, load, pos, 1, &h), 1);
+    cr_assert_eq(yfs_counter(&m->stats.chunk_loads), 0, "memory did not refuse the load");
+    cr_assert_eq(yfs_loads_queue_wanted(&plan->plan, &plan->loads, load, got, 8), 2,
+                 "not the two other wanted pages");
+    cr_assert(got[0] != pos && got[1] != pos);
+    cr_assert_eq(yfs_loads_queue_wanted(&plan->plan, &plan->loads, load, got, 8), 0,
+                 "queued twice");
+    uint64_t first = got[0], second = got[1];
+    cr_assert_eq(yfs_loads_run_page(m, &plan->plan, &plan->loads, first, 1, &h), 1);
+    cr_assert(yfs_pages_holds(m->loaded, 0, plan->plan.order[first]), "not parked");
+    yfs_budget_release(m->budget, filler, YFS_MEM_PLANS, NULL);
+
+    /* the build fetches the second itself before the engine reads it */
+    uint8_t *raw, *want = on_disk(m, plan->plan.order[second]);
+    uint32_t len;
+    cr_assert_eq(yfs_page_fetch(m, &plan->plan, &plan->loads, second, &h, &raw, &len, &err), 0,
+                 "%s", err.msg);
+    cr_assert_eq(memcmp(raw, want, len), 0, "other bytes than on disk");
+    free(raw);
+    free(want);
+    yfs_budget_release(m->budget, len, YFS_MEM_RAW, &h);
+    uint64_t alone = yfs_counter(&m->stats.pages_read_alone);
+    cr_assert_eq(yfs_loads_run_page(m, &plan->plan, &plan->loads, second, 1, &h), 0,
+                 "the engine read a page its build had");
+    cr_assert_eq(yfs_counter(&m->stats.pages_read_alone), alone);
+    cr_assert_not(yfs_pages_holds(m->loaded, 0, plan->plan.order[second]));
+
+    uint8_t *parked;
+    cr_assert_eq(yfs_page_fetch(m, &plan->plan, &plan->loads, first, &h, &parked, &len, &err), 0,
+                 "%s", err.msg);
+    cr_assert_eq(yfs_counter(&m->stats.pages_read_alone), alone, "the parked page read again");
+    free(parked);
+    yfs_budget_release(m->budget, len, YFS_MEM_RAW, &h);
+    /* the build of pos takes its page too */
+    cr_assert_eq(yfs_page_fetch(m, &plan->plan, &plan->loads, pos, &h, &parked, &len, &err), 0,
+                 "%s", err.msg);
+    free(parked);
+    yfs_budget_release(m->budget, len, YFS_MEM_RAW, &h);
+    yfs_hold_leave(m->budget, &h);
+    yfs_plans_put(m->plans, plan);
+    yfs_mount_close(m);
+}
+
 /* Decode every page of the sample's column `column` as the read path does,
  * checking the bound from its headers against what the decode holds. */
 static void bound_covers_pages(const char *column, uint32_t want_width)
