@@ -30,8 +30,10 @@
  * pages alone its pages need go to the front of the queue, urgent: they
  * are issued at once, whatever the store's room, and the pages they bring
  * for that build are pinned in the store until it takes them; a load the
- * accountant refuses brings the build's page alone (yfs_loads_run). So a
- * build waits for about one round trip, not one per page.
+ * accountant refuses brings the build's page alone (yfs_loads_run), and its
+ * other pages that builds want are queued in front to be read alone, side
+ * by side (yfs_loads_queue_wanted). So a build waits for about one round
+ * trip, not one per page.
  *
  * Memory: a load that is not urgent is issued only when what it brings has
  * room: its bytes fit in the store's room left after the loads already in
