@@ -7,7 +7,8 @@
 
 uint64_t yfs_ahead_allowance(const yfs_mount *m)
 {
-    int alone = atomic_load_explicit(&m->readers, memory_order_relaxed) <= 1;
+    int alone = atomic_load_explicit(&m->readers, memory_order_relaxed) <= 1 &&
+                yfs_latency_slow(&m->read_latency);
     return yfs_mount_data_budget(m) / (alone ? YFS_AHEAD_ALONE_SHARE : YFS_AHEAD_BUDGET_SHARE);
 }
 

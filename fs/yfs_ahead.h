@@ -28,14 +28,19 @@ void yfs_ahead(yfs_mount *m, yfs_plan *plan, const sh_part *part, uint64_t from,
  * segment budget when several read at once (they share the budget instead
  * of one taking it all; a mixture's sources share their reader's). */
 #define YFS_AHEAD_BUDGET_SHARE 4
-/* ... and when one file is open for reading alone: over slow storage its
- * builds take a few round trips each, so more of them must run ahead (DuckDB's
- * text, one reader, 50 ms a read, mem=256M: 380 MB/s with a quarter, 466 with
- * a half; bench/results/latency_budget.md). */
+/* ... and when one file is open for reading alone over slow storage (most
+ * recent reads took YFS_LATENCY_SLOW_NS or more): its builds take a few
+ * round trips each, so more of them must run ahead (DuckDB's text, one
+ * reader, 50 ms a read, mem=256M: 363 MB/s with a quarter, 480 with a half).
+ * Not from fast storage, where builds are decoding, not waiting: the
+ * segments held ahead leave less room for them (pyarrow's tokens, one
+ * reader, 0 ms: 129 MB/s with a half against 139). Figures in
+ * bench/results/latency_budget.md. */
 #define YFS_AHEAD_ALONE_SHARE 2
 
 /* The allowance of a reader of m's epoch or part files: YFS_AHEAD_ALONE_SHARE
- * of the data budget while it is the only one open (yfs_mount.readers), else
+ * of the data budget while it is the only one open (yfs_mount.readers) and
+ * storage is slow (yfs_latency_slow of the mount's reads), else
  * YFS_AHEAD_BUDGET_SHARE. */
 uint64_t yfs_ahead_allowance(const yfs_mount *m);
 

@@ -17,8 +17,17 @@ void yfs_latency_destroy(yfs_latency *l)
 void yfs_latency_note(yfs_latency *l, uint64_t ns)
 {
     pthread_mutex_lock(&l->lock);
+    uint32_t slow = atomic_load_explicit(&l->slow, memory_order_relaxed);
+    uint32_t now = ns >= YFS_LATENCY_SLOW_NS ? 65536u : 0;
+    slow = l->count == 0 ? now : slow - slow / 8 + now / 8;
+    atomic_store_explicit(&l->slow, slow, memory_order_relaxed);
     l->ns[l->count++ % YFS_LATENCY_KEPT] = ns;
     pthread_mutex_unlock(&l->lock);
+}
+
+int yfs_latency_slow(const yfs_latency *l)
+{
+    return atomic_load_explicit(&l->slow, memory_order_relaxed) > 32768u;
 }
 
 static int ascending(const void *a, const void *b)

@@ -375,8 +375,10 @@ static int stream_for(yfs_mount *m, const sh_unit *u, uint32_t unit, uint64_t fi
     /* The page's stream from its first unit is ours to open (builds that
      * need its later units wait for it meanwhile). */
     pq_page_header h;
-    int rc = ix_entry_first_header(m->ix, u->page, &h, &ps->read, err) < 0
-                 ? (pq_stream_whole_instead(err) ? 1 : -1)
+    uint64_t start = yfs_now_ns();
+    int peeked = ix_entry_first_header(m->ix, u->page, &h, &ps->read, err);
+    yfs_latency_note(&m->read_latency, yfs_now_ns() - start); /* a storage read, timed */
+    int rc = peeked < 0 ? (pq_stream_whole_instead(err) ? 1 : -1)
                  : whole_decode_bytes(m->ix, u->page, &h) <= whole_decode_share(m) &&
                        units_park(m, u->page);
     if (rc == 0) {

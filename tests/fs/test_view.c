@@ -26,23 +26,29 @@ Test(view, a_segment_read_backwards_is_built_once)
     tfs_check_read_backwards(open_sample, built);
 }
 
-/* A file open alone may prefetch half the data budget; two files open at
- * once a quarter each (yfs_ahead.h); closing one gives the other its half
- * again. */
-Test(view, a_reader_alone_prefetches_with_half_the_budget)
+/* A file open alone over slow storage may prefetch half the data budget;
+ * over fast storage, or with two files open at once, a quarter each
+ * (yfs_ahead.h); closing one gives the other its half again. */
+Test(view, a_reader_alone_over_slow_storage_prefetches_with_half_the_budget)
 {
     yfs_mount *m = open_sample();
-    uint64_t budget = yfs_mount_data_budget(m);
+    uint64_t budget = yfs_mount_data_budget(m), half = budget / YFS_AHEAD_ALONE_SHARE,
+             quarter = budget / YFS_AHEAD_BUDGET_SHARE;
+    cr_assert_lt(quarter, half);
     yfs_view *a, *b;
     pq_error err;
     cr_assert_eq(yfs_view_open(m, &(yfs_name){ 0 }, &a, &err), 0, "%s", err.msg);
-    cr_assert_eq(yfs_ahead_allowance(m), budget / YFS_AHEAD_ALONE_SHARE);
+    for (int i = 0; i < 16; i++)
+        yfs_latency_note(&m->read_latency, YFS_LATENCY_SLOW_NS / 10);
+    cr_assert_eq(yfs_ahead_allowance(m), quarter, "fast storage");
+    for (int i = 0; i < 16; i++)
+        yfs_latency_note(&m->read_latency, 50 * YFS_LATENCY_SLOW_NS);
+    cr_assert_eq(yfs_ahead_allowance(m), half, "slow storage, one reader");
     cr_assert_eq(yfs_view_open(m, &(yfs_name){ .epoch = 1, .part = 1, .parts = 2 }, &b, &err), 0,
                  "%s", err.msg);
-    cr_assert_eq(yfs_ahead_allowance(m), budget / YFS_AHEAD_BUDGET_SHARE);
-    cr_assert_lt(yfs_ahead_allowance(m), budget / YFS_AHEAD_ALONE_SHARE);
+    cr_assert_eq(yfs_ahead_allowance(m), quarter, "two readers");
     yfs_view_close(a);
-    cr_assert_eq(yfs_ahead_allowance(m), budget / YFS_AHEAD_ALONE_SHARE);
+    cr_assert_eq(yfs_ahead_allowance(m), half);
     yfs_view_close(b);
     yfs_mount_close(m);
 }
