@@ -95,6 +95,17 @@ Test(loads, refused_chunk_memory_means_pages_read_alone)
     yfs_mount_close(m);
 }
 
+/* A file of many small pages (pages of 7 level entries) in chunks of 4K,
+ * and its epoch 0's plan (*plan, referenced). */
+static yfs_mount *open_small_chunks(yfs_plan **plan)
+{
+    yfs_mount *m = tfs_open(YFS_SOURCE_DIR "/tests/data/stream/legacy_two_level_7.parquet",
+                            "cache=none,chunk=4K,column=ids", NULL, 0);
+    pq_error err;
+    cr_assert_eq(yfs_plans_get(m->plans, 0, plan, &err), 0, "%s", err.msg);
+    return m;
+}
+
 /* A load the engine runs for a build under way (yfs_loads_run with the
  * build's position) whose chunk memory refuses, reserved as a prefetch:
  * the build's page is read alone at once, a try reservation (the build
@@ -102,15 +113,12 @@ Test(loads, refused_chunk_memory_means_pages_read_alone)
  * pages and does not park that page again. Before, the load was only
  * refused, and every build so refused read its pages one round trip after
  * another (8 parts of 64 KiB pages at 50 ms a read and mem=256M: 0.3 x the
- * figure without latency). Non-urgent, the same page is a prefetch: refused.
- * On a file of many small pages (pages of 7 level entries), chunks of 4K. */
+ * figure without latency). Non-urgent, the same page is a prefetch: refused. */
 Test(loads, a_build_refused_its_chunk_gets_its_page_alone_at_once)
 {
-    yfs_mount *m = tfs_open(YFS_SOURCE_DIR "/tests/data/stream/legacy_two_level_7.parquet",
-                            "cache=none,chunk=4K,column=ids", NULL, 0);
     yfs_plan *plan;
+    yfs_mount *m = open_small_chunks(&plan);
     pq_error err;
-    cr_assert_eq(yfs_plans_get(m->plans, 0, &plan, &err), 0);
     const sh_schedule *sched = &plan->plan.schedule;
     uint64_t pos = 0; /* a position whose load brings other pages too */
     while (pos < plan->plan.num_pages && sched->loads[sched->source[pos]].pages < 2)
@@ -168,11 +176,9 @@ Test(loads, a_build_refused_its_chunk_gets_its_page_alone_at_once)
  * again by the engine. */
 Test(loads, a_refused_loads_other_wanted_pages_are_queued_alone)
 {
-    yfs_mount *m = tfs_open(YFS_SOURCE_DIR "/tests/data/stream/legacy_two_level_7.parquet",
-                            "cache=none,chunk=4K,column=ids", NULL, 0);
     yfs_plan *plan;
+    yfs_mount *m = open_small_chunks(&plan);
     pq_error err;
-    cr_assert_eq(yfs_plans_get(m->plans, 0, &plan, &err), 0);
     const sh_schedule *sched = &plan->plan.schedule;
     uint64_t pos = 0; /* a position whose load serves three pages or more */
     uint64_t others[8];
