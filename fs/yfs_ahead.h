@@ -35,7 +35,7 @@ void yfs_ahead(yfs_mount *m, yfs_plan *plan, const sh_part *part, uint64_t from,
  * Not from fast storage, where builds are decoding, not waiting: the
  * segments held ahead leave less room for them (pyarrow's tokens, one
  * reader, 0 ms: 129 MB/s with a half against 139). Figures in
- * bench/results/latency_budget.md. */
+ * bench/results/latency_patience.md. */
 #define YFS_AHEAD_ALONE_SHARE 2
 
 /* The allowance of a reader of m's epoch or part files: YFS_AHEAD_ALONE_SHARE

@@ -12,7 +12,7 @@
 #define YFS_LATENCY_KEPT 1024
 
 typedef struct yfs_latency {
-    pthread_mutex_t lock;            /* guards the two below, and writes of recent */
+    pthread_mutex_t lock;            /* guards the two below, and writes of slow */
     uint64_t ns[YFS_LATENCY_KEPT];   /* a ring: read k is at k % YFS_LATENCY_KEPT */
     uint64_t count;                  /* reads noted so far */
     _Atomic uint32_t slow;           /* moving share of reads of YFS_LATENCY_SLOW_NS or

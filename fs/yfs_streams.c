@@ -71,7 +71,8 @@ static void close_all(yfs_streams *st, paused *victims, size_t n)
  * stream saves reading and decoding its page up to where it stopped, so it
  * is closed only once the builds running freed nothing for a while (8
  * parts of DuckDB's text at 50 ms a read, mem=256M: 152 streams of its 16
- * pages an epoch when closed at once, about 110 so). A stream closed gives its dictionary back to the cache,
+ * pages an epoch when closed at once, about 110 so; at 0 ms 408 MB/s
+ * against 290). A stream closed gives its dictionary back to the cache,
  * idle now: the returned time (now) has the waiter call the reclaimers
  * again, so that the dictionary cache's drops it too. */
 static uint64_t reclaim(void *ctx, uint64_t need, int demand)

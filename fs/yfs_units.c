@@ -379,8 +379,8 @@ static int stream_for(yfs_mount *m, const sh_unit *u, uint32_t unit, uint64_t fi
     int peeked = ix_entry_first_header(m->ix, u->page, &h, &ps->read, err);
     yfs_latency_note(&m->read_latency, yfs_now_ns() - start); /* a storage read, timed */
     int rc = peeked < 0 ? (pq_stream_whole_instead(err) ? 1 : -1)
-                 : whole_decode_bytes(m->ix, u->page, &h) <= whole_decode_share(m) &&
-                       units_park(m, u->page);
+                        : whole_decode_bytes(m->ix, u->page, &h) <= whole_decode_share(m) &&
+                              units_park(m, u->page);
     if (rc == 0) {
         ps->charged = ix_stream_cap();
         yfs_budget_reserve(m->budget, ps->charged, YFS_MEM_DECODED, YFS_DEMAND, hold);
