@@ -12,12 +12,16 @@
  * re-read a third of its bytes (bench/results/kernel_readahead.md).
  *
  * The window can only be raised from outside the FUSE protocol: the INIT
- * reply may only lower it, and the kernel applies that reply after
- * whatever was written before. So once the mount answers (a stat of the
- * mount point, which waits for INIT to be done), a thread of ours writes
- * read_ahead_kb of the mount's own backing device, which goes away with the
- * mount. Writing it needs root: otherwise the kernel's window stays, the log
- * says so, and nothing else changes.
+ * reply may only lower it (the kernel keeps the smaller of the two), and
+ * the kernel applies that reply when the daemon writes it. So the session
+ * answers INIT first, on its own (yfs_fuse.c), and only then, before it
+ * serves anything else, the window is written in read_ahead_kb of the
+ * mount's own backing device, which goes away with the mount. The device
+ * comes from /proc/self/mountinfo, not from a stat of the mount point: a
+ * stat would wait for the session's answer, and while it waits it holds
+ * the mount, so an unmount at that moment failed with EBUSY. Writing the
+ * window needs root: otherwise the kernel's window stays, the log says so,
+ * and nothing else changes.
  */
 #ifndef YFS_BDI_H
 #define YFS_BDI_H
@@ -25,17 +29,10 @@
 #include <stdint.h>
 
 typedef struct yfs_mount yfs_mount;
-typedef struct yfs_bdi yfs_bdi;
 
-/* Set the readahead window of the mount at `mountpoint` (absolute) to
- * `bytes`, a multiple of 4 KiB, in a thread of its own, logging to m what
- * it could not do. Call once the session is mounted and after daemonizing
- * (a fork keeps one thread). NULL when bytes is 0 or no thread started
- * (logged). */
-yfs_bdi *yfs_bdi_start(yfs_mount *m, const char *mountpoint, uint64_t bytes);
-
-/* Wait for the thread and free. Call after the session is destroyed: a
- * stat the loop never answered then fails at once. NULL is a no-op. */
-void yfs_bdi_join(yfs_bdi *b);
+/* Set the readahead window of the FUSE mount at `mountpoint` (absolute, as
+ * the kernel lists it) to `bytes`, a multiple of 4 KiB, logging to m what it
+ * could not do. Call once the session has answered INIT. 0 bytes: nothing. */
+void yfs_bdi_set(yfs_mount *m, const char *mountpoint, uint64_t bytes);
 
 #endif

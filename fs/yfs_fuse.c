@@ -385,11 +385,28 @@ static const struct fuse_lowlevel_ops ops = {
     .statfs = op_statfs,
 };
 
+/* Receive and answer the kernel's first request, INIT, here rather than in
+ * the loop: once the reply is written the kernel has applied it, so what is
+ * set next (the readahead window, yfs_bdi.h) is not undone by it. 1 when
+ * answered; 0 when the session ended first (unmounted, or a signal asked
+ * to exit); a negative errno on failure. */
+static int answer_init(struct fuse_session *se)
+{
+    struct fuse_buf buf = { 0 };
+    int rc;
+    do
+        rc = fuse_session_receive_buf(se, &buf);
+    while (rc == -EINTR && !fuse_session_exited(se));
+    if (rc > 0)
+        fuse_session_process_buf(se, &buf);
+    free(buf.mem);
+    return rc > 0 ? 1 : rc == -EINTR ? 0 : rc;
+}
+
 int yfs_fuse_run(yfs_mount *m, struct fuse_args *args, const char *mountpoint, int foreground,
                  int single_thread, unsigned max_threads, unsigned max_idle_threads)
 {
     session s = { .m = m, .names = yfs_name_table_new() };
-    yfs_bdi *window = NULL;
     pthread_mutex_init(&s.lock, NULL);
     struct fuse_session *se = s.names ? fuse_session_new(args, &ops, sizeof ops, &s) : NULL;
     int status = 1;
@@ -408,7 +425,12 @@ int yfs_fuse_run(yfs_mount *m, struct fuse_args *args, const char *mountpoint, i
         yfs_log(m, "%s", err.msg);
         goto unmount;
     }
-    window = yfs_bdi_start(m, mountpoint, m->opts.kernel_readahead);
+    int init = answer_init(se);
+    if (init <= 0) {
+        status = init < 0;
+        goto unmount;
+    }
+    yfs_bdi_set(m, mountpoint, m->opts.kernel_readahead);
     /* The loops return 0 on unmount, the signal number after SIGTERM/SIGINT
      * (a clean shutdown too), and a negative errno on failure. */
     if (single_thread) {
@@ -428,7 +450,6 @@ remove_handlers:
     fuse_remove_signal_handlers(se);
 destroy:
     fuse_session_destroy(se);
-    yfs_bdi_join(window); /* its stat, if never answered, failed with the session */
 handles:
     /* The session has ended: no read is running. */
     free_handles(&s.open_handles);

@@ -4,10 +4,13 @@ kernel's 128K. The window never changes the bytes. Writing the window needs root
 that read it back run as root (CI does)."""
 import json
 import os
+import subprocess
+import tempfile
 import time
 
 import pytest
 
+import conftest
 from datasets import text_corpus
 
 PREFIX = 24 << 20  # bytes of the epoch read through each mount
@@ -80,3 +83,39 @@ def test_window_follows_the_option(corpus, mount):
         assert _settled_window_kb(m.p(""), 1024) == 1024
         _, request = _read_prefix(m, "epoch-0.jsonl")
         assert 256 << 10 < request <= 1 << 20, request
+
+
+def test_unmount_right_after_a_daemon_mount_succeeds(corpus):
+    """Setting the window never holds the mount point: `youmufs DATA MNT && fusermount3 -u MNT`
+    unmounts at the first try, every time (a stat of the mount point in flight made the
+    unmount fail with EBUSY now and then). The window is set all the same."""
+    _require_root()
+    conftest.require_fuse()
+    ATTEMPTS = 30  # the old race failed about one unmount in 60-100
+    work = tempfile.mkdtemp(prefix="yfs-ra-")
+    mnt = os.path.join(work, "mnt")
+    os.mkdir(mnt)
+    failures = []
+    try:
+        for attempt in range(ATTEMPTS):
+            p = subprocess.run([conftest.BIN, "-o", "mem=64M,cache=none", corpus, mnt],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60,
+                               env=conftest._env())
+            assert p.returncode == 0, p.stdout.decode(errors="replace")
+            if attempt == 0:
+                assert _window_kb(mnt) == 256, "the window was not set before the mount served"
+            u = subprocess.run(["fusermount3", "-u", mnt], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, timeout=30)
+            if u.returncode != 0:
+                failures.append(u.stdout.decode(errors="replace").strip())
+                subprocess.run(["fusermount3", "-uz", mnt], timeout=30)
+            for _ in range(100):  # the daemon leaves once unmounted; a lazy unmount may linger
+                if not os.path.ismount(mnt):
+                    break
+                time.sleep(0.05)
+    finally:
+        if os.path.ismount(mnt):
+            subprocess.run(["fusermount3", "-uz", mnt], timeout=30)
+    assert not failures, f"{len(failures)} of {ATTEMPTS} unmounts right after the mount failed: {failures[0]}"
+    os.rmdir(mnt)
+    os.rmdir(work)
