@@ -36,6 +36,41 @@ struct yfs_streams {
     size_t num_busy;
 };
 
+/* Lock held: page's stream from unit `from` is in use (remembered when
+ * there is room: see MAX_IN_USE), and no longer. */
+static void mark_in_use(yfs_streams *st, uint32_t page, uint64_t from)
+{
+    if (st->num_busy < MAX_IN_USE)
+        st->busy[st->num_busy++] = (struct in_use){ page, from };
+}
+
+static void unmark_in_use(yfs_streams *st, uint32_t page, uint64_t from)
+{
+    for (size_t i = 0; i < st->num_busy; i++) {
+        if (st->busy[i].page == page && st->busy[i].from == from) {
+            st->busy[i] = st->busy[--st->num_busy];
+            return;
+        }
+    }
+}
+
+/* Lock held: room in the list for `more` paused streams. 0 when out of
+ * memory. */
+static int make_room(yfs_streams *st, size_t more)
+{
+    if (st->count + more <= st->room)
+        return 1;
+    size_t room = st->room ? 2 * st->room : 8;
+    if (room < st->count + more)
+        room = st->count + more;
+    paused *grown = realloc(st->list, room * sizeof *grown);
+    if (!grown)
+        return 0;
+    st->list = grown;
+    st->room = room;
+    return 1;
+}
+
 static void close_paused(yfs_streams *st, paused *p)
 {
     ix_stream_close(p->stream);
@@ -67,24 +102,95 @@ static void close_all(yfs_streams *st, paused *victims, size_t n)
     yfs_count(&st->stats->streams_closed, n);
 }
 
-/* A demand read short of room, out of patience (yfs_budget.h): a paused
- * stream saves reading and decoding its page up to where it stopped, so it
- * is closed only once the builds running freed nothing for a while (8
- * parts of DuckDB's text at 50 ms a read, mem=256M: 152 streams of its 16
- * pages an epoch when closed at once, about 110 so; at 0 ms 408 MB/s
- * against 290). A stream closed gives its dictionary back to the cache,
- * idle now: the returned time (now) has the waiter call the reclaimers
- * again, so that the dictionary cache's drops it too. */
+/* Lock held: what shedding the paused streams' reads ahead would free. */
+static uint64_t sheddable(const yfs_streams *st)
+{
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < st->count; i++)
+        bytes += ix_stream_sheddable(st->list[i].stream);
+    return bytes;
+}
+
+/* Let go of the reads ahead of the oldest paused streams that hold some
+ * (ix_stream_shed) until `need` bytes are freed; returns the bytes freed.
+ * Over slow storage they are most of what a paused stream holds, and a
+ * stream shed keeps its place (it reads ahead again when continued, one
+ * round trip later) where one closed is streamed again from its page's
+ * start: 8 parts of DuckDB's text at 50 ms a read and mem=256M closed 76
+ * streams of its 16 pages and read 3.5 GB for its 830 MB.
+ * Shedding waits for reads in flight, so it runs without the lock: the
+ * streams leave the list meanwhile, marked in use, so that a build that
+ * needs one waits for it (yfs_streams_wait) and nobody closes it, and come
+ * back in front, the oldest still. */
+static uint64_t shed_oldest(yfs_streams *st, uint64_t need)
+{
+    pthread_mutex_lock(&st->lock);
+    paused *shed = st->count ? malloc(st->count * sizeof *shed) : NULL;
+    size_t n = 0, kept = 0;
+    uint64_t expected = 0;
+    for (size_t i = 0; i < st->count; i++) {
+        paused p = st->list[i];
+        uint64_t ahead = ix_stream_sheddable(p.stream);
+        if (shed && ahead && expected < need) {
+            shed[n++] = p;
+            expected += ahead;
+            st->bytes -= p.bytes;
+            mark_in_use(st, p.page, p.unit);
+        } else {
+            st->list[kept++] = p;
+        }
+    }
+    st->count = kept;
+    pthread_mutex_unlock(&st->lock);
+    uint64_t freed = 0;
+    if (n == 0) {
+        free(shed);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t bytes = ix_stream_shed(shed[i].stream);
+        yfs_budget_release(st->budget, bytes, YFS_MEM_PARKED, NULL);
+        shed[i].bytes -= bytes;
+        freed += bytes;
+    }
+    pthread_mutex_lock(&st->lock);
+    size_t back = make_room(st, n) ? n : 0; /* else they are closed */
+    memmove(st->list + back, st->list, st->count * sizeof *st->list);
+    memcpy(st->list, shed, back * sizeof *shed);
+    st->count += back;
+    for (size_t i = 0; i < n; i++) {
+        st->bytes += i < back ? shed[i].bytes : 0;
+        unmark_in_use(st, shed[i].page, shed[i].unit);
+    }
+    pthread_cond_broadcast(&st->ended);
+    pthread_mutex_unlock(&st->lock);
+    close_all(st, shed + back, n - back);
+    free(shed);
+    return freed;
+}
+
+/* A demand read short of room (yfs_budget.h): the paused streams' reads
+ * ahead go first (shed_oldest). Out of patience, paused streams are closed
+ * too: a paused stream saves reading and decoding its page up to where it
+ * stopped, so it is closed only once the builds running freed nothing for
+ * a while (8 parts of DuckDB's text at 50 ms a read, mem=256M: 152 streams
+ * of its 16 pages an epoch when closed at once, about 110 so; at 0 ms 408
+ * MB/s against 290). A stream closed gives its dictionary back to the
+ * cache, idle now: the returned time (now) has the waiter call the
+ * reclaimers again, so that the dictionary cache's drops it too. */
 static uint64_t reclaim(void *ctx, uint64_t need, int demand)
 {
     yfs_streams *st = ctx;
-    if (demand < YFS_RECLAIM_IMPATIENT)
+    if (demand < YFS_RECLAIM_DEMAND)
+        return 0;
+    uint64_t freed = shed_oldest(st, need);
+    if (demand < YFS_RECLAIM_IMPATIENT || freed >= need)
         return 0;
     pthread_mutex_lock(&st->lock);
     paused *victims = st->count ? malloc(st->count * sizeof *victims) : NULL;
     size_t n = 0;
     if (victims) {
-        uint64_t keep = st->bytes > need ? st->bytes - need : 0;
+        uint64_t keep = st->bytes > need - freed ? st->bytes - (need - freed) : 0;
         n = unlink_oldest(st, 0, keep, victims);
     }
     pthread_mutex_unlock(&st->lock);
@@ -96,16 +202,16 @@ static uint64_t reclaim(void *ctx, uint64_t need, int demand)
     return dicts ? yfs_now_ns() : 0;
 }
 
-/* What reclaim closes for a demand read out of patience: every paused
- * stream (their dictionaries, idle once closed, are the dictionary cache's
- * to count). */
+/* What reclaim frees: for a demand read, the paused streams' reads ahead;
+ * out of patience, every paused stream (their dictionaries, idle once
+ * closed, are the dictionary cache's to count). */
 static uint64_t idle(void *ctx, int demand)
 {
     yfs_streams *st = ctx;
-    if (demand < YFS_RECLAIM_IMPATIENT)
+    if (demand < YFS_RECLAIM_DEMAND)
         return 0;
     pthread_mutex_lock(&st->lock);
-    uint64_t bytes = st->bytes;
+    uint64_t bytes = demand < YFS_RECLAIM_IMPATIENT ? sheddable(st) : st->bytes;
     pthread_mutex_unlock(&st->lock);
     return bytes;
 }
@@ -160,15 +266,7 @@ void yfs_streams_put(yfs_streams *st, uint32_t page, uint64_t unit, ix_stream *s
     pthread_mutex_lock(&st->lock);
     paused *victims = malloc((st->count + 1) * sizeof *victims);
     size_t n = 0;
-    if (bytes <= st->cap && victims && st->count == st->room) {
-        size_t room = st->room ? 2 * st->room : 8;
-        paused *grown = realloc(st->list, room * sizeof *grown);
-        if (grown) {
-            st->list = grown;
-            st->room = room;
-        }
-    }
-    int kept = bytes <= st->cap && victims && st->count < st->room;
+    int kept = bytes <= st->cap && victims && make_room(st, 1);
     if (kept) {
         n = unlink_oldest(st, bytes, st->cap, victims);
         yfs_budget_transfer(st->budget, bytes, YFS_MEM_DECODED, hold, YFS_MEM_PARKED, NULL);
@@ -188,12 +286,6 @@ void yfs_streams_put(yfs_streams *st, uint32_t page, uint64_t unit, ix_stream *s
     free(victims);
 }
 
-/* Lock held: page's stream from unit `from` is in use. */
-static void mark_in_use(yfs_streams *st, uint32_t page, uint64_t from)
-{
-    if (st->num_busy < MAX_IN_USE)
-        st->busy[st->num_busy++] = (struct in_use){ page, from };
-}
 
 ix_stream *yfs_streams_take(yfs_streams *st, uint32_t page, uint64_t unit, uint64_t first_unit,
                             yfs_hold *hold, uint64_t *at, void **dict, uint64_t *charged)
@@ -228,12 +320,7 @@ ix_stream *yfs_streams_take(yfs_streams *st, uint32_t page, uint64_t unit, uint6
 void yfs_streams_end(yfs_streams *st, uint32_t page, uint64_t from)
 {
     pthread_mutex_lock(&st->lock);
-    for (size_t i = 0; i < st->num_busy; i++) {
-        if (st->busy[i].page == page && st->busy[i].from == from) {
-            st->busy[i] = st->busy[--st->num_busy];
-            break;
-        }
-    }
+    unmark_in_use(st, page, from);
     pthread_cond_broadcast(&st->ended);
     pthread_mutex_unlock(&st->lock);
 }

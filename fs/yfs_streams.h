@@ -16,12 +16,13 @@
  * room and read again), with the dictionary it holds (in use in the
  * dictionary cache); whoever continues it reserves up to its bound. The
  * store keeps at most `cap` bytes of them: the one paused longest is closed
- * first, and a demand reservation short of room closes them too, oldest
- * first, once it has waited out its patience (yfs_budget.h: the builds
- * running free room first) (whoever needs the unit streams the page again:
- * only the work differs). Streams are closed with no lock of the store held
- * (closing gives a dictionary back, which takes the dictionary cache's
- * lock). Thread-safe.
+ * first. A demand reservation short of room has the oldest let go of their
+ * reads ahead (ix_stream_shed: they keep their place), and, once it has
+ * waited out its patience (yfs_budget.h: the builds running free room
+ * first), closes them too, oldest first (whoever needs the unit streams the
+ * page again: only the work differs). Streams are shed and closed with no
+ * lock of the store held (shedding waits for reads in flight; closing gives
+ * a dictionary back, which takes the dictionary cache's lock). Thread-safe.
  */
 #ifndef YFS_STREAMS_H
 #define YFS_STREAMS_H

@@ -34,8 +34,10 @@ struct ix_stream {
     pq_stream_opts page_opts;
     size_t read_size;
     size_t window;      /* of the reads ahead */
-    /* ahead is open when ON; WHEN_SLOW until the first read decides */
-    enum { AHEAD_NEVER, AHEAD_WHEN_SLOW, AHEAD_ON } ahead_state;
+    /* ahead is open when ON; WHEN_SLOW until the first read decides; SHED:
+     * the reads ahead were let go (ix_stream_shed), and the next read opens
+     * them again */
+    enum { AHEAD_NEVER, AHEAD_WHEN_SLOW, AHEAD_ON, AHEAD_SHED } ahead_state;
     uint64_t *bytes_read;
 
     /* The entry's bytes [entry->offset, end) are read once, in order:
@@ -98,6 +100,8 @@ static int read_on(ix_stream *s, uint8_t *dst, size_t n, pq_error *err)
     int moved = 0;
     if (n == 0)
         return 0;
+    if (s->ahead_state == AHEAD_SHED)
+        start_ahead(s);
     if (s->ahead_state == AHEAD_ON) {
         if (ix_ahead_read(s->ahead, dst, n, s->bytes_read, &moved, err) < 0)
             return -1;
@@ -456,10 +460,17 @@ size_t ix_stream_cap(void)
     return IX_STREAM_CAP + ix_ahead_bytes(IX_AHEAD_WINDOW);
 }
 
-/* What the reads ahead hold, or may come to hold. */
+/* What the reads ahead may come to hold. */
 static size_t ahead_bytes(const ix_stream *s)
 {
     return s->ahead_state != AHEAD_NEVER ? ix_ahead_bytes(s->window) : 0;
+}
+
+/* ... and what they hold now (counted before the first read decides, so
+ * that a stream's charge does not depend on timing). */
+static size_t ahead_held(const ix_stream *s)
+{
+    return s->ahead_state != AHEAD_SHED ? ahead_bytes(s) : 0;
 }
 
 ix_stream *ix_stream_open(const ix_index *ix, uint64_t page, const ix_dict_source *dicts,
@@ -541,7 +552,7 @@ int ix_entry_first_header(const ix_index *ix, uint64_t page, pq_page_header *h,
 
 size_t ix_stream_bytes(const ix_stream *s)
 {
-    return sizeof *s + ahead_bytes(s) + s->buf_cap + ix_row_bytes(&s->row) +
+    return sizeof *s + ahead_held(s) + s->buf_cap + ix_row_bytes(&s->row) +
            (s->ps ? pq_stream_bytes(s->ps) : 0);
 }
 
@@ -556,6 +567,22 @@ size_t ix_stream_bytes_max(const ix_stream *s)
     if (more_pages && page < s->page_opts.cap)
         page = s->page_opts.cap;
     return held + page;
+}
+
+size_t ix_stream_sheddable(const ix_stream *s)
+{
+    return s->ahead_state == AHEAD_ON ? ahead_held(s) : 0;
+}
+
+size_t ix_stream_shed(ix_stream *s)
+{
+    size_t freed = ix_stream_sheddable(s);
+    if (freed) {
+        ix_ahead_close(s->ahead);
+        s->ahead = NULL;
+        s->ahead_state = AHEAD_SHED;
+    }
+    return freed;
 }
 
 int ix_stream_pausable(const ix_stream *s)

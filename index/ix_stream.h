@@ -112,6 +112,17 @@ int ix_stream_pausable(const ix_stream *s);
 void ix_stream_rebind(ix_stream *s, const ix_dict_source *dicts, void **dict_handle,
                       uint64_t *bytes_read);
 
+/* Let go of the reads ahead (their windows and threads: most of what a
+ * paused stream over slow storage holds), keeping the stream's place: it
+ * reads ahead again from there at its next read, one round trip later,
+ * where a stream closed instead is read and decoded again from the entry's
+ * start. Waits for a read ahead in progress. Returns the bytes freed
+ * (ix_stream_bytes before, less after); 0 when it held no reads ahead.
+ * ix_stream_bytes_max still counts them. */
+size_t ix_stream_shed(ix_stream *s);
+/* What ix_stream_shed would free now. */
+size_t ix_stream_sheddable(const ix_stream *s);
+
 /* Release everything. NULL is fine. */
 void ix_stream_close(ix_stream *s);
 

@@ -51,9 +51,12 @@ static uint32_t record_values(const ix_index *ix, const ix_record *r)
     return n;
 }
 
-/* Stream every entry of ix with opts and compare with the whole decode.
+/* Stream every entry of ix with opts and compare with the whole decode,
+ * letting go of the reads ahead after every `shed_every`-th record (0:
+ * never; *shed counts the sheds that freed something, when not NULL).
  * Returns how many entries streamed (the others are not streamable). */
-static uint64_t compare_all(ix_index *ix, const ix_stream_opts *opts)
+static uint64_t compare_shedding(ix_index *ix, const ix_stream_opts *opts, uint32_t shed_every,
+                                 uint64_t *shed)
 {
     ix_dict_source dicts = { tix_load_dictionary, ix };
     uint64_t streamed = 0;
@@ -94,6 +97,14 @@ static uint64_t compare_all(ix_index *ix, const ix_stream_opts *opts)
                 }
                 cr_assert_leq(ix_stream_bytes(s), opts && opts->cap ? opts->cap : ix_stream_cap());
                 k++;
+                if (shed_every && k % shed_every == 0) {
+                    size_t held = ix_stream_bytes(s), bound = ix_stream_bytes_max(s);
+                    size_t freed = ix_stream_shed(s);
+                    cr_assert_eq(ix_stream_bytes(s), held - freed, "shedding frees what it says");
+                    cr_assert_eq(ix_stream_sheddable(s), 0);
+                    cr_assert_eq(ix_stream_bytes_max(s), bound, "the bound still counts them");
+                    *shed += freed > 0;
+                }
             }
             cr_assert_eq(rc, 0, "entry %llu: %s", (unsigned long long)p, err.msg);
             cr_assert_eq(k, count, "entry %llu: %u records streamed, %u decoded",
@@ -107,6 +118,11 @@ static uint64_t compare_all(ix_index *ix, const ix_stream_opts *opts)
         tix_free_dictionary(whole_dict);
     }
     return streamed;
+}
+
+static uint64_t compare_all(ix_index *ix, const ix_stream_opts *opts)
+{
+    return compare_shedding(ix, opts, 0, NULL);
 }
 
 static void check_file(const char *path, const char *column, int want_streamed)
@@ -274,5 +290,23 @@ Test(stream, reads_ahead_once_a_read_is_slow)
                  "2 ms per read: the stream reads ahead, and counts it (%zu, %zu direct)", slow,
                  direct);
     cr_assert_eq(compare_all(ix, &when_slow), compare_all(ix, &never), "the same records");
+    ix_free(ix);
+}
+
+/* A stream that let go of its reads ahead (ix_stream_shed, for a paused
+ * stream whose room a build needs) goes on where it was, reading ahead
+ * again: the same records, every one, whether shed every record or every
+ * few, at window boundaries or inside them. */
+Test(stream, a_stream_shed_of_its_reads_ahead_goes_on_with_the_same_records)
+{
+    ix_index *ix = build(FIXTURES "stream_none.parquet", "text");
+    ix_stream_opts ahead = { .read_size = 64, .window = 1000, .ahead = 1 };
+    uint64_t whole = compare_all(ix, &ahead);
+    cr_assert_gt(whole, 0);
+    for (uint32_t every = 1; every <= 7; every += 3) {
+        uint64_t shed = 0;
+        cr_assert_eq(compare_shedding(ix, &ahead, every, &shed), whole);
+        cr_assert_gt(shed, 0, "every %u records: the reads ahead were let go", every);
+    }
     ix_free(ix);
 }
