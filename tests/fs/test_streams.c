@@ -43,6 +43,32 @@ static void open_stream(yfs_mount *m, uint64_t page, yfs_hold *hold, opened *o)
     open_stream_with(m, page, NULL, hold, o);
 }
 
+/* A stream taken back (at unit `at` of `page`, with dict and charged) goes
+ * on with the records after the one open_stream_with read before it was
+ * paused, to the entry's end; then it is closed, its use ended, its
+ * dictionary and charge given back. */
+static void read_rest_and_close(yfs_mount *m, yfs_streams *st, opened *o, ix_stream *s,
+                                uint32_t page, uint64_t at, void *dict, uint64_t charged,
+                                yfs_hold *hold)
+{
+    uint64_t read = 0;
+    ix_dict_source dicts = yfs_dicts_source(&o->src);
+    ix_stream_rebind(s, &dicts, &dict, &read);
+    ix_record r;
+    pq_error err;
+    uint32_t more = 0;
+    int rc;
+    while ((rc = ix_stream_next(s, &r, &err)) == 1)
+        more++;
+    cr_assert_eq(rc, 0, "%s", err.msg);
+    cr_assert_eq(more + 1, m->ix->pages[page].records, "it went on with the next record");
+    ix_stream_close(s);
+    yfs_streams_end(st, page, at);
+    if (dict)
+        yfs_dicts_put(m->dicts, dict);
+    yfs_budget_release(m->budget, charged, YFS_MEM_DECODED, hold);
+}
+
 /* yfs_streams_take with the page's first unit 0; a caller that gets no
  * stream gives up streaming the page at once (ends its use). */
 static ix_stream *take(yfs_streams *st, uint32_t page, uint64_t unit, yfs_hold *hold,
@@ -84,23 +110,7 @@ Test(streams, a_paused_stream_resumes_where_it_stopped)
     cr_assert_eq(tfs_held(m->budget, YFS_MEM_PARKED), 0);
     cr_assert_null(take(st, 0, 7, &hold, &at, &dict, &charged), "taken once");
 
-    /* it goes on with the records after the one read before the pause */
-    uint64_t read = 0;
-    ix_dict_source dicts = yfs_dicts_source(&o.src);
-    ix_stream_rebind(s, &dicts, &dict, &read);
-    ix_record r;
-    pq_error err;
-    uint32_t more = 0;
-    int rc;
-    while ((rc = ix_stream_next(s, &r, &err)) == 1)
-        more++;
-    cr_assert_eq(rc, 0, "%s", err.msg);
-    cr_assert_eq(more + 1, m->ix->pages[0].records);
-    ix_stream_close(s);
-    yfs_streams_end(st, 0, 7);
-    if (dict)
-        yfs_dicts_put(m->dicts, dict);
-    yfs_budget_release(m->budget, charged, YFS_MEM_DECODED, &hold);
+    read_rest_and_close(m, st, &o, s, 0, 7, dict, charged, &hold);
     yfs_hold_leave(m->budget, &hold);
     yfs_streams_free(st);
     yfs_mount_close(m);
@@ -266,22 +276,7 @@ Test(streams, a_demand_short_of_room_sheds_the_reads_ahead_of_paused_streams)
     ix_stream *s = take(m->streams, page, 1, &build, &at, &dict, &charged);
     cr_assert(s == a.s && at == 1, "still paused where it stopped");
     cr_assert_eq(charged, paused - reads_ahead);
-    uint64_t read = 0;
-    ix_dict_source dicts = yfs_dicts_source(&a.src);
-    ix_stream_rebind(s, &dicts, &dict, &read);
-    ix_record r;
-    pq_error err;
-    uint32_t more = 0;
-    int rc;
-    while ((rc = ix_stream_next(s, &r, &err)) == 1)
-        more++;
-    cr_assert_eq(rc, 0, "%s", err.msg);
-    cr_assert_eq(more + 1, m->ix->pages[page].records, "it went on with the next record");
-    ix_stream_close(s);
-    yfs_streams_end(m->streams, page, 1);
-    if (dict)
-        yfs_dicts_put(m->dicts, dict);
-    yfs_budget_release(m->budget, charged, YFS_MEM_DECODED, &build);
+    read_rest_and_close(m, m->streams, &a, s, page, 1, dict, charged, &build);
     yfs_budget_release(m->budget, reads_ahead, YFS_MEM_BUILD, &j.hold);
     yfs_hold_leave(m->budget, &j.hold);
     yfs_hold_leave(m->budget, &build);
