@@ -286,7 +286,6 @@ void yfs_streams_put(yfs_streams *st, uint32_t page, uint64_t unit, ix_stream *s
     free(victims);
 }
 
-
 ix_stream *yfs_streams_take(yfs_streams *st, uint32_t page, uint64_t unit, uint64_t first_unit,
                             yfs_hold *hold, uint64_t *at, void **dict, uint64_t *charged)
 {
