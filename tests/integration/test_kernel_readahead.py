@@ -27,17 +27,6 @@ def _window_kb(mnt):
         return int(f.read())
 
 
-def _settled_window_kb(mnt, want, timeout=10.0):
-    """The window, once it is `want` (a thread of the daemon writes it after the mount's first
-    answer) or the timeout has passed."""
-    end = time.monotonic() + timeout
-    kb = _window_kb(mnt)
-    while kb != want and time.monotonic() < end:
-        time.sleep(0.05)
-        kb = _window_kb(mnt)
-    return kb
-
-
 def _read_prefix(m, name):
     """The first PREFIX bytes of the file in 1 MiB reads, and the mean read request the
     daemon served for them."""
@@ -65,7 +54,7 @@ def _require_root():
 def test_default_window_is_256k_and_reads_grow_to_it_with_the_same_bytes(corpus, mount):
     _require_root()
     with mount(corpus, "mem=64M,cache=none") as m:
-        assert _settled_window_kb(m.p(""), 256) == 256
+        assert _window_kb(m.p("")) == 256
         wide, wide_request = _read_prefix(m, "epoch-0.jsonl")
     with mount(corpus, "mem=64M,cache=none,kernel_readahead=0") as m:
         time.sleep(0.5)  # nothing should change it: give a wrong write the time to land
@@ -80,7 +69,7 @@ def test_default_window_is_256k_and_reads_grow_to_it_with_the_same_bytes(corpus,
 def test_window_follows_the_option(corpus, mount):
     _require_root()
     with mount(corpus, "mem=64M,cache=none,kernel_readahead=1M") as m:
-        assert _settled_window_kb(m.p(""), 1024) == 1024
+        assert _window_kb(m.p("")) == 1024
         _, request = _read_prefix(m, "epoch-0.jsonl")
         assert 256 << 10 < request <= 1 << 20, request
 
@@ -91,7 +80,7 @@ def test_unmount_right_after_a_daemon_mount_succeeds(corpus):
     unmount fail with EBUSY now and then). The window is set all the same."""
     _require_root()
     conftest.require_fuse()
-    ATTEMPTS = 30  # the old race failed about one unmount in 60-100
+    ATTEMPTS = 30  # the old race failed about one unmount in 100 here
     work = tempfile.mkdtemp(prefix="yfs-ra-")
     mnt = os.path.join(work, "mnt")
     os.mkdir(mnt)
