@@ -60,10 +60,29 @@ static void *frame_units_helper(void *arg)
     return NULL;
 }
 
+/* The mount's workers (threads=, a mixture's source its share: eight
+ * sources of a mixture each starting three helpers per build spent a tenth
+ * of an epoch's time creating threads), shared among the readers open when
+ * storage answers fast. Then builds are work for the cores, and readers
+ * bring their own: each reader builds the segment it waits for while the
+ * workers prefetch, and each framing thread holds a decoded page or a
+ * stream charged at its bound (ix_stream_bytes_max: 12 MiB for a stream of
+ * lists). 8 parts of DuckDB's tokens, 4 threads to each build, closed
+ * paused streams for room and read the data 3 times over. Over slow
+ * storage the helpers are what keeps a build's reads in flight at once (8
+ * parts of 64 KiB pages at 50 ms a read: 230 MB/s with one thread to each
+ * build, 414 with 4), so each build has them all
+ * (bench/results/framing_threads.md). */
+uint32_t yfs_segment_framing_threads(const yfs_mount *m)
+{
+    int readers = atomic_load(&m->readers); /* 0 for a mixture's source: counted as one */
+    int shared = readers > 1 && !yfs_latency_slow(&m->read_latency);
+    int share = shared ? (m->workers + readers - 1) / readers : m->workers;
+    return (uint32_t)(share < DECODE_THREADS_MAX ? share : DECODE_THREADS_MAX);
+}
+
 /* The framed records of the segment's units into units[], in parallel when
- * the mount has threads to spare: up to its workers (threads=, a mixture's
- * source its share: eight sources of a mixture each starting three helpers
- * per build spent a tenth of an epoch's time creating threads). Rinas: each
+ * the mount has threads to spare (yfs_segment_framing_threads). Rinas: each
  * unit into its own slot, so finishing out of order changes nothing. */
 static int frame_segment_units(yfs_mount *m, yfs_plan *plan, const sh_segment *seg,
                                yfs_hold *hold, yfs_unit *units, pq_error *err)
@@ -73,7 +92,7 @@ static int frame_segment_units(yfs_mount *m, yfs_plan *plan, const sh_segment *s
     atomic_init(&j.failed, 0);
     pthread_mutex_init(&j.lock, NULL);
 
-    uint32_t want = (uint32_t)(m->workers < DECODE_THREADS_MAX ? m->workers : DECODE_THREADS_MAX);
+    uint32_t want = yfs_segment_framing_threads(m);
     pthread_t helper[DECODE_THREADS_MAX];
     uint32_t helpers = 0;
     while (helpers + 1 < want && helpers + 1 < seg->units) {

@@ -51,6 +51,11 @@ uint64_t yfs_segment_held_bytes(const yfs_mount *m, const yfs_plan *plan, uint64
  * all takes none, instead of taking room from others while it builds). */
 uint64_t yfs_segment_build_bytes(const yfs_mount *m, const yfs_plan *plan, uint64_t s);
 
+/* The threads a build started now frames its units with, at most 4: the
+ * mount's workers, shared among the readers open (m->readers; rounded up,
+ * at least one each) unless storage is slow (yfs_latency_slow). */
+uint32_t yfs_segment_framing_threads(const yfs_mount *m);
+
 /* On success *out holds segment s (plan->segments[s].bytes bytes); free it
  * with yfs_body_free. yfs_segment_held_bytes (YFS_MEM_SEGMENTS) and
  * yfs_segment_build_bytes (YFS_MEM_BUILD) must be reserved already (by the

@@ -1,0 +1,44 @@
+/* yfs_segment.h: how many threads a build frames its units with. One
+ * reader has all the mount's workers; readers open at once over fast
+ * storage share them, at least one each (builds are then work for the
+ * cores, and each framing thread holds a decoded page or a stream at its
+ * bound); over slow storage every build has them all (they keep its reads
+ * in flight at once). */
+#include <criterion/criterion.h>
+#include <stdatomic.h>
+
+#include "yfs_segment.h"
+
+static uint32_t framing_threads(int workers, int readers, uint64_t read_ns)
+{
+    yfs_mount m = { .workers = workers };
+    atomic_init(&m.readers, readers);
+    yfs_latency_init(&m.read_latency);
+    for (int i = 0; read_ns && i < 64; i++)
+        yfs_latency_note(&m.read_latency, read_ns);
+    uint32_t threads = yfs_segment_framing_threads(&m);
+    yfs_latency_destroy(&m.read_latency);
+    return threads;
+}
+
+Test(segment, readers_open_at_once_over_fast_storage_share_the_framing_threads)
+{
+    const uint64_t fast = 30 * 1000; /* ns */
+    cr_assert_eq(framing_threads(4, 0, 0), 4, "no reader open (a prefetch): all of them");
+    cr_assert_eq(framing_threads(4, 1, fast), 4);
+    cr_assert_eq(framing_threads(4, 2, fast), 2);
+    cr_assert_eq(framing_threads(4, 3, fast), 2, "rounded up");
+    cr_assert_eq(framing_threads(4, 8, fast), 1, "at least one each");
+    cr_assert_eq(framing_threads(4, 8, 0), 1, "before the first read: fast");
+    cr_assert_eq(framing_threads(16, 8, fast), 2);
+    cr_assert_eq(framing_threads(64, 1, fast), 4, "at most 4");
+    cr_assert_eq(framing_threads(1, 1, fast), 1);
+}
+
+Test(segment, over_slow_storage_every_build_frames_with_all_the_threads)
+{
+    const uint64_t slow = 50 * 1000 * 1000; /* ns */
+    cr_assert_eq(framing_threads(4, 8, slow), 4);
+    cr_assert_eq(framing_threads(4, 2, slow), 4);
+    cr_assert_eq(framing_threads(64, 8, slow), 4, "at most 4");
+}
