@@ -51,9 +51,8 @@ typedef struct yfs_mount {
     uint64_t mem_part;     /* the part of mem= its stores keep (the budgets below): mem=,
                               a mixture's source its share (yfs_mount_set_mem_part) */
     int workers;           /* prefetch workers (yfs_mount_start), and the threads the
-                              builds frame with, shared among the readers open
-                              (yfs_segment.c): threads=, a mixture's source its share of
-                              them (yfs_mix.h) */
+                              builds frame with (yfs_segment_framing_threads): threads=,
+                              a mixture's source its share of them (yfs_mix.h) */
     yfs_plans *plans;
     yfs_dicts *dicts;
     yfs_cache *cache;
