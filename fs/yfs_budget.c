@@ -306,6 +306,29 @@ static void dequeue(yfs_budget *b, waiter *w)
         pthread_cond_signal(&b->first->wake);
 }
 
+/* Lock held: a thread of hold h (may be NULL) starts waiting. */
+static void hold_waits(yfs_budget *b, yfs_hold *h)
+{
+    if (!h)
+        return;
+    int was = is_blocked(h);
+    h->waiting++;
+    if (!was && is_blocked(h)) {
+        b->blocked += h->bytes;
+        wake(b); /* others may now proceed (see header) */
+    }
+}
+
+/* Lock held: ... and runs again. */
+static void hold_resumes(yfs_budget *b, yfs_hold *h)
+{
+    if (!h)
+        return;
+    if (is_blocked(h))
+        b->blocked -= h->bytes;
+    h->waiting--;
+}
+
 /* Lock held: wait as demand reservation w (in the list) of hold h, until
  * woken or until retry (CLOCK_MONOTONIC ns, 0: no deadline); not at all
  * when wake() ran since `seen` (see changes). */
@@ -316,25 +339,14 @@ static void wait_for_room(yfs_budget *b, waiter *w, yfs_hold *h, uint64_t retry,
         return; /* something changed since the reclaimers ran: run them again */
     b->demand_waiters++;
     b->demand_waits++;
-    if (h) {
-        int was = is_blocked(h);
-        h->waiting++;
-        if (!was && is_blocked(h)) {
-            b->blocked += h->bytes;
-            wake(b); /* others may now proceed (see header) */
-        }
-    }
+    hold_waits(b, h);
     if (retry) {
         struct timespec at = { (time_t)(retry / 1000000000u), (long)(retry % 1000000000u) };
         pthread_cond_timedwait(&w->wake, &b->lock, &at);
     } else {
         pthread_cond_wait(&w->wake, &b->lock);
     }
-    if (h) {
-        if (is_blocked(h))
-            b->blocked -= h->bytes;
-        h->waiting--;
-    }
+    hold_resumes(b, h);
     b->demand_waiters--;
 }
 
@@ -468,6 +480,21 @@ void yfs_hold_enter(yfs_budget *b, yfs_hold *h)
     if (is_blocked(h))
         b->blocked -= h->bytes;
     h->threads++;
+    pthread_mutex_unlock(&b->lock);
+}
+
+void yfs_hold_wait_begin(yfs_budget *b, yfs_hold *h)
+{
+    pthread_mutex_lock(&b->lock);
+    assert(!h || h->threads > h->waiting);
+    hold_waits(b, h);
+    pthread_mutex_unlock(&b->lock);
+}
+
+void yfs_hold_wait_end(yfs_budget *b, yfs_hold *h)
+{
+    pthread_mutex_lock(&b->lock);
+    hold_resumes(b, h);
     pthread_mutex_unlock(&b->lock);
 }
 

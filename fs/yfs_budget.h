@@ -156,6 +156,15 @@ void yfs_budget_settle(yfs_budget *b, uint64_t reserved, uint64_t exact, yfs_mem
 void yfs_hold_enter(yfs_budget *b, yfs_hold *h);
 /* A thread leaves; the hold may still hold bytes (handed on later). */
 void yfs_hold_leave(yfs_budget *b, yfs_hold *h);
+/* A thread of hold h (entered; NULL: none) waits outside the accountant for
+ * something only other holds' progress ends: a unit another build frames
+ * into its slot (yfs_wants.h). It counts as waiting, like a demand
+ * reservation, from begin to end: while that build waits for room itself
+ * (a stream growing its charge: yfs_units.c), the memory of both is
+ * blocked, and the rule above lets it through once nothing else could
+ * make room. */
+void yfs_hold_wait_begin(yfs_budget *b, yfs_hold *h);
+void yfs_hold_wait_end(yfs_budget *b, yfs_hold *h);
 
 /* How many bytes are missing for `bytes` more to fit under the limit right
  * now (0: they fit). A hint for callers that free their own memory first. */

@@ -237,7 +237,7 @@ int yfs_mount_open_source(const yfs_options *opts, const char *dataset, int prog
     m->streams = m->dicts ? yfs_streams_new(m->budget, m->dicts, yfs_mount_framed_budget(m),
                                             &m->stats)
                           : NULL;
-    m->wants = yfs_wants_new();
+    m->wants = yfs_wants_new(m->budget);
     m->io = yfs_io_new(m, opts->io_depth);
     if (!m->dicts || !m->streams || !m->wants || !m->cache || !m->loaded || !m->framed ||
         !m->io)

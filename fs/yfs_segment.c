@@ -66,9 +66,9 @@ static void *frame_units_helper(void *arg)
  * storage answers fast. Then builds are work for the cores, and readers
  * bring their own: each reader builds the segment it waits for while the
  * workers prefetch, and each framing thread holds a decoded page or a
- * stream charged at its bound (ix_stream_bytes_max: 12 MiB for a stream of
- * lists). 8 parts of DuckDB's tokens, 4 threads to each build, closed
- * paused streams for room and read the data 3 times over. Over slow
+ * stream. 8 parts of DuckDB's tokens, 4 threads to each build, closed
+ * paused streams for room and read the data 3 times over (with streams
+ * charged at their caps, 12 MiB each, as they were then). Over slow
  * storage the helpers are what keeps a build's reads in flight at once (8
  * parts of 64 KiB pages at 50 ms a read: 230 MB/s with one thread to each
  * build, 414 with 4), so each build has them all
@@ -213,7 +213,7 @@ static int build_from_units(yfs_mount *m, yfs_plan *plan, uint64_t s, yfs_hold *
         rc = frame_segment_units(m, plan, seg, hold, body->units, err);
     }
     if (body->units)
-        yfs_units_finish(m, plan, seg, body->units);
+        yfs_units_finish(m, plan, seg, hold, body->units);
     if (rc == 0)
         rc = order_records(m, &plan->plan, s, body, where, order, err);
     free(where);

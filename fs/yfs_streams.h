@@ -5,16 +5,16 @@
  * build that framed a unit of such a page pauses the stream here,
  * positioned at the first record of the next unit, and the build that needs
  * that unit continues it: the page is read and decoded once per epoch
- * instead of once per unit, in a few MiB (a stream's bound,
- * ix_stream_bytes_max) where parking its framed units would take the
+ * instead of once per unit, in a MiB or so (what a stream commits to,
+ * ix_stream_committed) where parking its framed units would take the
  * page's framed size. Keyed by (page, unit): a stream serves any epoch.
  *
  * Each paused stream is charged to the accountant as YFS_MEM_PARKED for
  * what it holds (ix_stream_bytes: its windows and decoder state, a few
- * hundred KiB, where its bound, ix_stream_bytes_max, is several MiB for
- * lists: charged at their bounds, DuckDB's token streams were closed for
- * room and read again), with the dictionary it holds (in use in the
- * dictionary cache); whoever continues it reserves up to its bound. The
+ * hundred KiB, where its cap is 12 MiB: charged at their caps, DuckDB's
+ * token streams were closed for room and read again), with the dictionary
+ * it holds (in use in the dictionary cache); whoever continues it reserves
+ * what it commits to, and grows that charge as it goes (yfs_units.c). The
  * store keeps at most `cap` bytes of them: the one paused longest is closed
  * first. A demand reservation short of room has the oldest let go of their
  * reads ahead (ix_stream_shed: they keep their place), and, once it has

@@ -350,7 +350,27 @@ typedef struct page_stream {
     uint64_t read;     /* bytes it read for this build */
     yfs_dict_source src;
     ix_dict_source dicts;
+    yfs_budget *budget;
+    yfs_hold *hold;
 } page_stream;
+
+/* ix_stream_grow_fn. A stream is charged at what it commits to, and grows
+ * its charge as it goes (at a page, a longer header, a longer row), not at
+ * its bound: a paused stream of DuckDB's tokens commits about 1 MiB where
+ * its bound is 12, and with 8 readers at mem=256M charging the bounds
+ * closed 70-90 paused streams an epoch for room, each read again from its
+ * page's start (bench/results/framing_threads.md). The wait here may come
+ * while the stream frames units other builds wait for (yfs_wants.h): their
+ * waits count as blocked for the accountant, so it lets this one through
+ * over the limit when nothing else could make room. */
+static int stream_grows(void *ctx, size_t more, pq_error *err)
+{
+    page_stream *ps = ctx;
+    (void)err; /* a demand reservation is never refused */
+    yfs_budget_reserve(ps->budget, more, YFS_MEM_DECODED, YFS_DEMAND, ps->hold);
+    ps->charged += more;
+    return 0;
+}
 
 /* The stream of the page paused at the latest unit up to `unit`, or a new
  * one over the page (positioned at its first unit). Returns 1 when the page
@@ -361,15 +381,19 @@ static int stream_for(yfs_mount *m, const sh_unit *u, uint32_t unit, uint64_t fi
 {
     ps->src = (yfs_dict_source){ m->dicts, hold };
     ps->dicts = yfs_dicts_source(&ps->src);
+    ps->budget = m->budget;
+    ps->hold = hold;
     ps->s = yfs_streams_take(m->streams, u->page, unit, first_unit, hold, &ps->from, &ps->dict,
                              &ps->charged);
-    if (ps->s) { /* charged for what it holds: what it may hold again is reserved */
+    if (ps->s) { /* charged for what it holds: what it commits to is reserved */
         ix_stream_rebind(ps->s, &ps->dicts, &ps->dict, &ps->read);
-        uint64_t bound = ix_stream_bytes_max(ps->s);
-        if (bound > ps->charged) {
-            yfs_budget_reserve(m->budget, bound - ps->charged, YFS_MEM_DECODED, YFS_DEMAND, hold);
-            ps->charged = bound;
+        uint64_t committed = ix_stream_committed(ps->s);
+        if (committed > ps->charged) {
+            yfs_budget_reserve(m->budget, committed - ps->charged, YFS_MEM_DECODED, YFS_DEMAND,
+                               hold);
+            ps->charged = committed;
         }
+        ix_stream_charge(ps->s, stream_grows, ps, ps->charged);
         return 0;
     }
     /* The page's stream from its first unit is ours to open (builds that
@@ -382,20 +406,14 @@ static int stream_for(yfs_mount *m, const sh_unit *u, uint32_t unit, uint64_t fi
                         : whole_decode_bytes(m->ix, u->page, &h) <= whole_decode_share(m) &&
                               units_park(m, u->page);
     if (rc == 0) {
-        ps->charged = ix_stream_cap();
-        yfs_budget_reserve(m->budget, ps->charged, YFS_MEM_DECODED, YFS_DEMAND, hold);
-        ps->s = ix_stream_open(m->ix, u->page, &ps->dicts, &ps->dict, NULL, &ps->read, err);
+        ix_stream_opts opts = { .grow = stream_grows, .grow_ctx = ps };
+        ps->s = ix_stream_open(m->ix, u->page, &ps->dicts, &ps->dict, &opts, &ps->read, err);
         if (!ps->s)
-            rc = -1; /* its charge goes in stream_done */
+            rc = -1; /* what it was granted goes in stream_done */
     }
-    if (rc != 0) {
+    if (rc != 0)
         yfs_streams_end(m->streams, u->page, first_unit);
-        return rc;
-    }
-    uint64_t bound = ix_stream_bytes_max(ps->s);
-    yfs_budget_settle(m->budget, ps->charged, bound, YFS_MEM_DECODED, hold);
-    ps->charged = bound;
-    return 0;
+    return rc;
 }
 
 /* Done with the stream: pause it at unit `next` of the page when it may be
@@ -405,6 +423,7 @@ static void stream_done(yfs_mount *m, uint32_t page, page_stream *ps, int pause,
 {
     yfs_count(&m->stats.bytes_read, ps->read);
     if (pause && ps->s && ix_stream_pausable(ps->s)) {
+        ix_stream_charge(ps->s, NULL, NULL, 0); /* whoever continues it charges it anew */
         yfs_streams_put(m->streams, page, next, ps->s, ps->dict, ps->charged, hold);
     } else {
         ix_stream_close(ps->s);
@@ -439,7 +458,7 @@ static int frame_streamed(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_
     int rc = stream_for(m, u, unit, first_unit, hold, &ps, err);
     /* with the stream in hand, the unit is ours to frame, unless another
      * build's decode or stream framed it meanwhile */
-    if (rc == 0 && yfs_wants_begin(m->wants, unit, out)) {
+    if (rc == 0 && yfs_wants_begin(m->wants, unit, out, hold)) {
         stream_done(m, u->page, &ps, 1, ps.from, hold);
         return 2;
     }
@@ -512,7 +531,7 @@ static int unit_get(yfs_mount *m, yfs_plan *plan, uint32_t unit, yfs_hold *hold,
                            m->ix->num_pages, unit);
     int weigh = worth_weighing(m, u.page);
     do {
-        if (yfs_wants_begin(m->wants, unit, out))
+        if (yfs_wants_begin(m->wants, unit, out, hold))
             return 0; /* framed into out by another's decode or stream */
         uint32_t len;
         uint8_t *block = map->cut.first_unit
@@ -540,7 +559,7 @@ static int unit_get(yfs_mount *m, yfs_plan *plan, uint32_t unit, yfs_hold *hold,
         if (rc <= 0 && (rc == 0 || !pq_stream_whole_instead(err)))
             return rc;
     }
-    if (yfs_wants_begin(m->wants, unit, out))
+    if (yfs_wants_begin(m->wants, unit, out, hold))
         return 0;
     int rc = out->block ? 0 : unit_block(&u, out, err);
     if (rc == 0)
@@ -576,10 +595,11 @@ void yfs_units_prepare(yfs_mount *m, yfs_plan *plan, const sh_segment *seg, yfs_
     }
 }
 
-void yfs_units_finish(yfs_mount *m, yfs_plan *plan, const sh_segment *seg, yfs_unit *units)
+void yfs_units_finish(yfs_mount *m, yfs_plan *plan, const sh_segment *seg, yfs_hold *hold,
+                      yfs_unit *units)
 {
     if (!m->units.cut.first_unit)
         return;
     for (uint32_t i = 0; i < seg->units; i++)
-        yfs_wants_remove(m->wants, plan->plan.unit_order[seg->first + i], &units[i]);
+        yfs_wants_remove(m->wants, plan->plan.unit_order[seg->first + i], &units[i], hold);
 }

@@ -59,8 +59,10 @@ typedef struct yfs_unit {
  * block it has not filled. Every slot is unregistered by yfs_units_finish;
  * the blocks go with yfs_unit_drop. */
 void yfs_units_prepare(yfs_mount *m, yfs_plan *plan, const sh_segment *seg, yfs_unit *units);
-/* Unregister the blocks (waiting while another thread frames into one). */
-void yfs_units_finish(yfs_mount *m, yfs_plan *plan, const sh_segment *seg, yfs_unit *units);
+/* Unregister the blocks (waiting while another thread frames into one, as
+ * a thread of hold). */
+void yfs_units_finish(yfs_mount *m, yfs_plan *plan, const sh_segment *seg, yfs_hold *hold,
+                      yfs_unit *units);
 
 /* Frame the records of unit `unit` of the plan's input into out (a slot
  * from yfs_units_prepare), unless another's decode or stream did. Every

@@ -4,6 +4,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "yfs_budget.h"
+
 enum { WANTED, FILLING, FILLED };
 
 typedef struct want {
@@ -17,13 +19,15 @@ struct yfs_wants {
     pthread_cond_t ended;  /* an entry left FILLING */
     want *list;            /* the units of the builds running: a few hundred at most */
     size_t count, room;
+    yfs_budget *budget;    /* told of the waits below, or NULL */
 };
 
-yfs_wants *yfs_wants_new(void)
+yfs_wants *yfs_wants_new(yfs_budget *budget)
 {
     yfs_wants *w = calloc(1, sizeof *w);
     if (!w)
         return NULL;
+    w->budget = budget;
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->ended, NULL);
     return w;
@@ -71,12 +75,23 @@ int yfs_wants_add(yfs_wants *w, uint32_t unit, void *slot)
     return rc;
 }
 
-void yfs_wants_remove(yfs_wants *w, uint32_t unit, const void *slot)
+/* Lock held: wait for another's framing to end, blocked for the
+ * accountant meanwhile (yfs_hold_wait_begin). */
+static void wait_for_framing(yfs_wants *w, yfs_hold *hold)
+{
+    if (w->budget)
+        yfs_hold_wait_begin(w->budget, hold);
+    pthread_cond_wait(&w->ended, &w->lock);
+    if (w->budget)
+        yfs_hold_wait_end(w->budget, hold);
+}
+
+void yfs_wants_remove(yfs_wants *w, uint32_t unit, const void *slot, yfs_hold *hold)
 {
     pthread_mutex_lock(&w->lock);
     want *e;
     while ((e = find(w, unit)) && e->slot == slot && e->state == FILLING)
-        pthread_cond_wait(&w->ended, &w->lock);
+        wait_for_framing(w, hold);
     if (e && e->slot == slot)
         *e = w->list[--w->count];
     pthread_mutex_unlock(&w->lock);
@@ -95,12 +110,12 @@ void *yfs_wants_claim(yfs_wants *w, uint32_t unit)
     return slot;
 }
 
-int yfs_wants_begin(yfs_wants *w, uint32_t unit, const void *slot)
+int yfs_wants_begin(yfs_wants *w, uint32_t unit, const void *slot, yfs_hold *hold)
 {
     pthread_mutex_lock(&w->lock);
     want *e;
     while ((e = find(w, unit)) && e->slot == slot && e->state == FILLING)
-        pthread_cond_wait(&w->ended, &w->lock);
+        wait_for_framing(w, hold);
     if (e && e->slot != slot)
         e = NULL; /* another build's: this one frames its own */
     int filled = e && e->state == FILLED;

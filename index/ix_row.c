@@ -10,6 +10,12 @@ void ix_row_init(ix_row *r, size_t max)
     r->max = max;
 }
 
+void ix_row_on_grow(ix_row *r, ix_row_grow_fn grow, void *ctx)
+{
+    r->grow = grow;
+    r->grow_ctx = ctx;
+}
+
 size_t ix_row_bytes(const ix_row *r)
 {
     return r->defs_cap * 2 * sizeof *r->defs + r->values_cap * sizeof *r->values +
@@ -33,6 +39,8 @@ static int reserve(ix_row *r, void **array, size_t *cap, size_t need, size_t siz
             return pq_error_set(err, "a row of more than %zu bytes once assembled (not "
                                 "streamable at this limit)", r->max);
     }
+    if (r->grow && r->grow(r->grow_ctx, (grown - *cap) * size, err) < 0)
+        return -1;
     void *p = realloc(*array, grown * size);
     if (!p)
         return pq_error_set(err, "out of memory for a row of %zu entries", need);

@@ -17,6 +17,8 @@
 #include "ix_record.h"
 #include "pq_stream.h"
 
+typedef int (*ix_row_grow_fn)(void *ctx, size_t more, pq_error *err);
+
 typedef struct ix_row {
     uint16_t *defs;   /* one per entry; the array holds reps after defs_cap */
     uint16_t *reps;   /* one per entry: defs + defs_cap */
@@ -26,9 +28,16 @@ typedef struct ix_row {
     size_t used;      /* bytes in `bytes` */
     size_t defs_cap, values_cap, bytes_cap; /* in elements */
     size_t max;       /* most bytes the three arrays may take together */
+    ix_row_grow_fn grow; /* asked before the arrays grow, or NULL */
+    void *grow_ctx;
 } ix_row;
 
 void ix_row_init(ix_row *r, size_t max);
+/* Have grow(ctx, more, err) asked before the arrays take `more` bytes
+ * beyond ix_row_bytes (a caller charging memory as it is taken); when it
+ * returns -1 (with err set) the entry is not added and ix_row_add fails
+ * with that error. */
+void ix_row_on_grow(ix_row *r, ix_row_grow_fn grow, void *ctx);
 /* Append one entry (its value when e->has_value). */
 int ix_row_add(ix_row *r, const pq_stream_entry *e, pq_error *err);
 /* The row as a record: returns 1 and fills *out (valid until the row

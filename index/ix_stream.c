@@ -39,6 +39,9 @@ struct ix_stream {
      * them again */
     enum { AHEAD_NEVER, AHEAD_WHEN_SLOW, AHEAD_ON, AHEAD_SHED } ahead_state;
     uint64_t *bytes_read;
+    ix_stream_grow_fn grow; /* charging as it goes (ix_stream.h), or NULL */
+    void *grow_ctx;
+    size_t granted;         /* with grow: >= ix_stream_committed */
 
     /* The entry's bytes [entry->offset, end) are read once, in order:
      * pos is the next file offset to read; buf[at, have) holds bytes read
@@ -79,6 +82,26 @@ static uint64_t now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Before committing `more` bytes: ask for what passes the grant. */
+static int commit(ix_stream *s, size_t more, pq_error *err)
+{
+    if (!s->grow)
+        return 0;
+    size_t after = ix_stream_committed(s) + more;
+    if (after <= s->granted)
+        return 0;
+    if (s->grow(s->grow_ctx, after - s->granted, err) < 0)
+        return -1;
+    s->granted = after;
+    return 0;
+}
+
+/* ix_row_grow_fn: the row being assembled grows. */
+static int row_grows(void *ctx, size_t more, pq_error *err)
+{
+    return commit(ctx, more, err);
 }
 
 /* Start reading the rest of the range ahead (ix_stream.h says when). Out of
@@ -151,6 +174,8 @@ static int fill(ix_stream *s, size_t need, pq_error *err)
         s->at = 0;
     }
     if (need > s->buf_cap) {
+        if (commit(s, need - s->buf_cap, err) < 0)
+            return -1;
         uint8_t *grown = realloc(s->buf, need);
         if (!grown)
             return pq_error_set(err, "out of memory for a %zu-byte page header", need);
@@ -214,6 +239,11 @@ static int open_page(ix_stream *s, pq_error *err)
                             "changed?)", (unsigned long long)total, (unsigned long long)left);
     if (h->type != PQ_PAGE_DATA && h->type != PQ_PAGE_DATA_V2)
         return pq_error_set(err, "not a data page (page type %d; file changed?)", h->type);
+    /* a page over the cap does not open (pq_stream_open says why): nothing
+     * to ask for */
+    size_t page_bound = pq_stream_memory_needed(h, &s->chunk->desc, &s->page_opts);
+    if (page_bound <= s->page_opts.cap && commit(s, page_bound, err) < 0)
+        return -1;
     if (ix_uses_dictionary(h) && !s->dict) {
         if (s->chunk->dict_offset < 0)
             return pq_error_set(err, "dictionary-encoded, but the chunk has no dictionary page");
@@ -226,6 +256,7 @@ static int open_page(ix_stream *s, pq_error *err)
     s->body_crc = 0;
     s->ps = pq_stream_open(&s->chunk->desc, h, ix_uses_dictionary(h) ? s->dict : NULL,
                            &s->page_opts, read_body, s, err);
+    assert(!s->grow || ix_stream_committed(s) <= s->granted);
     return s->ps ? 0 : -1;
 }
 
@@ -514,15 +545,23 @@ ix_stream *ix_stream_open(const ix_index *ix, uint64_t page, const ix_dict_sourc
         cap >= IX_STREAM_CAP + ix_ahead_bytes(s->window)) {
         cap -= ix_ahead_bytes(s->window);
         s->ahead_state = AHEAD_WHEN_SLOW;
-        if (ahead > 0)
-            start_ahead(s);
     }
     size_t row_max = cap / 4;
     size_t fixed = sizeof *s + row_max + HEADER_MAX;
     size_t page_cap = cap > fixed + (1u << 20) ? cap - fixed : (1u << 20);
     ix_row_init(&s->row, row_max);
+    ix_row_on_grow(&s->row, row_grows, s);
     s->page_opts = (pq_stream_opts){ .read_size = s->read_size, .value_max = page_cap / 4,
                                      .levels_max = page_cap / 4, .cap = page_cap };
+    s->grow = opts ? opts->grow : NULL;
+    s->grow_ctx = opts ? opts->grow_ctx : NULL;
+    if (commit(s, 0, err) < 0) { /* the stream itself and its reads ahead */
+        fail(s, err);
+        ix_stream_close(s);
+        return NULL;
+    }
+    if (s->ahead_state == AHEAD_WHEN_SLOW && ahead > 0)
+        start_ahead(s);
     if (open_page(s, err) < 0) {
         fail(s, err);
         ix_stream_close(s);
@@ -556,17 +595,18 @@ size_t ix_stream_bytes(const ix_stream *s)
            (s->ps ? pq_stream_bytes(s->ps) : 0);
 }
 
-size_t ix_stream_bytes_max(const ix_stream *s)
+size_t ix_stream_committed(const ix_stream *s)
 {
-    uint64_t page_end = s->ps ? s->page_offset + s->h.header_len + (uint64_t)s->h.compressed_size
-                              : s->pos - (s->have - s->at);
-    int more_pages = page_end < s->end;
-    size_t held = sizeof *s + ahead_bytes(s) + (more_pages ? HEADER_MAX : s->buf_cap) +
-                  (s->shape.max_rep > 0 ? s->row.max : 0);
-    size_t page = s->ps ? pq_stream_bytes_max(s->ps) : 0;
-    if (more_pages && page < s->page_opts.cap)
-        page = s->page_opts.cap;
-    return held + page;
+    return sizeof *s + ahead_bytes(s) + s->buf_cap + ix_row_bytes(&s->row) +
+           (s->ps ? pq_stream_bytes_max(s->ps) : 0);
+}
+
+void ix_stream_charge(ix_stream *s, ix_stream_grow_fn grow, void *ctx, size_t granted)
+{
+    assert(!grow || granted >= ix_stream_committed(s));
+    s->grow = grow;
+    s->grow_ctx = ctx;
+    s->granted = granted;
 }
 
 size_t ix_stream_sheddable(const ix_stream *s)

@@ -38,6 +38,19 @@
 #include "ix_read.h"
 #include "ix_record.h"
 
+/* Charging as it goes. A caller may charge a stream at what it commits to
+ * rather than at its cap: what it holds, with the current page's stream at
+ * its bound (ix_stream_committed: about 1 MiB for a paused stream of
+ * DuckDB's tokens, where the cap is 12 MiB plus the reads ahead). It then
+ * gives the stream a grow function, which the stream calls with the bytes
+ * it is about to commit beyond what it was granted, before it allocates
+ * them: at open, at each page it opens (from the page's header:
+ * pq_stream_memory_needed), when a page header needs a larger buffer, and
+ * when the row being assembled grows. The function returns 0 once the
+ * bytes are the stream's (granted grows by them), or -1 with err set, and
+ * then the stream fails with that error. Granted never passes the cap. */
+typedef int (*ix_stream_grow_fn)(void *ctx, size_t more, pq_error *err);
+
 typedef struct ix_stream_opts {
     size_t cap;       /* everything held, in bytes; default ix_stream_cap() */
     size_t read_size; /* bytes per read; default the store's stream_read_bytes
@@ -45,6 +58,8 @@ typedef struct ix_stream_opts {
     size_t window;    /* bytes per read ahead; default IX_AHEAD_WINDOW */
     int ahead;        /* 0: read ahead once a read is slow (IX_AHEAD_SLOW_NS);
                        * 1: from the start; -1: never */
+    ix_stream_grow_fn grow; /* NULL: the caller reserved cap */
+    void *grow_ctx;
 } ix_stream_opts;
 
 /* What a stream holds besides its reads ahead, which it may have only when
@@ -60,7 +75,7 @@ typedef struct ix_stream_opts {
  * over slow storage: when its first read (the header's, at open) took
  * IX_AHEAD_SLOW_NS or more (from the page cache or a local SSD it takes well
  * under), it reads the rest of its entry ahead; otherwise it never does, and
- * ix_stream_bytes_max no longer counts them. */
+ * ix_stream_committed no longer counts them. */
 #define IX_AHEAD_SLOW_NS (1000u * 1000)
 
 /* The default cap: IX_STREAM_CAP and the reads ahead. What a caller
@@ -96,11 +111,8 @@ int ix_stream_next(ix_stream *s, ix_record *rec, pq_error *err);
  * be read to vouch for the records handed out (above). 0 or -1. */
 int ix_stream_finish(ix_stream *s, pq_error *err);
 
-/* Bytes held now (<= cap), and the most the stream can hold from now on
- * (<= cap: tighter once a page's levels are known and when no page follows;
- * what a caller keeping the stream open needs to keep reserved). */
+/* Bytes held now (<= ix_stream_committed). */
 size_t ix_stream_bytes(const ix_stream *s);
-size_t ix_stream_bytes_max(const ix_stream *s);
 
 /* Pausing. A stream may stop between records and be continued later, by
  * another thread, when the records handed out are vouched for already: no
@@ -112,13 +124,24 @@ int ix_stream_pausable(const ix_stream *s);
 void ix_stream_rebind(ix_stream *s, const ix_dict_source *dicts, void **dict_handle,
                       uint64_t *bytes_read);
 
+/* What the stream may hold without asking for more (see Charging): what
+ * it holds, with its page's stream at its bound (tighter once the page's
+ * levels are known) and its reads ahead whether or not they were shed;
+ * <= cap, and <= granted while a grow function is set. */
+size_t ix_stream_committed(const ix_stream *s);
+/* Charge the stream as it goes from now on: `granted` (at least
+ * ix_stream_committed) bytes are reserved for it, and grow asks for more;
+ * grow NULL: the caller keeps the cap reserved, or does not run the stream
+ * (a paused stream, which whoever continues charges anew). */
+void ix_stream_charge(ix_stream *s, ix_stream_grow_fn grow, void *ctx, size_t granted);
+
 /* Let go of the reads ahead (their windows and threads: most of what a
  * paused stream over slow storage holds), keeping the stream's place: it
  * reads ahead again from there at its next read, one round trip later,
  * where a stream closed instead is read and decoded again from the entry's
  * start. Waits for a read ahead in progress. Returns the bytes freed
  * (ix_stream_bytes before, less after); 0 when it held no reads ahead.
- * ix_stream_bytes_max still counts them. */
+ * ix_stream_committed still counts them. */
 size_t ix_stream_shed(ix_stream *s);
 /* What ix_stream_shed would free now. */
 size_t ix_stream_sheddable(const ix_stream *s);

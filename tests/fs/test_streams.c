@@ -92,8 +92,8 @@ Test(streams, a_paused_stream_resumes_where_it_stopped)
     open_stream(m, 0, &hold, &o);
     uint64_t before = tfs_held(m->budget, YFS_MEM_DECODED);
     uint64_t held = ix_stream_bytes(o.s);
-    cr_assert_leq(held, ix_stream_bytes_max(o.s));
-    cr_assert_leq(ix_stream_bytes_max(o.s), ix_stream_cap());
+    cr_assert_leq(held, ix_stream_committed(o.s));
+    cr_assert_leq(ix_stream_committed(o.s), ix_stream_cap());
     yfs_streams_put(st, 0, 7, o.s, o.dict, ix_stream_cap(), &hold);
     cr_assert_eq(tfs_held(m->budget, YFS_MEM_DECODED), before - ix_stream_cap());
     cr_assert_eq(tfs_held(m->budget, YFS_MEM_PARKED), held, "paused at what it holds");
