@@ -359,15 +359,21 @@ typedef struct page_stream {
  * its bound: a paused stream of DuckDB's tokens commits about 1 MiB where
  * its bound is 12, and with 8 readers at mem=256M charging the bounds
  * closed 70-90 paused streams an epoch for room, each read again from its
- * page's start (bench/results/framing_threads.md). The wait here may come
+ * page's start (bench/results/framing_threads.md). Reads ahead (4 MiB over
+ * slow storage) are taken only when they fit now: a stream without them
+ * reads on, slower, where waiting for them closed paused streams, and
+ * charging them before (each of 32 streams framing at once over slow
+ * storage committed 5 MiB) filled the budget. The wait here may come
  * while the stream frames units other builds wait for (yfs_wants.h): their
  * waits count as blocked for the accountant, so it lets this one through
  * over the limit when nothing else could make room. */
-static int stream_grows(void *ctx, size_t more, pq_error *err)
+static int stream_grows(void *ctx, size_t more, int may_refuse, pq_error *err)
 {
     page_stream *ps = ctx;
-    (void)err; /* a demand reservation is never refused */
-    yfs_budget_reserve(ps->budget, more, YFS_MEM_DECODED, YFS_DEMAND, ps->hold);
+    (void)err; /* a demand reservation is never refused; reads ahead go without */
+    if (yfs_budget_reserve(ps->budget, more, YFS_MEM_DECODED, may_refuse ? YFS_TRY : YFS_DEMAND,
+                           ps->hold) < 0)
+        return -1;
     ps->charged += more;
     return 0;
 }

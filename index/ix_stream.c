@@ -84,15 +84,16 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Before committing `more` bytes: ask for what passes the grant. */
-static int commit(ix_stream *s, size_t more, pq_error *err)
+/* Before committing `more` bytes: ask for what passes the grant (reads
+ * ahead: may_refuse). */
+static int commit(ix_stream *s, size_t more, int may_refuse, pq_error *err)
 {
     if (!s->grow)
         return 0;
     size_t after = ix_stream_committed(s) + more;
     if (after <= s->granted)
         return 0;
-    if (s->grow(s->grow_ctx, after - s->granted, err) < 0)
+    if (s->grow(s->grow_ctx, after - s->granted, may_refuse, err) < 0)
         return -1;
     s->granted = after;
     return 0;
@@ -101,18 +102,24 @@ static int commit(ix_stream *s, size_t more, pq_error *err)
 /* ix_row_grow_fn: the row being assembled grows. */
 static int row_grows(void *ctx, size_t more, pq_error *err)
 {
-    return commit(ctx, more, err);
+    return commit(ctx, more, 0, err);
 }
 
 /* Start reading the rest of the range ahead (ix_stream.h says when). Out of
- * memory or threads, the stream reads on directly: only speed differs. */
+ * memory or threads, the stream reads on directly: only speed differs.
+ * Refused room, it tries again at its next read. */
 static void start_ahead(ix_stream *s)
 {
     pq_error ignored;
     s->ahead_state = AHEAD_NEVER;
-    if (s->end - s->pos > s->window &&
-        (s->ahead = ix_ahead_open(s->ix, s->file_index, s->pos, s->end - s->pos, s->window,
-                                  &ignored)))
+    if (s->end - s->pos <= s->window)
+        return;
+    if (commit(s, ix_ahead_bytes(s->window), 1, &ignored) < 0) {
+        s->ahead_state = AHEAD_SHED;
+        return;
+    }
+    s->ahead = ix_ahead_open(s->ix, s->file_index, s->pos, s->end - s->pos, s->window, &ignored);
+    if (s->ahead)
         s->ahead_state = AHEAD_ON;
 }
 
@@ -174,7 +181,7 @@ static int fill(ix_stream *s, size_t need, pq_error *err)
         s->at = 0;
     }
     if (need > s->buf_cap) {
-        if (commit(s, need - s->buf_cap, err) < 0)
+        if (commit(s, need - s->buf_cap, 0, err) < 0)
             return -1;
         uint8_t *grown = realloc(s->buf, need);
         if (!grown)
@@ -242,7 +249,7 @@ static int open_page(ix_stream *s, pq_error *err)
     /* a page over the cap does not open (pq_stream_open says why): nothing
      * to ask for */
     size_t page_bound = pq_stream_memory_needed(h, &s->chunk->desc, &s->page_opts);
-    if (page_bound <= s->page_opts.cap && commit(s, page_bound, err) < 0)
+    if (page_bound <= s->page_opts.cap && commit(s, page_bound, 0, err) < 0)
         return -1;
     if (ix_uses_dictionary(h) && !s->dict) {
         if (s->chunk->dict_offset < 0)
@@ -491,17 +498,10 @@ size_t ix_stream_cap(void)
     return IX_STREAM_CAP + ix_ahead_bytes(IX_AHEAD_WINDOW);
 }
 
-/* What the reads ahead may come to hold. */
-static size_t ahead_bytes(const ix_stream *s)
-{
-    return s->ahead_state != AHEAD_NEVER ? ix_ahead_bytes(s->window) : 0;
-}
-
-/* ... and what they hold now (counted before the first read decides, so
- * that a stream's charge does not depend on timing). */
+/* What the reads ahead hold: they are open only while AHEAD_ON. */
 static size_t ahead_held(const ix_stream *s)
 {
-    return s->ahead_state != AHEAD_SHED ? ahead_bytes(s) : 0;
+    return s->ahead_state == AHEAD_ON ? ix_ahead_bytes(s->window) : 0;
 }
 
 ix_stream *ix_stream_open(const ix_index *ix, uint64_t page, const ix_dict_source *dicts,
@@ -555,7 +555,7 @@ ix_stream *ix_stream_open(const ix_index *ix, uint64_t page, const ix_dict_sourc
                                      .levels_max = page_cap / 4, .cap = page_cap };
     s->grow = opts ? opts->grow : NULL;
     s->grow_ctx = opts ? opts->grow_ctx : NULL;
-    if (commit(s, 0, err) < 0) { /* the stream itself and its reads ahead */
+    if (commit(s, 0, 0, err) < 0) { /* the stream itself */
         fail(s, err);
         ix_stream_close(s);
         return NULL;
@@ -597,7 +597,7 @@ size_t ix_stream_bytes(const ix_stream *s)
 
 size_t ix_stream_committed(const ix_stream *s)
 {
-    return sizeof *s + ahead_bytes(s) + s->buf_cap + ix_row_bytes(&s->row) +
+    return sizeof *s + ahead_held(s) + s->buf_cap + ix_row_bytes(&s->row) +
            (s->ps ? pq_stream_bytes_max(s->ps) : 0);
 }
 
@@ -611,7 +611,7 @@ void ix_stream_charge(ix_stream *s, ix_stream_grow_fn grow, void *ctx, size_t gr
 
 size_t ix_stream_sheddable(const ix_stream *s)
 {
-    return s->ahead_state == AHEAD_ON ? ahead_held(s) : 0;
+    return ahead_held(s);
 }
 
 size_t ix_stream_shed(ix_stream *s)

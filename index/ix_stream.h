@@ -45,11 +45,14 @@
  * gives the stream a grow function, which the stream calls with the bytes
  * it is about to commit beyond what it was granted, before it allocates
  * them: at open, at each page it opens (from the page's header:
- * pq_stream_memory_needed), when a page header needs a larger buffer, and
- * when the row being assembled grows. The function returns 0 once the
- * bytes are the stream's (granted grows by them), or -1 with err set, and
- * then the stream fails with that error. Granted never passes the cap. */
-typedef int (*ix_stream_grow_fn)(void *ctx, size_t more, pq_error *err);
+ * pq_stream_memory_needed), when a page header needs a larger buffer, when
+ * the row being assembled grows, and when it starts reading ahead. The
+ * function returns 0 once the bytes are the stream's (granted grows by
+ * them), or -1 with err set, and then the stream fails with that error;
+ * but for reads ahead (may_refuse set) -1 only means no room now: the
+ * stream reads on directly and asks again at its next read. Granted never
+ * passes the cap. */
+typedef int (*ix_stream_grow_fn)(void *ctx, size_t more, int may_refuse, pq_error *err);
 
 typedef struct ix_stream_opts {
     size_t cap;       /* everything held, in bytes; default ix_stream_cap() */
@@ -74,8 +77,8 @@ typedef struct ix_stream_opts {
  * and a stream closed for room is read again), so a stream reads ahead only
  * over slow storage: when its first read (the header's, at open) took
  * IX_AHEAD_SLOW_NS or more (from the page cache or a local SSD it takes well
- * under), it reads the rest of its entry ahead; otherwise it never does, and
- * ix_stream_committed no longer counts them. */
+ * under), it reads the rest of its entry ahead; otherwise it never does.
+ * They count (ix_stream_bytes, ix_stream_committed) only while open. */
 #define IX_AHEAD_SLOW_NS (1000u * 1000)
 
 /* The default cap: IX_STREAM_CAP and the reads ahead. What a caller
@@ -126,8 +129,8 @@ void ix_stream_rebind(ix_stream *s, const ix_dict_source *dicts, void **dict_han
 
 /* What the stream may hold without asking for more (see Charging): what
  * it holds, with its page's stream at its bound (tighter once the page's
- * levels are known) and its reads ahead whether or not they were shed;
- * <= cap, and <= granted while a grow function is set. */
+ * levels are known); <= cap, and <= granted while a grow function is
+ * set. */
 size_t ix_stream_committed(const ix_stream *s);
 /* Charge the stream as it goes from now on: `granted` (at least
  * ix_stream_committed) bytes are reserved for it, and grow asks for more;
@@ -140,8 +143,8 @@ void ix_stream_charge(ix_stream *s, ix_stream_grow_fn grow, void *ctx, size_t gr
  * reads ahead again from there at its next read, one round trip later,
  * where a stream closed instead is read and decoded again from the entry's
  * start. Waits for a read ahead in progress. Returns the bytes freed
- * (ix_stream_bytes before, less after); 0 when it held no reads ahead.
- * ix_stream_committed still counts them. */
+ * (ix_stream_bytes before, less after: ix_stream_committed drops by as
+ * much); 0 when it held no reads ahead. */
 size_t ix_stream_shed(ix_stream *s);
 /* What ix_stream_shed would free now. */
 size_t ix_stream_sheddable(const ix_stream *s);
