@@ -356,14 +356,12 @@ typedef struct page_stream {
 
 /* ix_stream_grow_fn. A stream is charged at what it commits to, and grows
  * its charge as it goes (at a page, a longer header, a longer row), not at
- * its bound: a paused stream of DuckDB's tokens commits about 1 MiB where
- * its bound is 12, and with 8 readers at mem=256M charging the bounds
- * closed 70-90 paused streams an epoch for room, each read again from its
- * page's start (bench/results/framing_threads.md). Reads ahead (4 MiB over
- * slow storage) are taken only when they fit now: a stream without them
- * reads on, slower, where waiting for them closed paused streams, and
- * charging them before (each of 32 streams framing at once over slow
- * storage committed 5 MiB) filled the budget. The wait here may come
+ * its cap: a paused stream of DuckDB's tokens commits about 1 MiB where its
+ * cap is 12, and with 8 readers at mem=256M charging the caps closed 70-90
+ * paused streams an epoch for room, each read again from its page's start
+ * (bench/results/stream_charge.md). Reads ahead (4 MiB over slow storage)
+ * are taken only when they fit now: a stream refused them reads on
+ * directly, slower, instead of waiting for room. The wait here may come
  * while the stream frames units other builds wait for (yfs_wants.h): their
  * waits count as blocked for the accountant, so it lets this one through
  * over the limit when nothing else could make room. */
