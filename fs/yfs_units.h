@@ -23,7 +23,8 @@
  * units could not all wait in the framed store (its framed bytes pass the
  * page's share of it, when paused streams fit: yfs_units.c) is streamed
  * (index/ix_stream.h): read in windows and framed record by record, holding
- * ix_stream_cap instead, framing the page's other units it passes into the
+ * at most ix_stream_cap instead (charged for what it commits to, page by
+ * page: stream_grows in yfs_units.c), framing the page's other units it passes into the
  * blocks that want them or parking them as the framed store allows, and
  * stopping after the last unit it keeps (paused there: yfs_streams.h). A page that turns out not to stream (a codec or
  * encoding pq_stream does not handle, a row over its limit) is decoded
