@@ -269,7 +269,7 @@ static int units_park(const yfs_mount *m, uint32_t page)
     uint64_t framed_store = yfs_mount_framed_budget(m), framed = m->ix->pages[page].framed;
     return !first || first[page + 1] - first[page] <= 1 ||
            (framed <= framed_store / SH_OPEN_PAGES && framed <= WHOLE_FRAMED_MAX) ||
-           SH_OPEN_PAGES * ix_ahead_bytes(IX_AHEAD_WINDOW) > framed_store;
+           SH_OPEN_PAGES * ix_ahead_bytes(IX_AHEAD_WINDOW, IX_AHEAD_WINDOWS) > framed_store;
 }
 
 /* Entries this small are decoded whole without weighing their headers: even
@@ -403,18 +403,23 @@ static int stream_for(yfs_mount *m, const sh_unit *u, uint32_t unit, uint64_t fi
     /* The page's stream from its first unit is ours to open (builds that
      * need its later units wait for it meanwhile). */
     pq_page_header h;
+    ix_entry_head head = { 0 };
     uint64_t start = yfs_now_ns();
-    int peeked = ix_entry_first_header(m->ix, u->page, &h, &ps->read, err);
+    int peeked = ix_entry_first_header(m->ix, u->page, &h, &head, &ps->read, err);
     yfs_latency_note(&m->read_latency, yfs_now_ns() - start); /* a storage read, timed */
     int rc = peeked < 0 ? (pq_stream_whole_instead(err) ? 1 : -1)
                         : whole_decode_bytes(m->ix, u->page, &h) <= whole_decode_share(m) &&
                               units_park(m, u->page);
     if (rc == 0) {
-        ix_stream_opts opts = { .grow = stream_grows, .grow_ctx = ps };
+        /* over storage known to be slow, reading ahead from the start
+         * saves the round trip of a first read that would decide it */
+        ix_stream_opts opts = { .grow = stream_grows, .grow_ctx = ps,
+                                .ahead = yfs_latency_slow(&m->read_latency), .head = &head };
         ps->s = ix_stream_open(m->ix, u->page, &ps->dicts, &ps->dict, &opts, &ps->read, err);
         if (!ps->s)
             rc = -1; /* what it was granted goes in stream_done */
     }
+    ix_entry_head_free(&head);
     if (rc != 0)
         yfs_streams_end(m->streams, u->page, first_unit);
     return rc;

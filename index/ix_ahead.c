@@ -9,12 +9,14 @@
 
 enum { EMPTY, READING, FULL };
 
-/* Slot i reads windows i, i + IX_AHEAD_WINDOWS, ... in turn: the consumer
- * empties it, its thread fills it with its next window. */
+/* A slot reads one window at a time: when EMPTY, its thread takes the
+ * range's next window not yet taken (ix_ahead.issued), reads it, and the
+ * slot is FULL until the consumer empties it. So the windows in flight or
+ * read are always [next, issued): at most depth of them, each in one slot. */
 typedef struct slot {
     struct ix_ahead *a;
     uint8_t *buf;
-    uint64_t window;  /* the window it holds, is reading or reads next */
+    uint64_t window;  /* the window it holds or is reading (not EMPTY) */
     int state;
     /* the outcome of its read, valid once FULL */
     size_t len;
@@ -22,7 +24,6 @@ typedef struct slot {
     uint64_t read;
     pq_error err;
     pthread_t thread;
-    int started;
 } slot;
 
 struct ix_ahead {
@@ -31,20 +32,23 @@ struct ix_ahead {
     uint64_t offset, length;
     size_t window;
     uint64_t windows;    /* in the range */
-    pthread_mutex_t lock; /* guards the slots' state and window, and closing */
+    pthread_mutex_t lock; /* guards the slots' state and window, issued and closing */
     pthread_cond_t change; /* a slot filled or emptied, or closing */
     int closing;
-    slot slots[IX_AHEAD_WINDOWS];
+    uint64_t issued;     /* windows taken by a slot so far */
+    unsigned depth;      /* slots started; only the consumer changes it */
+    slot slots[IX_AHEAD_WINDOWS_MAX];
     /* the consumer's */
     uint64_t next;       /* window being consumed */
+    slot *current;       /* the slot holding it, once found */
     size_t at;           /* bytes of it consumed */
     int failed;
     pq_error failure;
 };
 
-size_t ix_ahead_bytes(size_t window)
+size_t ix_ahead_bytes(size_t window, unsigned depth)
 {
-    return sizeof(ix_ahead) + IX_AHEAD_WINDOWS * window;
+    return sizeof(ix_ahead) + depth * window;
 }
 
 static void *read_ahead(void *arg)
@@ -53,11 +57,12 @@ static void *read_ahead(void *arg)
     ix_ahead *a = s->a;
     pthread_mutex_lock(&a->lock);
     for (;;) {
-        while (!a->closing && (s->state != EMPTY || s->window >= a->windows))
+        while (!a->closing && (s->state != EMPTY || a->issued >= a->windows))
             pthread_cond_wait(&a->change, &a->lock);
         if (a->closing)
             break;
         s->state = READING;
+        s->window = a->issued++;
         uint64_t from = s->window * a->window;
         pthread_mutex_unlock(&a->lock);
         /* unlocked: the consumer leaves a slot alone until it is FULL */
@@ -74,10 +79,26 @@ static void *read_ahead(void *arg)
     return NULL;
 }
 
-ix_ahead *ix_ahead_open(const ix_index *ix, uint32_t file, uint64_t offset, uint64_t length,
-                        size_t window, pq_error *err)
+/* Start slot a->depth: its buffer and its thread. */
+static int add_slot(ix_ahead *a)
 {
-    assert(window > 0);
+    assert(a->depth < IX_AHEAD_WINDOWS_MAX);
+    slot *s = &a->slots[a->depth];
+    *s = (slot){ .a = a, .state = EMPTY };
+    if (!(s->buf = malloc(a->window)))
+        return -1;
+    if (pthread_create(&s->thread, NULL, read_ahead, s) != 0) {
+        free(s->buf);
+        return -1;
+    }
+    a->depth++;
+    return 0;
+}
+
+ix_ahead *ix_ahead_open(const ix_index *ix, uint32_t file, uint64_t offset, uint64_t length,
+                        size_t window, unsigned depth, pq_error *err)
+{
+    assert(window > 0 && depth >= 1 && depth <= IX_AHEAD_WINDOWS_MAX);
     ix_ahead *a = calloc(1, sizeof *a);
     if (!a) {
         pq_error_set(err, "out of memory for reads ahead");
@@ -87,39 +108,57 @@ ix_ahead *ix_ahead_open(const ix_index *ix, uint32_t file, uint64_t offset, uint
                      .window = window, .windows = (length + window - 1) / window };
     pthread_mutex_init(&a->lock, NULL);
     pthread_cond_init(&a->change, NULL);
-    for (unsigned i = 0; i < IX_AHEAD_WINDOWS; i++) {
-        slot *s = &a->slots[i];
-        *s = (slot){ .a = a, .window = i, .state = EMPTY };
-        if (!(s->buf = malloc(window))) {
-            pq_error_set(err, "out of memory for reads ahead");
+    while (a->depth < depth && a->depth < a->windows)
+        if (add_slot(a) < 0) {
+            pq_error_set(err, "out of memory or threads for reads ahead");
             ix_ahead_close(a);
             return NULL;
         }
-    }
-    for (unsigned i = 0; i < IX_AHEAD_WINDOWS && i < a->windows; i++) {
-        slot *s = &a->slots[i];
-        if (pthread_create(&s->thread, NULL, read_ahead, s) != 0) {
-            pq_error_set(err, "cannot start a thread to read ahead");
-            ix_ahead_close(a);
-            return NULL;
-        }
-        s->started = 1;
-    }
     return a;
 }
 
+int ix_ahead_deepen(ix_ahead *a)
+{
+    if (a->depth >= IX_AHEAD_WINDOWS_MAX || a->next + a->depth >= a->windows)
+        return -1;
+    return add_slot(a);
+}
+
+unsigned ix_ahead_depth(const ix_ahead *a)
+{
+    return a->depth;
+}
+
+/* The slot holding window a->next, FULL: waits for it, and sets *waited
+ * when that is not the range's first window (which every consumer waits
+ * for: that wait says nothing about the depth). */
+static slot *window_read(ix_ahead *a, int *waited)
+{
+    slot *found = NULL;
+    pthread_mutex_lock(&a->lock);
+    for (;;) {
+        for (unsigned i = 0; i < a->depth && !found; i++)
+            if (a->slots[i].state != EMPTY && a->slots[i].window == a->next)
+                found = &a->slots[i];
+        if (found && found->state == FULL)
+            break;
+        *waited |= a->next > 0;
+        pthread_cond_wait(&a->change, &a->lock);
+    }
+    pthread_mutex_unlock(&a->lock);
+    return found;
+}
+
 int ix_ahead_read(ix_ahead *a, void *dst, size_t n, uint64_t *bytes_read, int *moved,
-                  pq_error *err)
+                  int *waited, pq_error *err)
 {
     uint8_t *out = dst;
     while (n > 0 && !a->failed) {
         assert(a->next < a->windows);
-        slot *s = &a->slots[a->next % IX_AHEAD_WINDOWS];
-        pthread_mutex_lock(&a->lock);
-        while (s->state != FULL)
-            pthread_cond_wait(&a->change, &a->lock);
-        pthread_mutex_unlock(&a->lock);
-        assert(s->window == a->next);
+        if (!a->current)
+            a->current = window_read(a, waited);
+        slot *s = a->current;
+        assert(s->window == a->next && s->state == FULL);
         if (s->rc < 0) {
             a->failed = 1;
             a->failure = s->err;
@@ -133,12 +172,12 @@ int ix_ahead_read(ix_ahead *a, void *dst, size_t n, uint64_t *bytes_read, int *m
         out += take;
         n -= take;
         a->at += take;
-        if (a->at == s->len) { /* the slot goes on to its next window */
+        if (a->at == s->len) { /* the slot takes the next window not taken */
             pthread_mutex_lock(&a->lock);
-            s->window += IX_AHEAD_WINDOWS;
             s->state = EMPTY;
             pthread_cond_broadcast(&a->change);
             pthread_mutex_unlock(&a->lock);
+            a->current = NULL;
             a->next++;
             a->at = 0;
         }
@@ -158,9 +197,8 @@ void ix_ahead_close(ix_ahead *a)
     a->closing = 1;
     pthread_cond_broadcast(&a->change);
     pthread_mutex_unlock(&a->lock);
-    for (unsigned i = 0; i < IX_AHEAD_WINDOWS; i++) {
-        if (a->slots[i].started)
-            pthread_join(a->slots[i].thread, NULL);
+    for (unsigned i = 0; i < a->depth; i++) {
+        pthread_join(a->slots[i].thread, NULL);
         free(a->slots[i].buf);
     }
     pthread_cond_destroy(&a->change);

@@ -6,9 +6,13 @@
  * in milliseconds (a network filesystem, an object store) one read at a time
  * caps a stream at read size / latency (2 MiB per 50 ms: 40 MB/s), and DuckDB's
  * pages of tens of MB are all streamed. An ix_ahead keeps the range's next
- * `windows` windows in flight, each read by a thread of its own, so a
- * stream's bytes arrive at windows x window / latency and its decoding
- * overlaps the waiting.
+ * `depth` windows in flight, each read by a thread of its own, so a
+ * stream's bytes arrive at depth x window / latency and its decoding
+ * overlaps the waiting. The consumer deepens it (ix_ahead_deepen) when it
+ * finds it waits for windows in flight: how deep a stream needs to go
+ * depends on how fast it decodes, which differs by shape and by how many
+ * streams share the CPUs (8 parts of DuckDB's text at 50 ms: 150 MB/s with
+ * 4 windows per stream, 290 with 12).
  *
  * Each window is read with ix_read_checked (the file checked before and
  * after, the delay and retries of ix_pread.h), at the time it is read ahead;
@@ -18,8 +22,9 @@
  * place it occurred. A window read ahead and never consumed is not counted
  * in *bytes_read (the ranges are read to their end, or given up on failure).
  *
- * Memory: windows x window bytes of buffers (ix_ahead_bytes), allocated at
- * open. Ranges of a window or less are read directly, without threads.
+ * Memory: depth x window bytes of buffers (ix_ahead_bytes), allocated when
+ * a window is added. Ranges of a window or less are read directly, without
+ * threads.
  * Not thread-safe (one consumer); the threads are joined by ix_ahead_close.
  */
 #ifndef IX_AHEAD_H
@@ -31,28 +36,41 @@
 #include "ix_index.h"
 #include "pq_error.h"
 
-/* Windows kept in flight ahead of the consumer, and their default size:
- * four reads of 1 MiB bring 80 MB/s per stream at 50 ms (of 256 KiB, 20). */
+/* Windows kept in flight ahead of the consumer at first, at most, and their
+ * default size: four reads of 1 MiB bring 80 MB/s per stream at 50 ms (of
+ * 256 KiB, 20), sixteen 320. */
 #define IX_AHEAD_WINDOWS 4u
+#define IX_AHEAD_WINDOWS_MAX 16u
 #define IX_AHEAD_WINDOW ((size_t)1 << 20)
 
 typedef struct ix_ahead ix_ahead;
 
-/* What an ix_ahead of `window`-byte windows holds at most. */
-size_t ix_ahead_bytes(size_t window);
+/* What an ix_ahead of `depth` windows of `window` bytes holds at most. */
+size_t ix_ahead_bytes(size_t window, unsigned depth);
 
-/* Read [offset, offset + length) of `file` ahead, in windows of `window`
- * bytes. NULL when out of memory or when a thread cannot start (err set). */
+/* Read [offset, offset + length) of `file` ahead, `depth` windows of
+ * `window` bytes at a time (1 <= depth <= IX_AHEAD_WINDOWS_MAX). NULL when
+ * out of memory or when a thread cannot start (err set). */
 ix_ahead *ix_ahead_open(const ix_index *ix, uint32_t file, uint64_t offset, uint64_t length,
-                        size_t window, pq_error *err);
+                        size_t window, unsigned depth, pq_error *err);
 
 /* The range's next n bytes (n <= what is left) into dst, as
  * ix_read_checked would have read them: *moved set when the file's ctime
  * moved during the read of any of them, *bytes_read increased by the bytes
- * of each window when it is first consumed. -1 with err naming the file and
- * the offset; every later call fails the same way. */
+ * of each window when it is first consumed, *waited set when a window it
+ * needed (but the range's first) was still being read: storage, not the
+ * consumer, set the pace.
+ * -1 with err naming the file and the offset; every later call fails the
+ * same way. */
 int ix_ahead_read(ix_ahead *a, void *dst, size_t n, uint64_t *bytes_read, int *moved,
-                  pq_error *err);
+                  int *waited, pq_error *err);
+
+/* Keep one more window in flight from now on. -1 at IX_AHEAD_WINDOWS_MAX,
+ * when every window of the range is in flight or read already, or out of
+ * memory or threads: the reads go on as they were. */
+int ix_ahead_deepen(ix_ahead *a);
+/* Windows kept in flight. */
+unsigned ix_ahead_depth(const ix_ahead *a);
 
 /* Stop the reads ahead (one in progress finishes), join the threads and
  * free everything. NULL is a no-op. */

@@ -34,6 +34,8 @@ struct ix_stream {
     pq_stream_opts page_opts;
     size_t read_size;
     size_t window;      /* of the reads ahead */
+    unsigned ahead_depth;     /* windows in flight, or to be when opened again */
+    unsigned ahead_depth_max; /* what the cap leaves room for */
     /* ahead is open when ON; WHEN_SLOW until the first read decides; SHED:
      * the reads ahead were let go (ix_stream_shed), and the next read opens
      * them again */
@@ -114,13 +116,33 @@ static void start_ahead(ix_stream *s)
     s->ahead_state = AHEAD_NEVER;
     if (s->end - s->pos <= s->window)
         return;
-    if (commit(s, ix_ahead_bytes(s->window), 1, &ignored) < 0) {
-        s->ahead_state = AHEAD_SHED;
-        return;
+    if (commit(s, ix_ahead_bytes(s->window, s->ahead_depth), 1, &ignored) < 0) {
+        if (s->ahead_depth == IX_AHEAD_WINDOWS ||
+            commit(s, ix_ahead_bytes(s->window, IX_AHEAD_WINDOWS), 1, &ignored) < 0) {
+            s->ahead_state = AHEAD_SHED;
+            return;
+        }
+        s->ahead_depth = IX_AHEAD_WINDOWS;
     }
-    s->ahead = ix_ahead_open(s->ix, s->file_index, s->pos, s->end - s->pos, s->window, &ignored);
+    s->ahead = ix_ahead_open(s->ix, s->file_index, s->pos, s->end - s->pos, s->window,
+                             s->ahead_depth, &ignored);
     if (s->ahead)
         s->ahead_state = AHEAD_ON;
+}
+
+/* The consumer waited for a window in flight, so it drained every window
+ * in flight: a quarter more (one at least), as far as each is granted now
+ * and a window of the entry is left to put in flight. A wait comes once
+ * per round of depth windows, so the depth grows by a quarter a round trip
+ * (4 to 16 in 7), where one a wait would take 12. */
+static void deepen_ahead(ix_stream *s)
+{
+    pq_error ignored;
+    unsigned more = s->ahead_depth / 4 ? s->ahead_depth / 4 : 1;
+    while (more-- > 0 && s->ahead_depth < s->ahead_depth_max &&
+           s->end - s->pos > (uint64_t)s->ahead_depth * s->window &&
+           commit(s, s->window, 1, &ignored) == 0 && ix_ahead_deepen(s->ahead) == 0)
+        s->ahead_depth++;
 }
 
 /* Read the next n bytes of the range (n <= what is left) into dst, checked,
@@ -133,8 +155,11 @@ static int read_on(ix_stream *s, uint8_t *dst, size_t n, pq_error *err)
     if (s->ahead_state == AHEAD_SHED)
         start_ahead(s);
     if (s->ahead_state == AHEAD_ON) {
-        if (ix_ahead_read(s->ahead, dst, n, s->bytes_read, &moved, err) < 0)
+        int waited = 0;
+        if (ix_ahead_read(s->ahead, dst, n, s->bytes_read, &moved, &waited, err) < 0)
             return -1;
+        if (waited)
+            deepen_ahead(s);
     } else {
         uint64_t start = s->ahead_state == AHEAD_WHEN_SLOW ? now_ns() : 0;
         if (ix_read_checked(s->ix, s->file_index, s->pos, dst, n, s->bytes_read, &moved,
@@ -495,13 +520,13 @@ int ix_stream_finish(ix_stream *s, pq_error *err)
 
 size_t ix_stream_cap(void)
 {
-    return IX_STREAM_CAP + ix_ahead_bytes(IX_AHEAD_WINDOW);
+    return IX_STREAM_CAP + ix_ahead_bytes(IX_AHEAD_WINDOW, IX_AHEAD_WINDOWS_MAX);
 }
 
 /* What the reads ahead hold: they are open only while AHEAD_ON. */
 static size_t ahead_held(const ix_stream *s)
 {
-    return s->ahead_state == AHEAD_ON ? ix_ahead_bytes(s->window) : 0;
+    return s->ahead_state == AHEAD_ON ? ix_ahead_bytes(s->window, s->ahead_depth) : 0;
 }
 
 ix_stream *ix_stream_open(const ix_index *ix, uint64_t page, const ix_dict_source *dicts,
@@ -526,24 +551,38 @@ ix_stream *ix_stream_open(const ix_index *ix, uint64_t page, const ix_dict_sourc
     s->bytes_read = bytes_read;
     s->pos = s->entry->offset;
     s->end = s->entry->offset + s->entry->length;
+    ix_entry_head *head = opts ? opts->head : NULL;
+    if (head && head->bytes) { /* read and checked already: as if by read_on */
+        assert(head->len <= s->entry->length);
+        s->buf = head->bytes;
+        s->buf_cap = s->have = head->len;
+        s->pos += head->len;
+        s->crc = (uint32_t)crc32(s->crc, s->buf, (uInt)s->have);
+        s->moved = head->moved;
+        *head = (ix_entry_head){ 0 };
+    }
     s->leading = s->shape.max_rep > 0;
     size_t cap = opts && opts->cap ? opts->cap : ix_stream_cap();
     s->read_size = opts && opts->read_size                  ? opts->read_size
                    : ix->store && ix->store->stream_read_bytes ? ix->store->stream_read_bytes
                                                               : IX_STREAM_READ_SIZE;
-    /* The cap's shares: the reads ahead of an entry longer than a window
-     * when the cap leaves room for them beside IX_STREAM_CAP's parts (kept
-     * whether or not the stream comes to read ahead, so that the other
-     * shares do not depend on timing); of the rest a quarter for the row
-     * being assembled, the header buffer, and the rest for the page's
-     * stream, of which a quarter each at most for one value and for the
-     * levels. */
+    /* The cap's shares: the reads ahead of an entry longer than a window,
+     * as deep as the cap leaves room for beside IX_STREAM_CAP's parts, if
+     * IX_AHEAD_WINDOWS deep at least (kept whether or not the stream comes
+     * to read ahead, so that the other shares do not depend on timing); of
+     * the rest a quarter for the row being assembled, the header buffer,
+     * and the rest for the page's stream, of which a quarter each at most
+     * for one value and for the levels. */
     s->window = opts && opts->window ? opts->window : IX_AHEAD_WINDOW;
     int ahead = opts ? opts->ahead : 0;
     s->ahead_state = AHEAD_NEVER;
     if (ahead >= 0 && s->entry->length > s->window &&
-        cap >= IX_STREAM_CAP + ix_ahead_bytes(s->window)) {
-        cap -= ix_ahead_bytes(s->window);
+        cap >= IX_STREAM_CAP + ix_ahead_bytes(s->window, IX_AHEAD_WINDOWS)) {
+        s->ahead_depth = IX_AHEAD_WINDOWS;
+        s->ahead_depth_max = IX_AHEAD_WINDOWS_MAX;
+        while (cap < IX_STREAM_CAP + ix_ahead_bytes(s->window, s->ahead_depth_max))
+            s->ahead_depth_max--;
+        cap -= ix_ahead_bytes(s->window, s->ahead_depth_max);
         s->ahead_state = AHEAD_WHEN_SLOW;
     }
     size_t row_max = cap / 4;
@@ -570,19 +609,28 @@ ix_stream *ix_stream_open(const ix_index *ix, uint64_t page, const ix_dict_sourc
     return s;
 }
 
+void ix_entry_head_free(ix_entry_head *head)
+{
+    free(head->bytes);
+    *head = (ix_entry_head){ 0 };
+}
+
 int ix_entry_first_header(const ix_index *ix, uint64_t page, pq_page_header *h,
-                          uint64_t *bytes_read, pq_error *err)
+                          ix_entry_head *head, uint64_t *bytes_read, pq_error *err)
 {
     const ix_page *p = &ix->pages[page];
     const ix_chunk *c = &ix->chunks[ix_locate(ix, page)];
     size_t len = p->length < IX_STREAM_HEADER_PEEK ? p->length : IX_STREAM_HEADER_PEEK;
     uint8_t *buf = malloc(len ? len : 1);
-    int moved;
+    int moved = 0;
     int rc = buf ? ix_read_checked(ix, c->file, p->offset, buf, len, bytes_read, &moved, err)
                  : pq_error_set(err, "out of memory for a page header");
     if (rc == 0 && pq_page_header_parse(buf, len, h, err) < 0)
         rc = pq_error_set(err, "a page header of more than %zu bytes (not streamable)", len);
-    free(buf);
+    if (rc == 0 && head)
+        *head = (ix_entry_head){ .bytes = buf, .len = len, .moved = moved };
+    else
+        free(buf);
     if (rc < 0)
         return pq_error_prefix(err, "%s: data page at offset %llu: ",
                                ix->files[c->file].name, (unsigned long long)p->offset);

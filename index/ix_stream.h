@@ -54,6 +54,18 @@
  * passes the cap. */
 typedef int (*ix_stream_grow_fn)(void *ctx, size_t more, int may_refuse, pq_error *err);
 
+/* The first bytes of an entry, read already (ix_entry_first_header) by a
+ * caller weighing a stream: a stream opened with them goes on from there,
+ * without reading them again (a round trip over slow storage). */
+typedef struct ix_entry_head {
+    uint8_t *bytes; /* malloc'ed; NULL once a stream took them over */
+    size_t len;
+    int moved;      /* their read saw the file's ctime move (ix_checked.h) */
+} ix_entry_head;
+
+/* Free what a stream did not take over. */
+void ix_entry_head_free(ix_entry_head *head);
+
 typedef struct ix_stream_opts {
     size_t cap;       /* everything held, in bytes; default ix_stream_cap() */
     size_t read_size; /* bytes per read; default the store's stream_read_bytes
@@ -63,6 +75,7 @@ typedef struct ix_stream_opts {
                        * 1: from the start; -1: never */
     ix_stream_grow_fn grow; /* NULL: the caller reserved cap */
     void *grow_ctx;
+    ix_entry_head *head;    /* the entry's first bytes, taken over at open; or NULL */
 } ix_stream_opts;
 
 /* What a stream holds besides its reads ahead, which it may have only when
@@ -78,7 +91,12 @@ typedef struct ix_stream_opts {
  * over slow storage: when its first read (the header's, at open) took
  * IX_AHEAD_SLOW_NS or more (from the page cache or a local SSD it takes well
  * under), it reads the rest of its entry ahead; otherwise it never does.
- * They count (ix_stream_bytes, ix_stream_committed) only while open. */
+ * It starts IX_AHEAD_WINDOWS deep and takes one window more (asked with
+ * may_refuse) each time it waits for a window in flight, up to
+ * IX_AHEAD_WINDOWS_MAX or what the cap leaves; let go (ix_stream_shed), it
+ * reads ahead again as deep as it was, or IX_AHEAD_WINDOWS deep when that is
+ * refused. They count (ix_stream_bytes, ix_stream_committed) only while
+ * open. */
 #define IX_AHEAD_SLOW_NS (1000u * 1000)
 
 /* The default cap: IX_STREAM_CAP and the reads ahead. What a caller
@@ -100,10 +118,11 @@ ix_stream *ix_stream_open(const ix_index *ix, uint64_t page, const ix_dict_sourc
 /* The header of the entry's first page, read on its own (at most
  * IX_STREAM_HEADER_PEEK bytes, checked like every read): for a caller
  * weighing a whole decode against a stream before reserving either. A
- * header that does not parse there fails as "not streamable". */
+ * header that does not parse there fails as "not streamable". The bytes
+ * read are kept in *head (head NULL: let go) for the stream opened next. */
 #define IX_STREAM_HEADER_PEEK ((size_t)64 << 10)
 int ix_entry_first_header(const ix_index *ix, uint64_t page, pq_page_header *h,
-                          uint64_t *bytes_read, pq_error *err);
+                          ix_entry_head *head, uint64_t *bytes_read, pq_error *err);
 
 /* The next record: 1 and *rec (valid until the next call), 0 once the
  * entry's records are all out (their count, rows and bytes checked against

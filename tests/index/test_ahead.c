@@ -1,7 +1,8 @@
 /* ix_ahead.h: a range read ahead in windows hands over exactly the file's
- * bytes, in order, whatever the sizes of the reads; counts each window once;
- * closes at any point; and a read that fails is reported when the consumer
- * reaches it, naming the file, every time after. */
+ * bytes, in order, whatever the sizes of the reads and however deep it
+ * goes; counts each window once; deepens as far as it may when its
+ * consumer waits; closes at any point; and a read that fails is reported
+ * when the consumer reaches it, naming the file, every time after. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -48,13 +49,13 @@ Test(ahead, reads_of_any_size_give_the_files_bytes_in_order)
     for (size_t w = 0; w < sizeof windows / sizeof *windows; w++)
         for (size_t r = 0; r < sizeof reads / sizeof *reads; r++) {
             pq_error err;
-            ix_ahead *a = ix_ahead_open(ix, 0, offset, length, windows[w], &err);
+            ix_ahead *a = ix_ahead_open(ix, 0, offset, length, windows[w], IX_AHEAD_WINDOWS, &err);
             cr_assert_not_null(a, "%s", err.msg);
             uint64_t read = 0, at = 0;
-            int moved = 0;
+            int moved = 0, waited = 0;
             while (at < length) {
                 size_t n = length - at < reads[r] ? (size_t)(length - at) : reads[r];
-                cr_assert_eq(ix_ahead_read(a, got + at, n, &read, &moved, &err), 0, "%s",
+                cr_assert_eq(ix_ahead_read(a, got + at, n, &read, &moved, &waited, &err), 0, "%s",
                              err.msg);
                 at += n;
             }
@@ -69,19 +70,69 @@ Test(ahead, reads_of_any_size_give_the_files_bytes_in_order)
     ix_free(ix);
 }
 
+/* Storage slower than the consumer (2 ms a window): the consumer waits,
+ * deepens at each wait up to the most, and gets the same bytes; a range of
+ * fewer windows than that stops deepening once every window is in flight. */
+Test(ahead, a_consumer_that_waits_deepens_it_to_the_most_with_the_same_bytes)
+{
+    setenv("YOUMUFS_READ_DELAY_US", "2000", 1); /* read once per process: this test's */
+    ix_index *ix = build(TIX_SAMPLE);
+    uint64_t length = ix->files[0].size;
+    uint8_t *want = file_bytes(ix, TIX_SAMPLE, 0, length);
+    uint8_t *got = malloc(length);
+    /* 256 windows or so: a wait a round of depth windows, one window more
+     * a wait, 120 of them to the most */
+    size_t window = length / 256;
+    cr_assert_gt(window, 0);
+    for (unsigned depth = 1; depth <= IX_AHEAD_WINDOWS_MAX; depth *= 4) {
+        pq_error err;
+        ix_ahead *a = ix_ahead_open(ix, 0, 0, length, window, depth, &err);
+        cr_assert_not_null(a, "%s", err.msg);
+        cr_assert_eq(ix_ahead_depth(a), depth);
+        uint64_t read = 0, at = 0;
+        int moved = 0, waits = 0;
+        while (at < length) {
+            size_t n = length - at < window / 3 + 1 ? (size_t)(length - at) : window / 3 + 1;
+            int waited = 0;
+            cr_assert_eq(ix_ahead_read(a, got + at, n, &read, &moved, &waited, &err), 0, "%s",
+                         err.msg);
+            at += n;
+            if (waited) {
+                waits++;
+                unsigned before = ix_ahead_depth(a);
+                int rc = ix_ahead_deepen(a);
+                cr_assert_eq(ix_ahead_depth(a), before + (rc == 0));
+                cr_assert(rc == 0 || before == IX_AHEAD_WINDOWS_MAX ||
+                              at / window + before >= (length + window - 1) / window,
+                          "refused only at the most or with every window in flight");
+            }
+        }
+        cr_assert_gt(waits, 0, "2 ms a window: the consumer waited");
+        cr_assert_eq(ix_ahead_depth(a), IX_AHEAD_WINDOWS_MAX, "depth %u from %u",
+                     ix_ahead_depth(a), depth);
+        cr_assert_eq(ix_ahead_deepen(a), -1, "no deeper than the most");
+        ix_ahead_close(a);
+        cr_assert(memcmp(got, want, length) == 0, "from depth %u: bytes differ", depth);
+        cr_assert_eq(read, length, "every window counted once");
+    }
+    free(got);
+    free(want);
+    ix_free(ix);
+}
+
 Test(ahead, closing_before_the_end_stops_the_reads)
 {
     ix_index *ix = build(TIX_SAMPLE);
     uint64_t length = ix->files[0].size;
     for (int stop = 0; stop < 3; stop++) { /* at open, mid-window, after a window */
         pq_error err;
-        ix_ahead *a = ix_ahead_open(ix, 0, 0, length, 100, &err);
+        ix_ahead *a = ix_ahead_open(ix, 0, 0, length, 100, IX_AHEAD_WINDOWS, &err);
         cr_assert_not_null(a, "%s", err.msg);
         uint8_t buf[150];
         uint64_t read = 0;
-        int moved = 0;
+        int moved = 0, waited = 0;
         if (stop > 0)
-            cr_assert_eq(ix_ahead_read(a, buf, stop == 1 ? 50 : 150, &read, &moved, &err), 0,
+            cr_assert_eq(ix_ahead_read(a, buf, stop == 1 ? 50 : 150, &read, &moved, &waited, &err), 0,
                          "%s", err.msg);
         ix_ahead_close(a);
         cr_assert_eq(read, stop == 0 ? 0u : stop == 1 ? 100u : 200u);
@@ -99,14 +150,14 @@ Test(ahead, a_failed_read_is_reported_where_it_occurred_and_after)
     /* the file shrinks under the index: every read of it fails */
     cr_assert_eq(truncate(path, (off_t)(ix->files[0].size / 2)), 0);
     pq_error err;
-    ix_ahead *a = ix_ahead_open(ix, 0, 0, ix->files[0].size, 256, &err);
+    ix_ahead *a = ix_ahead_open(ix, 0, 0, ix->files[0].size, 256, IX_AHEAD_WINDOWS, &err);
     cr_assert_not_null(a, "%s", err.msg);
     uint8_t buf[64];
     uint64_t read = 0;
-    int moved = 0;
+    int moved = 0, waited = 0;
     for (int i = 0; i < 2; i++) {
         err.msg[0] = '\0';
-        cr_assert_eq(ix_ahead_read(a, buf, sizeof buf, &read, &moved, &err), -1);
+        cr_assert_eq(ix_ahead_read(a, buf, sizeof buf, &read, &moved, &waited, &err), -1);
         cr_assert(strstr(err.msg, ix->files[0].name), "names the file: %s", err.msg);
     }
     cr_assert_eq(read, 0, "nothing read is counted");

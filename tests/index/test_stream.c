@@ -74,6 +74,20 @@ static int grant_no_reads_ahead(void *ctx, size_t more, int may_refuse, pq_error
     return may_refuse ? -1 : grant(ctx, more, may_refuse, err);
 }
 
+static void assert_same_record(const ix_index *ix, const ix_record *got,
+                               const ix_record *want, uint64_t entry, uint32_t k)
+{
+    cr_assert(same_record(got, want), "entry %llu record %u: levels or row differ",
+              (unsigned long long)entry, k);
+    uint32_t n = record_values(ix, got);
+    for (uint32_t i = 0; i < n; i++) {
+        pq_bytes g = pq_value_at(&got->values, i), w = pq_value_at(&want->values, i);
+        cr_assert_eq(g.len, w.len);
+        cr_assert(g.len == 0 || memcmp(g.ptr, w.ptr, g.len) == 0,
+                  "entry %llu record %u value %u differs", (unsigned long long)entry, k, i);
+    }
+}
+
 static uint64_t compare_shedding(ix_index *ix, const ix_stream_opts *opts, uint32_t shed_every,
                                  uint64_t *shed)
 {
@@ -105,17 +119,7 @@ static uint64_t compare_shedding(ix_index *ix, const ix_stream_opts *opts, uint3
             while ((rc = ix_stream_next(s, &r, &err)) == 1) {
                 cr_assert_lt(k, count, "entry %llu: more records than the whole decode",
                              (unsigned long long)p);
-                cr_assert(same_record(&r, &recs[k]), "entry %llu record %u: levels or row "
-                          "differ", (unsigned long long)p, k);
-                uint32_t n = record_values(ix, &r);
-                for (uint32_t i = 0; i < n; i++) {
-                    pq_bytes got = pq_value_at(&r.values, i);
-                    pq_bytes want = pq_value_at(&recs[k].values, i);
-                    cr_assert_eq(got.len, want.len);
-                    cr_assert(got.len == 0 || memcmp(got.ptr, want.ptr, got.len) == 0,
-                              "entry %llu record %u value %u differs", (unsigned long long)p,
-                              k, i);
-                }
+                assert_same_record(ix, &r, &recs[k], p, k);
                 cr_assert_leq(ix_stream_bytes(s), ix_stream_committed(s));
                 cr_assert_leq(ix_stream_committed(s), cap);
                 if (opts && opts->grow)
@@ -345,11 +349,115 @@ Test(stream, reads_ahead_once_a_read_is_slow)
     ix_stream_opts when_slow = { .window = 100 }, never = { .window = 100, .ahead = -1 };
     size_t slow = bound_after_first_record(ix, &when_slow);
     size_t direct = bound_after_first_record(ix, &never);
-    cr_assert_eq(slow, direct + ix_ahead_bytes(100),
+    cr_assert_eq(slow, direct + ix_ahead_bytes(100, IX_AHEAD_WINDOWS),
                  "2 ms per read: the stream reads ahead, and counts it (%zu, %zu direct)", slow,
                  direct);
     cr_assert_eq(compare_all(ix, &when_slow), compare_all(ix, &never), "the same records");
     ix_free(ix);
+}
+
+/* The deepest the reads ahead of a stream over the first entry went (what
+ * ix_stream_shed would let go) as it streamed every record of it, never
+ * past what it was granted or its cap. (That reads ahead at any depth give
+ * the same records: compare_all with opts of one window.) */
+static size_t deepest_reads_ahead(ix_index *ix, const ix_stream_opts *opts)
+{
+    ix_dict_source dicts = { tix_load_dictionary, ix };
+    pq_error err;
+    void *dict;
+    uint64_t read = 0;
+    granted = 0;
+    ix_stream *s = ix_stream_open(ix, 0, &dicts, &dict, opts, &read, &err);
+    cr_assert_not_null(s, "%s", err.msg);
+    size_t deepest = 0;
+    uint32_t records = 0;
+    ix_record r;
+    int rc;
+    while ((rc = ix_stream_next(s, &r, &err)) == 1) {
+        records++;
+        size_t ahead = ix_stream_sheddable(s);
+        deepest = ahead > deepest ? ahead : deepest;
+        cr_assert_leq(ix_stream_committed(s), opts->cap ? opts->cap : ix_stream_cap());
+        cr_assert_leq(ix_stream_committed(s), granted, "asked before it held");
+    }
+    cr_assert_eq(rc, 0, "%s", err.msg);
+    cr_assert_eq(records, ix->pages[0].records);
+    ix_stream_close(s);
+    tix_free_dictionary(dict);
+    return deepest;
+}
+
+/* 300 us per read, a stream decodes faster than 4 windows of 256 bytes
+ * arrive: it takes more windows each time it waits, as far as the most or
+ * the cap allow, each granted before it is held. */
+Test(stream, a_stream_that_waits_for_its_reads_ahead_deepens_them_as_far_as_it_may)
+{
+    setenv("YOUMUFS_READ_DELAY_US", "300", 1); /* read once per process: this test's */
+    ix_index *ix = build(YFS_SOURCE_DIR "/tests/data/stream/duckdb_tokens.parquet",
+                         "input_ids");
+    const size_t w = 256;
+    /* past the stream's first read (64 KiB, a wait), rounds to the most */
+    cr_assert_gt(ix->pages[0].length, (64u << 10) + w * 8 * IX_AHEAD_WINDOWS_MAX);
+    ix_stream_opts free_rein = { .read_size = 64, .window = w, .ahead = 1, .grow = grant };
+    size_t d = deepest_reads_ahead(ix, &free_rein);
+    cr_assert_eq(d, ix_ahead_bytes(w, IX_AHEAD_WINDOWS_MAX), "%zu windows",
+                 (d - ix_ahead_bytes(w, 0)) / w);
+    ix_stream_opts tight = { .read_size = 64, .window = w, .ahead = 1, .grow = grant,
+                             .cap = IX_STREAM_CAP + ix_ahead_bytes(w, IX_AHEAD_WINDOWS + 2) };
+    cr_assert_eq(deepest_reads_ahead(ix, &tight), ix_ahead_bytes(w, IX_AHEAD_WINDOWS + 2),
+                 "as deep as the cap leaves room for");
+    ix_free(ix);
+}
+
+/* A stream opened with its entry's first bytes, read by the caller that
+ * weighed it (ix_entry_first_header), goes on from there: every record as a
+ * stream that reads them itself, every byte of the entry read once. */
+Test(stream, a_stream_given_its_entrys_head_reads_on_from_there_with_the_same_records)
+{
+    static const char *const files[][2] = {
+        { FIXTURES "stream_none.parquet", "text" },  /* entries longer than the head */
+        { FIXTURES "stream_zstd.parquet", "ids" },
+        { YFS_SOURCE_DIR "/tests/data/stream/duckdb_text.parquet", "text" },
+    };
+    for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
+        ix_index *ix = build(files[f][0], files[f][1]);
+        ix_dict_source dicts = { tix_load_dictionary, ix };
+        for (uint64_t p = 0; p < ix->num_pages; p++) {
+            pq_error err;
+            pq_page_header h;
+            ix_entry_head head;
+            uint64_t read = 0, plain_read = 0;
+            cr_assert_eq(ix_entry_first_header(ix, p, &h, &head, &read, &err), 0, "%s",
+                         err.msg);
+            cr_assert_eq(read, head.len);
+            ix_stream_opts given = { .head = &head }, own = { 0 };
+            void *dict, *plain_dict;
+            ix_stream *s = ix_stream_open(ix, p, &dicts, &dict, &given, &read, &err);
+            cr_assert_not_null(s, "%s: %s", files[f][0], err.msg);
+            cr_assert_null(head.bytes, "taken over");
+            ix_stream *plain = ix_stream_open(ix, p, &dicts, &plain_dict, &own, &plain_read,
+                                              &err);
+            cr_assert_not_null(plain, "%s", err.msg);
+            ix_record r, want;
+            uint32_t k = 0;
+            int rc;
+            while ((rc = ix_stream_next(s, &r, &err)) == 1) {
+                cr_assert_eq(ix_stream_next(plain, &want, &err), 1, "%s", err.msg);
+                assert_same_record(ix, &r, &want, p, k++);
+            }
+            cr_assert_eq(rc, 0, "%s: %s", files[f][0], err.msg);
+            cr_assert_eq(ix_stream_next(plain, &want, &err), 0, "as many records");
+            cr_assert_eq(k, ix->pages[p].records);
+            cr_assert_eq(read, plain_read, "%s entry %llu: each byte read once", files[f][0],
+                         (unsigned long long)p);
+            cr_assert_eq(read, ix->pages[p].length);
+            ix_stream_close(s);
+            ix_stream_close(plain);
+            tix_free_dictionary(dict);
+            tix_free_dictionary(plain_dict);
+        }
+        ix_free(ix);
+    }
 }
 
 /* A stream that let go of its reads ahead (ix_stream_shed, for a paused
