@@ -137,6 +137,7 @@ static slot *window_read(ix_ahead *a, int *waited)
     slot *found = NULL;
     pthread_mutex_lock(&a->lock);
     for (;;) {
+        assert(a->issued - a->next <= a->depth);
         for (unsigned i = 0; i < a->depth && !found; i++)
             if (a->slots[i].state != EMPTY && a->slots[i].window == a->next)
                 found = &a->slots[i];
