@@ -359,7 +359,7 @@ typedef struct page_stream {
  * its cap: a paused stream of DuckDB's tokens commits about 1 MiB where its
  * cap is 12, and with 8 readers at mem=256M charging the caps closed 70-90
  * paused streams an epoch for room, each read again from its page's start
- * (bench/results/stream_charge.md). Reads ahead (4 MiB over slow storage)
+ * (bench/results/stream_charge.md). Reads ahead (4 to 16 MiB over slow storage)
  * are taken only when they fit now: a stream refused them reads on
  * directly, slower, instead of waiting for room. The wait here may come
  * while the stream frames units other builds wait for (yfs_wants.h): their

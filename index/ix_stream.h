@@ -91,12 +91,13 @@ typedef struct ix_stream_opts {
  * over slow storage: when its first read (the header's, at open) took
  * IX_AHEAD_SLOW_NS or more (from the page cache or a local SSD it takes well
  * under), it reads the rest of its entry ahead; otherwise it never does.
- * It starts IX_AHEAD_WINDOWS deep and takes one window more (asked with
- * may_refuse) each time it waits for a window in flight, up to
- * IX_AHEAD_WINDOWS_MAX or what the cap leaves; let go (ix_stream_shed), it
- * reads ahead again as deep as it was, or IX_AHEAD_WINDOWS deep when that is
- * refused. They count (ix_stream_bytes, ix_stream_committed) only while
- * open. */
+ * (A caller that knows the storage is slow says so: opts.ahead 1.) It
+ * starts IX_AHEAD_WINDOWS deep and takes a quarter more windows (one at
+ * least, each asked for with may_refuse) each time it waits for a window in
+ * flight, up to IX_AHEAD_WINDOWS_MAX or what the cap leaves; let go
+ * (ix_stream_shed), it reads ahead again as deep as it was, or
+ * IX_AHEAD_WINDOWS deep when that is refused. They count (ix_stream_bytes,
+ * ix_stream_committed) only while open. */
 #define IX_AHEAD_SLOW_NS (1000u * 1000)
 
 /* The default cap: IX_STREAM_CAP and the reads ahead. What a caller
