@@ -235,8 +235,9 @@ static int frame_from_page(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh
 /* Streaming (ix_stream.h). A page whose whole decode would take more than
  * a quarter of the data budget is streamed instead: its bytes are read in
  * windows and its records framed as they come, so a build holds at most
- * ix_stream_cap for it (charged as it goes: stream_grows), not the page's raw bytes, decompressed body, value
- * slices and levels (600 MB for one of DuckDB's pages of 15.6 M tokens). */
+ * ix_stream_cap for it (charged as it goes: stream_grows), not the page's
+ * raw bytes, decompressed body, value slices and levels (600 MB for one of
+ * DuckDB's pages of 15.6 M tokens). */
 static uint64_t whole_decode_share(const yfs_mount *m)
 {
     return yfs_mount_data_budget(m) / 4;

@@ -132,8 +132,8 @@ Test(ahead, closing_before_the_end_stops_the_reads)
         uint64_t read = 0;
         int moved = 0, waited = 0;
         if (stop > 0)
-            cr_assert_eq(ix_ahead_read(a, buf, stop == 1 ? 50 : 150, &read, &moved, &waited, &err), 0,
-                         "%s", err.msg);
+            cr_assert_eq(ix_ahead_read(a, buf, stop == 1 ? 50 : 150, &read, &moved, &waited,
+                                       &err), 0, "%s", err.msg);
         ix_ahead_close(a);
         cr_assert_eq(read, stop == 0 ? 0u : stop == 1 ? 100u : 200u);
     }
