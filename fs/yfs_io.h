@@ -24,7 +24,8 @@
  * Every reader tells the store of loaded pages where it reads
  * (yfs_pages_reader_at), so that the store keeps the pages needed soonest.
  * A page of the window whose load already ran but which the store let go
- * is queued to be read alone (yfs_loads_queue_page).
+ * is queued to be read alone (yfs_loads_queue_page); the first of a chunk's
+ * such pages a thread runs brings those near it (yfs_loads_run_page).
  *
  * Builds: when a segment build starts (yfs_io_build_starts), the loads and
  * pages alone its pages need go to the front of the queue, urgent: they

@@ -130,15 +130,15 @@ uint64_t yfs_load_bytes(const yfs_mount *m, const sh_plan *plan, uint64_t l)
 }
 
 /* Park the page at order position pos (raw[0..len), charged to hold),
- * brought by its load (by_load) or read alone: pinned when a build under
- * way wants it. A page read alone for its build before its load ran (its
- * load was refused memory: l->alone set) is not parked again by the load:
- * it is in the store already, or taken. */
-static void park(yfs_mount *m, const sh_plan *plan, yfs_loads *l, uint64_t pos, uint8_t *raw,
-                 uint32_t len, yfs_hold *hold, int by_load)
+ * brought by its load: pinned when a build under way wants it. A page the
+ * engine reads alone, or read alone for its build before its load ran (its
+ * load was refused memory: l->alone set), is not parked by the load: it is
+ * in the store already, taken, or about to be. */
+static void park_from_load(yfs_mount *m, const sh_plan *plan, yfs_loads *l, uint64_t pos,
+                           uint8_t *raw, uint32_t len, yfs_hold *hold)
 {
     pthread_mutex_lock(&l->lock);
-    int wanted = l->wanted[pos], elsewhere = by_load && l->alone[pos] != NOT_STARTED;
+    int wanted = l->wanted[pos], elsewhere = l->alone[pos] != NOT_STARTED;
     pthread_mutex_unlock(&l->lock);
     if (elsewhere) {
         free(raw);
@@ -201,7 +201,7 @@ static int execute(yfs_mount *m, const sh_plan *plan, yfs_loads *loads, uint64_t
             if (pos == want)
                 *raw = copy;
             else
-                park(m, plan, loads, pos, copy, p->length, hold, 1);
+                park_from_load(m, plan, loads, pos, copy, p->length, hold);
         }
     }
     yfs_segment_free(buf, end - start);
@@ -250,20 +250,38 @@ void yfs_loads_unqueue(yfs_loads *l, uint64_t load)
     take_queued(l, &l->state[load], NOT_STARTED);
 }
 
+/* The page at pos was read (raw[0..len), charged to hold) or not (raw
+ * NULL): park it, and let l->alone[pos] leave LOADING for DONE, or for
+ * NOT_STARTED when it was not read (its build reads it then, and reports
+ * any error). One step under the lock, the page parked before the state
+ * moves: a build waiting for it then finds it in the store. (The store's
+ * lock is taken under ours, as in yfs_loads_queue_page, never the reverse.) */
+static void settle_alone(yfs_mount *m, const sh_plan *plan, yfs_loads *l, uint64_t pos,
+                         uint8_t *raw, uint32_t len, yfs_hold *hold)
+{
+    pthread_mutex_lock(&l->lock);
+    assert(l->alone[pos] == LOADING);
+    if (raw)
+        (l->wanted[pos] ? yfs_pages_put_pinned : yfs_pages_put)(m->loaded, plan->epoch,
+                                                                 plan->order[pos], pos, raw,
+                                                                 len, hold);
+    l->alone[pos] = raw ? DONE : NOT_STARTED;
+    pthread_cond_broadcast(&l->finished);
+    pthread_mutex_unlock(&l->lock);
+}
+
 /* Read the page at pos alone, reserved in `mode`, and park it; l->alone[pos]
  * (LOADING, set by the caller) becomes DONE, or NOT_STARTED when it was not
  * read. Returns 1 when it was read, -1 otherwise. */
 static int read_and_park(yfs_mount *m, const sh_plan *plan, yfs_loads *l, uint64_t pos,
                          yfs_mem_mode mode, yfs_hold *hold)
 {
-    uint32_t len;
+    uint32_t len = 0;
     uint8_t *raw;
     uint64_t ignored_ns;
     pq_error ignored; /* its build reads it again, which reports the error */
     read_alone(m, plan->order[pos], mode, hold, &raw, &len, &ignored_ns, &ignored);
-    if (raw)
-        park(m, plan, l, pos, raw, len, hold, 0);
-    finish(l, &l->alone[pos], raw ? DONE : NOT_STARTED);
+    settle_alone(m, plan, l, pos, raw, len, hold);
     return raw ? 1 : -1;
 }
 
@@ -337,12 +355,161 @@ void yfs_loads_unqueue_page(yfs_loads *l, uint64_t pos)
     take_queued(l, &l->alone[pos], NOT_STARTED);
 }
 
+/* The end of the last byte of pages [from, to] of one run (offsets
+ * ascend, lengths come from the file: the furthest end, not the last's). */
+static uint64_t pages_end(const ix_index *ix, uint32_t from, uint32_t to)
+{
+    uint64_t end = 0;
+    for (uint32_t q = from; q <= to; q++)
+        if (ix->pages[q].offset + ix->pages[q].length > end)
+            end = ix->pages[q].offset + ix->pages[q].length;
+    return end;
+}
+
+/* Take, besides pos (LOADING already), the pages of its load the engine has
+ * queued to read alone that lie near it on storage (lock not held): they
+ * go LOADING, and `group` gets pos and them, in storage order; returns how
+ * many. A page joins while the group's range (from its first page's offset
+ * to the furthest end of the pages between) stays within twice the group's
+ * bytes, as a chunk load's (chunk_range), and YFS_LOADS_TOGETHER_MAX pages:
+ * the side that widens the range least first. The range lies within the
+ * load's, so it is never more than the load would have read. */
+static size_t take_together(const ix_index *ix, const sh_plan *plan, yfs_loads *l,
+                            uint64_t pos, uint64_t group[YFS_LOADS_TOGETHER_MAX])
+{
+    const sh_schedule *sched = &plan->schedule;
+    uint32_t load = sched->source[pos];
+    const sh_load *ld = &sched->loads[load];
+    uint64_t start, end;
+    group[0] = pos;
+    if (chunk_range(ix, ld, &start, &end) < 0)
+        return 1; /* offsets do not ascend: the page alone */
+    /* The load's pages queued alone, and pos's, in page order (storage
+     * order); `at` is pos's among them. */
+    uint32_t cand[SH_CHUNK_MAX_PAGES];
+    size_t n = 0, at = 0;
+    pthread_mutex_lock(&l->lock);
+    for (uint32_t q = ld->first_page; q < ld->first_page + ld->pages; q++) {
+        uint32_t p = sched->position[q];
+        if (p == pos)
+            at = n;
+        if (p == pos || (sched->source[p] == load && l->alone[p] == QUEUED))
+            cand[n++] = q;
+    }
+    assert(n > at && cand[at] == plan->order[pos]);
+    size_t lo = at, hi = at; /* the group: cand[lo..hi] */
+    uint64_t bytes = ix->pages[cand[at]].length;
+    end = ix->pages[cand[at]].offset + ix->pages[cand[at]].length;
+    while (hi - lo + 1 < YFS_LOADS_TOGETHER_MAX && (lo > 0 || hi + 1 < n)) {
+        /* the range with the page before, or after, the group */
+        uint64_t end_before = lo > 0 ? pages_end(ix, cand[lo - 1], cand[lo] - 1) : 0;
+        uint64_t end_after = hi + 1 < n ? pages_end(ix, cand[hi] + 1, cand[hi + 1]) : 0;
+        uint64_t span_before = lo > 0 ? (end_before > end ? end_before : end) -
+                                            ix->pages[cand[lo - 1]].offset
+                                      : UINT64_MAX;
+        uint64_t span_after = hi + 1 < n ? (end_after > end ? end_after : end) -
+                                               ix->pages[cand[lo]].offset
+                                         : UINT64_MAX;
+        int before = span_before <= span_after;
+        uint32_t joins = before ? cand[lo - 1] : cand[hi + 1];
+        uint64_t span = before ? span_before : span_after;
+        if (span > 2 * (bytes + ix->pages[joins].length))
+            break;
+        bytes += ix->pages[joins].length;
+        if (before)
+            lo--;
+        else
+            hi++;
+        end = ix->pages[cand[lo]].offset + span;
+    }
+    for (size_t i = lo; i <= hi; i++) {
+        uint32_t p = sched->position[cand[i]];
+        if (p != pos)
+            l->alone[p] = LOADING;
+        group[i - lo] = p;
+    }
+    pthread_mutex_unlock(&l->lock);
+    return hi - lo + 1;
+}
+
+/* Read the pages of `group` (n > 1, LOADING, in storage order, pos among
+ * them) in one storage read and park them: pos's page reserved in `mode`,
+ * the others as a prefetch, with the range's buffer (in pos's mode); all or
+ * none. Returns 1 when they were read and parked (their states DONE); 0
+ * when memory was refused: the others go back to QUEUED (their entries in
+ * the engine's queue read them alone in turn; one whose reader the engine
+ * forgot meanwhile stays QUEUED with no entry, and its build reads it as
+ * any page not parked), pos stays LOADING for the caller; -1 when the read
+ * failed: every page of the group goes to NOT_STARTED (their builds read
+ * them and report the error). */
+static int read_together(yfs_mount *m, const sh_plan *plan, yfs_loads *l, uint64_t pos,
+                         const uint64_t *group, size_t n, yfs_mem_mode mode, yfs_hold *hold)
+{
+    const ix_index *ix = m->ix;
+    uint32_t first = plan->order[group[0]], last = plan->order[group[n - 1]];
+    uint64_t start = ix->pages[first].offset;
+    uint64_t length = pages_end(ix, first, last) - start, others = 0;
+    for (size_t i = 0; i < n; i++)
+        if (group[i] != pos)
+            others += ix->pages[plan->order[group[i]]].length;
+    uint32_t mine = ix->pages[plan->order[pos]].length;
+    /* what is reserved: 1 the range's buffer, 2 and pos's page, 3 and the others */
+    int reserved = yfs_budget_reserve(m->budget, length, YFS_MEM_CHUNKS, mode, hold) == 0;
+    reserved += reserved == 1 &&
+                yfs_budget_reserve(m->budget, mine, YFS_MEM_RAW, mode, hold) == 0;
+    reserved += reserved == 2 &&
+                yfs_budget_reserve(m->budget, others, YFS_MEM_RAW, YFS_PREFETCH, hold) == 0;
+    uint8_t *buf = reserved == 3 ? yfs_segment_alloc(length) : NULL;
+    pq_error ignored; /* the pages' builds read them again, which reports the error */
+    uint32_t file = ix->chunks[ix_locate(ix, first)].file;
+    int rc = buf ? storage_read(m, file, start, buf, length, first, last - first + 1, NULL,
+                                &ignored)
+                 : -1;
+    uint8_t *copies[YFS_LOADS_TOGETHER_MAX] = { 0 };
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        const ix_page *p = &ix->pages[plan->order[group[i]]];
+        if (!(copies[i] = malloc(p->length ? p->length : 1)))
+            rc = -1;
+        else
+            memcpy(copies[i], buf + (p->offset - start), p->length);
+    }
+    if (buf)
+        yfs_segment_free(buf, length);
+    if (reserved >= 1)
+        yfs_budget_release(m->budget, length, YFS_MEM_CHUNKS, hold);
+    if (rc < 0) {
+        for (size_t i = 0; i < n; i++)
+            free(copies[i]);
+        if (reserved >= 2)
+            yfs_budget_release(m->budget, mine, YFS_MEM_RAW, hold);
+        if (reserved == 3)
+            yfs_budget_release(m->budget, others, YFS_MEM_RAW, hold);
+        pthread_mutex_lock(&l->lock);
+        for (size_t i = 0; i < n; i++)
+            if (group[i] != pos || buf)
+                l->alone[group[i]] = buf ? NOT_STARTED : QUEUED;
+        pthread_cond_broadcast(&l->finished);
+        pthread_mutex_unlock(&l->lock);
+        return buf ? -1 : 0;
+    }
+    yfs_count(&m->stats.reads_together, 1);
+    yfs_count(&m->stats.pages_read_together, n);
+    for (size_t i = 0; i < n; i++)
+        settle_alone(m, plan, l, group[i], copies[i], ix->pages[plan->order[group[i]]].length,
+                     hold);
+    return 1;
+}
+
 int yfs_loads_run_page(yfs_mount *m, const sh_plan *plan, yfs_loads *l, uint64_t pos,
                        int for_build, yfs_hold *hold)
 {
     if (!take_queued(l, &l->alone[pos], LOADING))
         return 0;
-    return read_and_park(m, plan, l, pos, for_build ? YFS_TRY : YFS_PREFETCH, hold);
+    yfs_mem_mode mode = for_build ? YFS_TRY : YFS_PREFETCH;
+    uint64_t group[YFS_LOADS_TOGETHER_MAX];
+    size_t n = take_together(m->ix, plan, l, pos, group);
+    int rc = n > 1 ? read_together(m, plan, l, pos, group, n, mode, hold) : 0;
+    return rc != 0 ? rc : read_and_park(m, plan, l, pos, mode, hold);
 }
 
 int yfs_page_fetch(yfs_mount *m, const sh_plan *sp, yfs_loads *l, uint64_t pos,

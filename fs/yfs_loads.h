@@ -37,6 +37,9 @@
 
 typedef struct yfs_mount yfs_mount;
 
+/* The most pages one read of pages queued alone brings (yfs_loads_run_page). */
+#define YFS_LOADS_TOGETHER_MAX 32
+
 /* Progress of one plan's loads. */
 typedef struct yfs_loads {
     pthread_mutex_t lock;
@@ -104,7 +107,15 @@ void yfs_loads_want(yfs_loads *loads, uint64_t pos);
 /* A queued page leaves the queue without being read. */
 void yfs_loads_unqueue_page(yfs_loads *loads, uint64_t pos);
 /* Read the queued page at pos alone and park it, reserved as yfs_loads_run
- * reserves a refused load's page; the same returns. */
+ * reserves a refused load's page; the same returns. The other pages of its
+ * load queued to be read alone come in the same storage read when they lie
+ * near it (the range at most twice their bytes, at most
+ * YFS_LOADS_TOGETHER_MAX pages; reserved as a prefetch with the range's
+ * buffer, else pos's page is read alone): pages of one chunk let go for
+ * memory, or a refused load's pages a build wants, cost one request
+ * instead of one each (counted as reads_together and pages_read_together,
+ * not as pages_read_alone). Their own queue entries then find them taken
+ * (0). */
 int yfs_loads_run_page(yfs_mount *m, const sh_plan *plan, yfs_loads *loads, uint64_t pos,
                        int for_build, yfs_hold *hold);
 

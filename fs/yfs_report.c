@@ -263,6 +263,8 @@ static json_t *counters_json(yfs_mount *m)
         { "chunk_loads", &s->chunk_loads },
         { "pages_from_chunks", &s->pages_from_chunks },
         { "pages_read_alone", &s->pages_read_alone },
+        { "reads_together", &s->reads_together },
+        { "pages_read_together", &s->pages_read_together },
         { "loaded_pages_dropped", &s->loaded_pages_dropped },
         { "redirections", &s->redirections },
         { "dictionaries_loaded", &s->dictionaries_loaded },

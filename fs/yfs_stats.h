@@ -21,6 +21,8 @@ typedef struct yfs_stats {
                                                   flight, running one, reading a page alone */
     _Atomic uint64_t pages_from_chunks; /* pages served from a chunk load */
     _Atomic uint64_t pages_read_alone;  /* pages read on their own */
+    _Atomic uint64_t reads_together;    /* reads of several queued pages of a load at once */
+    _Atomic uint64_t pages_read_together; /* ... the pages they brought */
     _Atomic uint64_t loaded_pages_dropped; /* loaded pages dropped for memory */
     _Atomic uint64_t redirections;      /* served pages other than requested, by plans built */
     _Atomic uint64_t decode_nanoseconds; /* decompressing and decoding pages */

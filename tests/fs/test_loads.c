@@ -215,9 +215,6 @@ Test(loads, a_refused_loads_other_wanted_pages_are_queued_alone)
     cr_assert_eq(yfs_loads_queue_wanted(&plan->plan, &plan->loads, load, got, 8), 0,
                  "queued twice");
     uint64_t first = got[0], second = got[1];
-    cr_assert_eq(yfs_loads_run_page(m, &plan->plan, &plan->loads, first, 1, &h), 1);
-    cr_assert(yfs_pages_holds(m->loaded, 0, plan->plan.order[first]), "not parked");
-    yfs_budget_release(m->budget, filler, YFS_MEM_PLANS, NULL);
 
     /* the build fetches the second itself before the engine reads it */
     uint8_t *raw, *want = on_disk(m, plan->plan.order[second]);
@@ -234,10 +231,17 @@ Test(loads, a_refused_loads_other_wanted_pages_are_queued_alone)
     cr_assert_eq(yfs_counter(&m->stats.pages_read_alone), alone);
     cr_assert_not(yfs_pages_holds(m->loaded, 0, plan->plan.order[second]));
 
+    cr_assert_eq(yfs_loads_run_page(m, &plan->plan, &plan->loads, first, 1, &h), 1);
+    cr_assert(yfs_pages_holds(m->loaded, 0, plan->plan.order[first]), "not parked");
+    cr_assert_eq(yfs_counter(&m->stats.pages_read_alone), alone + 1);
+    cr_assert_eq(yfs_counter(&m->stats.reads_together), 0, "the build's page read again");
+    yfs_budget_release(m->budget, filler, YFS_MEM_PLANS, NULL);
+
     uint8_t *parked;
     cr_assert_eq(yfs_page_fetch(m, &plan->plan, &plan->loads, first, &h, &parked, &len, &err), 0,
                  "%s", err.msg);
-    cr_assert_eq(yfs_counter(&m->stats.pages_read_alone), alone, "the parked page read again");
+    cr_assert_eq(yfs_counter(&m->stats.pages_read_alone), alone + 1,
+                 "the parked page read again");
     free(parked);
     yfs_budget_release(m->budget, len, YFS_MEM_RAW, &h);
     /* the build of pos takes its page too */
@@ -245,6 +249,131 @@ Test(loads, a_refused_loads_other_wanted_pages_are_queued_alone)
                  "%s", err.msg);
     free(parked);
     yfs_budget_release(m->budget, len, YFS_MEM_RAW, &h);
+    yfs_hold_leave(m->budget, &h);
+    yfs_plans_put(m->plans, plan);
+    yfs_mount_close(m);
+}
+
+/* A position of the small chunks' plan whose load serves at least `min`
+ * pages, all of them (order positions, in storage order) to served[]
+ * (room for SH_CHUNK_MAX_PAGES); returns how many. */
+static size_t load_serving(const yfs_plan *plan, size_t min, uint64_t *served)
+{
+    const sh_schedule *sched = &plan->plan.schedule;
+    for (uint32_t load = 0; load < sched->num_loads; load++) {
+        const sh_load *ld = &sched->loads[load];
+        size_t n = 0;
+        for (uint32_t q = ld->first_page; q < ld->first_page + ld->pages; q++)
+            if (sched->source[sched->position[q]] == load)
+                served[n++] = sched->position[q];
+        if (n >= min)
+            return n;
+    }
+    cr_assert_fail("no load serving %zu pages", min);
+    return 0;
+}
+
+/* Each page of the plan at the given positions, fetched as a build does,
+ * is the bytes on disk. */
+static void fetch_same_as_disk(yfs_mount *m, yfs_plan *plan, const uint64_t *pos, size_t n,
+                               yfs_hold *h)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint8_t *raw, *want = on_disk(m, plan->plan.order[pos[i]]);
+        uint32_t len;
+        pq_error err;
+        cr_assert_eq(yfs_page_fetch(m, &plan->plan, &plan->loads, pos[i], h, &raw, &len, &err),
+                     0, "%s", err.msg);
+        cr_assert_eq(memcmp(raw, want, len), 0, "position %llu: other bytes than on disk",
+                     (unsigned long long)pos[i]);
+        free(raw);
+        free(want);
+        yfs_budget_release(m->budget, len, YFS_MEM_RAW, h);
+    }
+}
+
+/* The engine's queued reads of pages of one load, near each other on
+ * storage, are one storage read: every page parked with the bytes on disk,
+ * none read again by its build; a page queued after the others are read is
+ * read alone. */
+Test(loads, a_loads_pages_queued_alone_are_read_together)
+{
+    yfs_plan *plan;
+    yfs_mount *m = open_small_chunks(&plan);
+    uint64_t served[SH_CHUNK_MAX_PAGES];
+    size_t n = load_serving(plan, 4, served);
+    uint32_t load = plan->plan.schedule.source[served[0]];
+    yfs_hold h = { 0 };
+    yfs_hold_enter(m->budget, &h);
+    /* a build refused the load: it read its page alone, and wants the rest */
+    uint64_t filler = yfs_budget_limit(m->budget) - yfs_budget_limit(m->budget) / 8;
+    yfs_budget_reserve(m->budget, filler, YFS_MEM_PLANS, YFS_FORCE, NULL);
+    for (size_t i = 0; i < n; i++)
+        yfs_loads_want(&plan->loads, served[i]);
+    cr_assert_eq(yfs_loads_queue(&plan->loads, load), 1);
+    cr_assert_eq(yfs_loads_run(m, &plan->plan, &plan->loads, load, served[0], 1, &h), 1);
+    yfs_budget_release(m->budget, filler, YFS_MEM_PLANS, NULL);
+    uint64_t got[SH_CHUNK_MAX_PAGES];
+    cr_assert_eq(yfs_loads_queue_wanted(&plan->plan, &plan->loads, load, got, n), n - 1);
+    uint64_t reads = yfs_counter(&m->stats.pages_read_alone);
+    uint64_t bytes = yfs_counter(&m->stats.bytes_read);
+
+    cr_assert_eq(yfs_loads_run_page(m, &plan->plan, &plan->loads, got[1], 1, &h), 1);
+    cr_assert_eq(yfs_counter(&m->stats.reads_together), 1);
+    cr_assert_eq(yfs_counter(&m->stats.pages_read_together), n - 1, "not every queued page");
+    cr_assert_eq(yfs_counter(&m->stats.pages_read_alone), reads);
+    for (size_t i = 0; i < n; i++)
+        cr_assert(yfs_pages_holds(m->loaded, 0, plan->plan.order[served[i]]),
+                  "position %llu not parked", (unsigned long long)served[i]);
+    for (size_t i = 0; i < n - 1; i++)
+        cr_assert_eq(yfs_loads_run_page(m, &plan->plan, &plan->loads, got[i], 1, &h), 0,
+                     "read again by its own entry");
+    uint64_t range = 0;
+    for (size_t i = 1; i < n; i++)
+        range += m->ix->pages[plan->plan.order[served[i]]].length;
+    cr_assert_leq(yfs_counter(&m->stats.bytes_read) - bytes, 2 * range);
+
+    fetch_same_as_disk(m, plan, served, n, &h);
+    cr_assert_eq(yfs_counter(&m->stats.pages_read_alone), reads, "a parked page read again");
+    cr_assert_eq(yfs_counter(&m->stats.reads_together), 1);
+    yfs_hold_leave(m->budget, &h);
+    yfs_plans_put(m->plans, plan);
+    yfs_mount_close(m);
+}
+
+/* Two queued pages of one load far apart for their size (the first and
+ * the last of a load of many) are not read together: the range would be
+ * mostly bytes nobody asked for. */
+Test(loads, pages_far_apart_for_their_size_are_read_alone)
+{
+    yfs_plan *plan;
+    yfs_mount *m = open_small_chunks(&plan);
+    uint64_t served[SH_CHUNK_MAX_PAGES];
+    size_t n = load_serving(plan, 6, served);
+    uint32_t load = plan->plan.schedule.source[served[0]];
+    yfs_hold h = { 0 };
+    yfs_hold_enter(m->budget, &h);
+    cr_assert_eq(yfs_loads_queue(&plan->loads, load), 1);
+    cr_assert_eq(yfs_loads_run(m, &plan->plan, &plan->loads, load, UINT64_MAX, 0, &h), 1);
+    uint64_t ends[2] = { served[0], served[n - 1] };
+    for (size_t i = 0; i < 2; i++) { /* the store lets them go: queued to be read alone */
+        uint32_t len;
+        uint8_t *raw = yfs_pages_take(m->loaded, 0, plan->plan.order[ends[i]], &h, &len);
+        cr_assert_not_null(raw, "the load did not park position %llu",
+                           (unsigned long long)ends[i]);
+        free(raw);
+        yfs_budget_release(m->budget, len, YFS_MEM_RAW, &h);
+        cr_assert_eq(yfs_loads_queue_page(m, &plan->plan, &plan->loads, ends[i]), 1);
+    }
+    cr_assert_eq(yfs_loads_run_page(m, &plan->plan, &plan->loads, ends[0], 0, &h), 1);
+    cr_assert_eq(yfs_counter(&m->stats.reads_together), 0, "read with bytes nobody wants");
+    cr_assert_eq(yfs_counter(&m->stats.pages_read_alone), 1);
+    cr_assert_eq(yfs_loads_run_page(m, &plan->plan, &plan->loads, ends[1], 0, &h), 1);
+    cr_assert_eq(yfs_counter(&m->stats.pages_read_alone), 2);
+    /* the rest of the load's pages are taken, and the two come back as on disk */
+    fetch_same_as_disk(m, plan, served + 1, n - 2, &h);
+    fetch_same_as_disk(m, plan, ends, 2, &h);
+    cr_assert_eq(yfs_counter(&m->stats.pages_read_alone), 2);
     yfs_hold_leave(m->budget, &h);
     yfs_plans_put(m->plans, plan);
     yfs_mount_close(m);
