@@ -274,6 +274,14 @@ static void *io_thread(void *arg)
             continue;
         }
         queued q = pop(io);
+        if (q.alone && !yfs_loads_page_queued(&q.plan->loads, q.need)) {
+            /* read with another page of its load, or by its build: no room
+             * to make for it (the plan's reference goes without our lock) */
+            pthread_mutex_unlock(&io->lock);
+            let_go(io, q, 0);
+            pthread_mutex_lock(&io->lock);
+            continue;
+        }
         uint64_t bytes = queued_bytes(m, &q);
         /* Room in the store for it besides what is in flight, made by
          * dropping parked pages needed after all it brings (the store's

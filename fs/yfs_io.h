@@ -25,7 +25,8 @@
  * (yfs_pages_reader_at), so that the store keeps the pages needed soonest.
  * A page of the window whose load already ran but which the store let go
  * is queued to be read alone (yfs_loads_queue_page); the first of a chunk's
- * such pages a thread runs brings those near it (yfs_loads_run_page).
+ * such pages a thread runs brings those near it (yfs_loads_run_page), and
+ * their own entries are dropped unread, with no room made for them.
  *
  * Builds: when a segment build starts (yfs_io_build_starts), the loads and
  * pages alone its pages need go to the front of the queue, urgent: they

@@ -355,6 +355,14 @@ void yfs_loads_unqueue_page(yfs_loads *l, uint64_t pos)
     take_queued(l, &l->alone[pos], NOT_STARTED);
 }
 
+int yfs_loads_page_queued(yfs_loads *l, uint64_t pos)
+{
+    pthread_mutex_lock(&l->lock);
+    int queued = l->alone[pos] == QUEUED;
+    pthread_mutex_unlock(&l->lock);
+    return queued;
+}
+
 /* The end of the last byte of pages [from, to] of one run (offsets
  * ascend, lengths come from the file: the furthest end, not the last's). */
 static uint64_t pages_end(const ix_index *ix, uint32_t from, uint32_t to)

@@ -106,6 +106,10 @@ int yfs_loads_queue_page(yfs_mount *m, const sh_plan *plan, yfs_loads *loads, ui
 void yfs_loads_want(yfs_loads *loads, uint64_t pos);
 /* A queued page leaves the queue without being read. */
 void yfs_loads_unqueue_page(yfs_loads *loads, uint64_t pos);
+/* Whether the page at pos is still queued to be read alone: not when it
+ * came with another queued page of its load (yfs_loads_run_page) or its
+ * build fetched it. */
+int yfs_loads_page_queued(yfs_loads *loads, uint64_t pos);
 /* Read the queued page at pos alone and park it, reserved as yfs_loads_run
  * reserves a refused load's page; the same returns. The other pages of its
  * load queued to be read alone come in the same storage read when they lie
