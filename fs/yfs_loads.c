@@ -468,6 +468,7 @@ static int read_together(yfs_mount *m, const sh_plan *plan, yfs_loads *l, uint64
     reserved += reserved == 2 &&
                 yfs_budget_reserve(m->budget, others, YFS_MEM_RAW, YFS_PREFETCH, hold) == 0;
     uint8_t *buf = reserved == 3 ? yfs_segment_alloc(length) : NULL;
+    int refused = !buf; /* no room (or no mapping): the others go back to QUEUED */
     pq_error ignored; /* the pages' builds read them again, which reports the error */
     uint32_t file = ix->chunks[ix_locate(ix, first)].file;
     int rc = buf ? storage_read(m, file, start, buf, length, first, last - first + 1, NULL,
@@ -494,11 +495,11 @@ static int read_together(yfs_mount *m, const sh_plan *plan, yfs_loads *l, uint64
             yfs_budget_release(m->budget, others, YFS_MEM_RAW, hold);
         pthread_mutex_lock(&l->lock);
         for (size_t i = 0; i < n; i++)
-            if (group[i] != pos || buf)
-                l->alone[group[i]] = buf ? NOT_STARTED : QUEUED;
+            if (group[i] != pos || !refused)
+                l->alone[group[i]] = refused ? QUEUED : NOT_STARTED;
         pthread_cond_broadcast(&l->finished);
         pthread_mutex_unlock(&l->lock);
-        return buf ? -1 : 0;
+        return refused ? 0 : -1;
     }
     yfs_count(&m->stats.reads_together, 1);
     yfs_count(&m->stats.pages_read_together, n);
