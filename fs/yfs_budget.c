@@ -169,13 +169,14 @@ static int fits(const yfs_budget *b, uint64_t bytes, yfs_mem_mode mode)
  * whole limit, they freed nothing while a prefetch was refused between the
  * two, and idle segments read to the end kept the headroom full for good),
  * at `level` (a yfs_reclaim_fn's `demand`). */
-static uint64_t reclaim(yfs_budget *b, uint64_t bytes, yfs_mem_mode mode, int level)
+static uint64_t reclaim(yfs_budget *b, uint64_t bytes, yfs_mem_mode mode, int level,
+                        const yfs_hold *asking)
 {
     uint64_t retry = 0, limit = limit_of(b, mode);
     for (int i = 0; i < b->num_reclaimers && b->used + bytes > limit; i++) {
         uint64_t need = b->used + bytes - limit;
         pthread_mutex_unlock(&b->lock);
-        uint64_t at = b->reclaimers[i].fn(b->reclaimers[i].ctx, need, level);
+        uint64_t at = b->reclaimers[i].fn(b->reclaimers[i].ctx, need, level, asking);
         pthread_mutex_lock(&b->lock);
         if (at && (!retry || at < retry))
             retry = at;
@@ -212,14 +213,14 @@ static uint64_t stuck_for(const yfs_budget *b, const yfs_hold *hold)
     return blocked;
 }
 
-/* What the reclaimers would drop now at `level` (see Patience in
- * yfs_budget.h): asked with the lock released, like them. */
-static uint64_t idle_now(yfs_budget *b, int level)
+/* What the reclaimers would drop now at `level` for `asking` (see Patience
+ * in yfs_budget.h): asked with the lock released, like them. */
+static uint64_t idle_now(yfs_budget *b, int level, const yfs_hold *asking)
 {
     uint64_t idle = 0;
     pthread_mutex_unlock(&b->lock);
     for (int i = 0; i < b->num_reclaimers; i++)
-        idle += b->reclaimers[i].idle(b->reclaimers[i].ctx, level);
+        idle += b->reclaimers[i].idle(b->reclaimers[i].ctx, level, asking);
     pthread_mutex_lock(&b->lock);
     return idle;
 }
@@ -242,13 +243,13 @@ static int reclaim_level(yfs_budget *b, uint64_t bytes, yfs_mem_mode mode, const
     if (mode == YFS_DEMAND) {
         if (patience == OUT_OF_PATIENCE)
             return YFS_RECLAIM_ALL;
-        uint64_t idle = idle_now(b, YFS_RECLAIM_ALL);
+        uint64_t idle = idle_now(b, YFS_RECLAIM_ALL, hold);
         if ((b->used > idle ? b->used - idle : 0) <= stuck_for(b, hold))
             return YFS_RECLAIM_ALL;
         if (patience == IMPATIENT)
             return YFS_RECLAIM_IMPATIENT;
     }
-    uint64_t idle = idle_now(b, YFS_RECLAIM_DEMAND);
+    uint64_t idle = idle_now(b, YFS_RECLAIM_DEMAND, hold);
     uint64_t kept = b->used > idle ? b->used - idle : 0;
     return kept + bytes <= limit_of(b, mode) ? YFS_RECLAIM_DEMAND : NO_RECLAIM;
 }
@@ -373,7 +374,7 @@ int yfs_budget_reserve(yfs_budget *b, uint64_t bytes, yfs_mem_kind kind, yfs_mem
                     : mode == YFS_FORCE  ? YFS_RECLAIM_DEMAND
                                          : reclaim_level(b, bytes, mode, hold, patience);
         int reclaimed = level != NO_RECLAIM;
-        uint64_t retry = reclaimed ? reclaim(b, bytes, mode, level) : 0;
+        uint64_t retry = reclaimed ? reclaim(b, bytes, mode, level, hold) : 0;
         /* waiting out a stage of patience: until something is freed, or
          * the stage passes */
         int timed = !reclaimed || level == YFS_RECLAIM_IMPATIENT;

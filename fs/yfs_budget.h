@@ -106,7 +106,9 @@ typedef struct yfs_hold {
 } yfs_hold;
 
 /* A reclaimer frees idle memory for a reservation short of `need` bytes
- * (releasing it through yfs_budget_release), and returns the CLOCK_MONOTONIC
+ * (releasing it through yfs_budget_release), made for `asking` (the
+ * reservation's hold: NULL when it has none; a reclaimer may keep for
+ * later what that activity is ahead of), and returns the CLOCK_MONOTONIC
  * time (ns) at which it may free more than it could now (idle memory going
  * stale), or 0. `demand` is 0 for YFS_PREFETCH reservations: free only what
  * is worthless then; YFS_RECLAIM_DEMAND for a demand (or try) reservation;
@@ -118,11 +120,12 @@ typedef struct yfs_hold {
 #define YFS_RECLAIM_DEMAND 1
 #define YFS_RECLAIM_IMPATIENT 2
 #define YFS_RECLAIM_ALL 3
-typedef uint64_t (*yfs_reclaim_fn)(void *ctx, uint64_t need, int demand);
+typedef uint64_t (*yfs_reclaim_fn)(void *ctx, uint64_t need, int demand,
+                                   const yfs_hold *asking);
 /* Its count: the bytes the reclaimer would free now at level `demand` (a
- * YFS_RECLAIM_* level) for a reservation of unbounded need, without freeing
- * them. Called without the accountant's lock. */
-typedef uint64_t (*yfs_idle_fn)(void *ctx, int demand);
+ * YFS_RECLAIM_* level) for a reservation of `asking` of unbounded need,
+ * without freeing them. Called without the accountant's lock. */
+typedef uint64_t (*yfs_idle_fn)(void *ctx, int demand, const yfs_hold *asking);
 
 /* How long a reservation that may wait keeps the caches (see Patience). */
 #define YFS_BUDGET_PATIENCE_NS (100u * 1000u * 1000u)

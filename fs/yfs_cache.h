@@ -20,7 +20,10 @@
  *     asking left half-read; queued prefetches; segments untouched for a
  *     second (their readers paused or left); prefetched segments no reader
  *     has asked for yet, the most recently built first (the furthest ahead
- *     of their readers). Then it waits in the accountant until readers
+ *     of their readers), but for a prefetch's build that no reader waits
+ *     for, only those served after the segment it builds (parts take an
+ *     epoch's segments in index order: a reader needs the others first).
+ *     Then it waits in the accountant until readers
  *     finish, builds end, or segments go stale. It goes ahead over
  *     budget only by the accountant's rule (nothing else can make room:
  *     e.g. a segment larger than the whole budget).

@@ -29,8 +29,8 @@ struct yfs_dicts {
     uint64_t idle_bytes;   /* bytes of unreferenced entries */
 };
 
-static uint64_t reclaim(void *ctx, uint64_t need, int demand);
-static uint64_t idle(void *ctx, int demand);
+static uint64_t reclaim(void *ctx, uint64_t need, int demand, const yfs_hold *asking);
+static uint64_t idle(void *ctx, int demand, const yfs_hold *asking);
 
 yfs_dicts *yfs_dicts_new(const ix_index *ix, yfs_budget *budget, uint64_t cap,
                          yfs_stats *stats)
@@ -121,8 +121,9 @@ static uint64_t kept_idle(const yfs_dicts *c, int demand)
 }
 
 /* A demand read short of room. */
-static uint64_t reclaim(void *ctx, uint64_t need, int demand)
+static uint64_t reclaim(void *ctx, uint64_t need, int demand, const yfs_hold *asking)
 {
+    (void)asking; /* the same for every activity */
     yfs_dicts *c = ctx;
     if (!demand)
         return 0;
@@ -136,8 +137,9 @@ static uint64_t reclaim(void *ctx, uint64_t need, int demand)
 
 /* What reclaim drops for a demand read at that level: the idle
  * dictionaries past those it keeps. */
-static uint64_t idle(void *ctx, int demand)
+static uint64_t idle(void *ctx, int demand, const yfs_hold *asking)
 {
+    (void)asking; /* the same for every activity */
     yfs_dicts *c = ctx;
     pthread_mutex_lock(&c->lock);
     uint64_t keep = kept_idle(c, demand);

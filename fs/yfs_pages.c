@@ -197,8 +197,8 @@ void yfs_pages_reader_gone(yfs_pages *s, const void *reader)
 
 /* ---- entries ---- */
 
-static uint64_t reclaim(void *ctx, uint64_t need, int demand);
-static uint64_t idle(void *ctx, int demand);
+static uint64_t reclaim(void *ctx, uint64_t need, int demand, const yfs_hold *asking);
+static uint64_t idle(void *ctx, int demand, const yfs_hold *asking);
 
 yfs_pages *yfs_pages_new(yfs_budget *budget, uint64_t cap, yfs_stats *stats)
 {
@@ -289,8 +289,9 @@ static int room_for(yfs_pages *s, uint64_t bytes, uint64_t epoch, uint64_t need,
 
 /* A reservation short of room: stale entries are worth nothing to anyone;
  * for a demand read, parked pages are only a saving of I/O. */
-static uint64_t reclaim(void *ctx, uint64_t need, int demand)
+static uint64_t reclaim(void *ctx, uint64_t need, int demand, const yfs_hold *asking)
 {
+    (void)asking; /* the same for every activity */
     yfs_pages *s = ctx;
     pthread_mutex_lock(&s->lock);
     /* Without readers nothing is known to be worthless (the framed store). */
@@ -310,8 +311,9 @@ static uint64_t reclaim(void *ctx, uint64_t need, int demand)
 }
 
 /* What reclaim drops for a demand read: every parked page. */
-static uint64_t idle(void *ctx, int demand)
+static uint64_t idle(void *ctx, int demand, const yfs_hold *asking)
 {
+    (void)asking; /* the same for every activity */
     (void)demand; /* the same at every level */
     yfs_pages *s = ctx;
     pthread_mutex_lock(&s->lock);

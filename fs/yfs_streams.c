@@ -178,9 +178,10 @@ static uint64_t shed_oldest(yfs_streams *st, uint64_t need)
  * MB/s against 290). A stream closed gives its dictionary back to the
  * cache, idle now: the returned time (now) has the waiter call the
  * reclaimers again, so that the dictionary cache's drops it too. */
-static uint64_t reclaim(void *ctx, uint64_t need, int demand)
+static uint64_t reclaim(void *ctx, uint64_t need, int demand, const yfs_hold *asking)
 {
     yfs_streams *st = ctx;
+    (void)asking; /* the same for every activity */
     if (demand < YFS_RECLAIM_DEMAND)
         return 0;
     uint64_t freed = shed_oldest(st, need);
@@ -205,9 +206,10 @@ static uint64_t reclaim(void *ctx, uint64_t need, int demand)
 /* What reclaim frees: for a demand read, the paused streams' reads ahead;
  * out of patience, every paused stream (their dictionaries, idle once
  * closed, are the dictionary cache's to count). */
-static uint64_t idle(void *ctx, int demand)
+static uint64_t idle(void *ctx, int demand, const yfs_hold *asking)
 {
     yfs_streams *st = ctx;
+    (void)asking;
     if (demand < YFS_RECLAIM_DEMAND)
         return 0;
     pthread_mutex_lock(&st->lock);

@@ -12,12 +12,7 @@
 
 #include "ix_claims.h"
 #include "yfs_budget.h"
-
-static void sleep_ms(long ms)
-{
-    struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
-    nanosleep(&t, NULL);
-}
+#include "tfs.h"
 
 static uint64_t kind_bytes(yfs_budget *b, yfs_mem_kind k)
 {
@@ -97,7 +92,7 @@ static void *demand(void *arg)
 static int waiting_now(yfs_budget *b)
 {
     for (int i = 0; i < 200 && !yfs_budget_demand_waiting(b); i++)
-        sleep_ms(5);
+        tfs_sleep_ms(5);
     return yfs_budget_demand_waiting(b);
 }
 
@@ -110,7 +105,7 @@ Test(budget, demand_waits_for_room_and_wakes_on_release)
     pthread_t t;
     pthread_create(&t, NULL, demand, &w);
     cr_assert(waiting_now(b), "the demand did not wait");
-    sleep_ms(50);
+    tfs_sleep_ms(50);
     cr_assert_eq(atomic_load(&w.done), 0, "took room that was not there");
     cr_assert_eq(yfs_budget_used(b), 80);
 
@@ -154,13 +149,13 @@ Test(budget, a_release_wakes_only_the_waiters_it_can_let_through)
         pthread_create(&t[i], NULL, demand, &w[i]);
     }
     for (int i = 0; i < 200 && snapshot(b).demand_waits < WAITERS; i++)
-        sleep_ms(5);
+        tfs_sleep_ms(5);
     cr_assert_eq(snapshot(b).demand_waits, WAITERS);
 
     /* None of these releases lets anyone through. */
     for (int i = 0; i + 1 < STEPS; i++) {
         yfs_budget_release(b, 1, YFS_MEM_SEGMENTS, NULL);
-        sleep_ms(1);
+        tfs_sleep_ms(1);
     }
     uint64_t wakeups = snapshot(b).demand_waits - WAITERS;
     cr_assert_leq(wakeups, 2 * (STEPS - 1),
@@ -179,9 +174,9 @@ Test(budget, a_release_wakes_only_the_waiters_it_can_let_through)
                 done += atomic_load(&w[j].done);
             if (done >= k)
                 break;
-            sleep_ms(5);
+            tfs_sleep_ms(5);
         }
-        sleep_ms(5);
+        tfs_sleep_ms(5);
         done = 0;
         for (int j = 0; j < WAITERS; j++)
             done += atomic_load(&w[j].done);
@@ -218,7 +213,7 @@ Test(budget, a_request_larger_than_the_limit_runs_alone)
     waiter big = { b, 150, NULL, 0 };
     pthread_create(&t, NULL, demand, &big);
     cr_assert(waiting_now(b));
-    sleep_ms(30);
+    tfs_sleep_ms(30);
     cr_assert_eq(atomic_load(&big.done), 0, "an oversize request ran beside other memory");
     yfs_budget_release(b, 20, YFS_MEM_SEGMENTS, NULL);
     pthread_join(t, NULL);
@@ -260,13 +255,13 @@ Test(budget, holds_that_all_wait_do_not_deadlock)
     pthread_t t1, t2;
     pthread_create(&t1, NULL, demand, &w1);
     cr_assert(waiting_now(b));
-    sleep_ms(30);
+    tfs_sleep_ms(30);
     cr_assert_eq(atomic_load(&w1.done), 0, "went ahead while another build still ran");
 
     waiter w2 = { b, 50, &h2, 0 };
     pthread_create(&t2, NULL, demand, &w2);
     for (int i = 0; i < 400 && !atomic_load(&w1.done) && !atomic_load(&w2.done); i++)
-        sleep_ms(5);
+        tfs_sleep_ms(5);
     cr_assert(atomic_load(&w1.done) + atomic_load(&w2.done) == 1,
               "exactly one of two blocked builds goes ahead");
     waiter *ahead = atomic_load(&w1.done) ? &w1 : &w2, *other = ahead == &w1 ? &w2 : &w1;
@@ -300,11 +295,11 @@ Test(budget, a_new_build_never_goes_over_beside_blocked_ones)
     pthread_create(&t1, NULL, demand, &w1);
     cr_assert(waiting_now(b));
     pthread_create(&tf, NULL, demand, &wf);
-    sleep_ms(30);
+    tfs_sleep_ms(30);
     pthread_create(&t2, NULL, demand, &w2); /* now every hold waits */
     for (int i = 0; i < 400 && !atomic_load(&w1.done) && !atomic_load(&w2.done); i++)
-        sleep_ms(5);
-    sleep_ms(30);
+        tfs_sleep_ms(5);
+    tfs_sleep_ms(30);
     cr_assert_eq(atomic_load(&w1.done) + atomic_load(&w2.done), 1,
                  "exactly one of two blocked builds goes ahead (%d %d %d, used %llu)",
                  atomic_load(&w1.done), atomic_load(&w2.done), atomic_load(&wf.done),
@@ -325,7 +320,7 @@ Test(budget, a_new_build_never_goes_over_beside_blocked_ones)
                 if (rest[k] && atomic_load(&rest[k]->done))
                     done = rest[k];
             if (!done)
-                sleep_ms(5);
+                tfs_sleep_ms(5);
         }
         cr_assert(done, "a waiter was left waiting with room back");
         yfs_budget_release(b, done->hold->bytes, YFS_MEM_DECODED, done->hold);
@@ -351,7 +346,7 @@ Test(budget, a_hold_waits_while_one_of_its_threads_runs)
     pthread_t t;
     pthread_create(&t, NULL, demand, &w);
     cr_assert(waiting_now(b));
-    sleep_ms(30);
+    tfs_sleep_ms(30);
     cr_assert_eq(atomic_load(&w.done), 0);
     yfs_budget_release(b, 60, YFS_MEM_DECODED, &h); /* the helper's page is done */
     pthread_join(t, NULL);
@@ -365,18 +360,20 @@ Test(budget, a_hold_waits_while_one_of_its_threads_runs)
 /* A reclaimer holding idle memory: asked before anyone waits or is
  * refused, for what is missing; not asked for what fits. It drops only at
  * `least` (a yfs_reclaim_fn's `demand`) or above, and records the levels it
- * is asked at. */
+ * is asked at and the hold that asked last, of its reclaim and its count. */
 typedef struct idle_store {
     yfs_budget *b;
     uint64_t idle;
     uint64_t asked, calls;
     int least;
     int levels[64];
+    const yfs_hold *reclaim_asking, *count_asking;
 } idle_store;
 
-static uint64_t drop_idle(void *ctx, uint64_t need, int demand)
+static uint64_t drop_idle(void *ctx, uint64_t need, int demand, const yfs_hold *asking)
 {
     idle_store *s = ctx;
+    s->reclaim_asking = asking;
     if (s->calls < 64)
         s->levels[s->calls] = demand;
     s->calls++;
@@ -389,9 +386,10 @@ static uint64_t drop_idle(void *ctx, uint64_t need, int demand)
     return 0;
 }
 
-static uint64_t count_idle(void *ctx, int demand)
+static uint64_t count_idle(void *ctx, int demand, const yfs_hold *asking)
 {
     idle_store *s = ctx;
+    s->count_asking = asking;
     return demand < s->least ? 0 : s->idle;
 }
 
@@ -413,6 +411,29 @@ Test(budget, reclaimers_free_idle_memory_before_anyone_waits)
     cr_assert_eq(snapshot(b).demand_waits, 0);
     yfs_budget_release(b, 50, YFS_MEM_RAW, NULL);
     yfs_budget_release(b, 50, YFS_MEM_PARKED, NULL);
+    yfs_budget_free(b);
+}
+
+/* The reclaimers learn whose reservation asks (the segment cache keeps for
+ * a prefetch's build what its reader needs sooner): the hold, or NULL. */
+Test(budget, reclaimers_are_told_the_hold_that_asks)
+{
+    yfs_budget *b = yfs_budget_new(100, NULL);
+    idle_store s = { .b = b, .idle = 70, .least = YFS_RECLAIM_DEMAND };
+    yfs_budget_add_reclaimer(b, drop_idle, count_idle, &s);
+    yfs_budget_reserve(b, 70, YFS_MEM_PARKED, YFS_PREFETCH, NULL);
+    yfs_hold h = { 0 };
+    yfs_hold_enter(b, &h);
+    cr_assert_eq(yfs_budget_reserve(b, 40, YFS_MEM_RAW, YFS_DEMAND, &h), 0);
+    cr_assert_eq(s.reclaim_asking, &h);
+    cr_assert_eq(s.count_asking, &h);
+    cr_assert_eq(yfs_budget_reserve(b, 10, YFS_MEM_RAW, YFS_TRY, NULL), 0);
+    cr_assert_null(s.reclaim_asking);
+    cr_assert_null(s.count_asking);
+    yfs_budget_release(b, 40, YFS_MEM_RAW, &h);
+    yfs_hold_leave(b, &h);
+    yfs_budget_release(b, 10, YFS_MEM_RAW, NULL);
+    yfs_budget_release(b, s.idle, YFS_MEM_PARKED, NULL);
     yfs_budget_free(b);
 }
 
@@ -442,11 +463,12 @@ typedef struct late_store {
     uint64_t parked; /* reclaimable */
 } late_store;
 
-static uint64_t reclaim_late(void *ctx, uint64_t need, int demand)
+static uint64_t reclaim_late(void *ctx, uint64_t need, int demand, const yfs_hold *asking)
 {
     late_store *s = ctx;
     (void)need;
     (void)demand;
+    (void)asking;
     if (s->calls++ == 0) { /* meanwhile another thread parks the 60 (and wakes) */
         yfs_budget_transfer(s->b, 60, YFS_MEM_SEGMENTS, NULL, YFS_MEM_PARKED, NULL);
         s->parked = 60;
@@ -457,9 +479,10 @@ static uint64_t reclaim_late(void *ctx, uint64_t need, int demand)
     return 0;
 }
 
-static uint64_t count_late(void *ctx, int demand)
+static uint64_t count_late(void *ctx, int demand, const yfs_hold *asking)
 {
     (void)demand;
+    (void)asking;
     return ((late_store *)ctx)->parked;
 }
 
@@ -473,7 +496,7 @@ Test(budget, memory_parked_while_the_reclaimers_run_is_not_missed)
     pthread_t t;
     pthread_create(&t, NULL, demand, &w);
     for (int i = 0; i < 200 && !atomic_load(&w.done); i++)
-        sleep_ms(5);
+        tfs_sleep_ms(5);
     cr_assert(atomic_load(&w.done), "the waiter slept through memory it could reclaim");
     pthread_join(t, NULL);
     cr_assert_eq(s.calls, 2);
@@ -500,7 +523,7 @@ Test(budget, idle_memory_is_dropped_only_when_that_lets_a_reservation_through)
     pthread_t t;
     pthread_create(&t, NULL, demand, &w);
     cr_assert(waiting_now(b), "the demand did not wait");
-    sleep_ms(YFS_BUDGET_PATIENCE_NS / 2000000);
+    tfs_sleep_ms(YFS_BUDGET_PATIENCE_NS / 2000000);
     cr_assert_eq(s.calls, 0, "idle memory dropped for a reservation that waits anyway");
     cr_assert_eq(atomic_load(&w.done), 0);
     /* a try that the idle memory cannot let through leaves it too */

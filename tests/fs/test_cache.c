@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "yfs_budget.h"
+#include "yfs_cache.h"
 #include "yfs_plans.h"
 #include "yfs_segment.h"
 #include "yfs_view.h"
@@ -196,5 +197,73 @@ Test(cache, another_readers_half_read_segment_is_dropped_only_when_stale)
     cr_assert_eq(yfs_counter(&m->stats.segments_built), 3);
     yfs_view_close(reader);
     yfs_view_close(paused);
+    yfs_mount_close(m);
+}
+
+/* A prefetch's build short of room waits for the reader rather than drop a
+ * prefetched segment the reader needs before the one it builds (it built
+ * that one again: one reader of tokens at 10 ms a read built 78 segments of
+ * 64). A reader holds segment 0 and other memory (`filler`); segments 1
+ * and 2 are prefetched and unread; the prefetch of 3 is let in (its
+ * segment and estimate just fit under the prefetch limit), but its build
+ * needs more than that leaves. It waits until the reader has read segment
+ * 0 to its end and let its other memory go: the reader then finds 1, 2 and
+ * 3 built, each built once. */
+Test(cache, a_prefetch_waits_for_its_reader_rather_than_drop_what_it_reads_first)
+{
+    uint64_t bytes[4], work[4];
+    first_segments(4, bytes, work, NULL);
+    /* Room for 1, 2 and the whole build of 3, and a quarter more. */
+    uint64_t after = bytes[1] + bytes[2] + bytes[3] + work[3];
+    yfs_mount *m = open_with_segment_budget(after + after / 4);
+    uint64_t limit = yfs_mount_data_budget(m);
+    pq_error err;
+    cr_assert_eq(yfs_mount_start(m, &err), 0, "%s", err.msg);
+    yfs_plan *p;
+    cr_assert_eq(yfs_plans_get(m->plans, 0, &p, &err), 0);
+    int reader;
+    yfs_seg *first;
+    cr_assert_eq(yfs_cache_get(m->cache, p, 0, &reader, &first, &err), 0, "%s", err.msg);
+    for (uint64_t s = 1; s <= 2; s++) {
+        cr_assert_eq(yfs_cache_prefetch(m->cache, p, s), 0, "prefetch of %llu refused",
+                     (unsigned long long)s);
+        for (int i = 0; i < 5000 && yfs_counter(&m->stats.segments_prefetched) < s; i++)
+            tfs_sleep_ms(1);
+        cr_assert_eq(yfs_counter(&m->stats.segments_prefetched), s);
+    }
+    /* The reader's other memory fills the prefetch limit (7/8 of the whole,
+     * yfs_budget.h) but for what the prefetch of 3 reserves. */
+    uint64_t prefetch_limit = limit - limit / 8;
+    uint64_t three = yfs_segment_held_bytes(m, p, 3) + yfs_segment_build_bytes(m, p, 3);
+    uint64_t used = yfs_budget_used(m->budget);
+    cr_assert_leq(used + three, prefetch_limit);
+    uint64_t filler = prefetch_limit - used - three;
+    cr_assert_eq(yfs_budget_reserve(m->budget, filler, YFS_MEM_DECODED, YFS_TRY, NULL), 0);
+    cr_assert_gt(bytes[3] + work[3] - three, limit / 8,
+                 "the build of 3 fits in the room prefetches leave: nothing to test");
+
+    cr_assert_eq(yfs_cache_prefetch(m->cache, p, 3), 0, "prefetch of 3 refused");
+    yfs_budget_snapshot snap = { 0 };
+    for (int i = 0; i < 5000 && yfs_counter(&m->stats.segments_prefetched) < 3 &&
+                    (yfs_budget_snapshot_get(m->budget, &snap), snap.demand_waiting == 0);
+         i++)
+        tfs_sleep_ms(1);
+    cr_assert_eq(snap.demand_waiting, 1, "the build of segment 3 did not wait for room");
+
+    _Atomic uint64_t served = 0;
+    uint64_t size = yfs_seg_size(first);
+    yfs_cache_served(m->cache, first, &served, size, size, 1);
+    yfs_cache_put(m->cache, first);
+    yfs_budget_release(m->budget, filler, YFS_MEM_DECODED, NULL);
+    for (int i = 0; i < 5000 && yfs_counter(&m->stats.segments_prefetched) < 3; i++)
+        tfs_sleep_ms(1);
+    for (uint64_t s = 1; s <= 3; s++) {
+        yfs_seg *seg;
+        cr_assert_eq(yfs_cache_get(m->cache, p, s, &reader, &seg, &err), 0, "%s", err.msg);
+        yfs_cache_put(m->cache, seg);
+    }
+    cr_assert_eq(yfs_counter(&m->stats.segments_built), 4, "%llu builds of 4 segments",
+                 (unsigned long long)yfs_counter(&m->stats.segments_built));
+    yfs_plans_put(m->plans, p);
     yfs_mount_close(m);
 }

@@ -124,12 +124,6 @@ static void *reserve_on_demand(void *arg)
     return NULL;
 }
 
-static void sleep_ms(long ms)
-{
-    struct timespec t = { ms / 1000, ms % 1000 * 1000000 };
-    nanosleep(&t, NULL);
-}
-
 /* Idle dictionaries up to half the cache outlast a demand read short of
  * room while something running frees room (the decodes of a shuffled epoch
  * come back to the same chunks: dropped for each, tokens re-read each one
@@ -157,7 +151,7 @@ Test(dicts, recent_idle_ones_outlast_a_patient_demand_read)
     demand_read r = { b, dict };
     pthread_t t;
     cr_assert_eq(pthread_create(&t, NULL, reserve_on_demand, &r), 0);
-    sleep_ms(YFS_BUDGET_PATIENCE_NS / 1000000 / 4);
+    tfs_sleep_ms(YFS_BUDGET_PATIENCE_NS / 1000000 / 4);
     yfs_budget_release(b, build, YFS_MEM_DECODED, NULL);
     pthread_join(t, NULL);
     cr_assert_eq(yfs_counter(&st.memory_waits), 1);

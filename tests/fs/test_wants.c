@@ -10,12 +10,7 @@
 
 #include "yfs_budget.h"
 #include "yfs_wants.h"
-
-static void sleep_ms(long ms)
-{
-    struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
-    nanosleep(&t, NULL);
-}
+#include "tfs.h"
 
 Test(wants, a_unit_is_framed_once_by_whoever_claims_it_first)
 {
@@ -78,7 +73,7 @@ static int waits_for_the_framing(yfs_wants *w, uint8_t *block, void *(*fn)(void 
     job j = { w, block, -1, NULL };
     pthread_t t;
     pthread_create(&t, NULL, fn, &j);
-    sleep_ms(50);
+    tfs_sleep_ms(50);
     cr_assert_eq(atomic_load(&j.result), -1, "went on while the unit was being framed");
     yfs_wants_end(w, 5, block, 1);
     pthread_join(t, NULL);
@@ -143,7 +138,7 @@ Test(wants, an_owner_waiting_for_its_unit_counts_as_blocked_for_the_accountant)
     grower g = { b, &framer, 0 };
     pthread_create(&grow, NULL, framer_grows, &g);
     for (int i = 0; i < 200 && !atomic_load(&g.done); i++)
-        sleep_ms(10);
+        tfs_sleep_ms(10);
     cr_assert(atomic_load(&g.done), "the growth waited for memory only it could free");
     yfs_budget_snapshot snap;
     yfs_budget_snapshot_get(b, &snap);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "yfs_view.h"
@@ -96,4 +97,10 @@ void tfs_check_read_backwards(yfs_mount *(*open)(void), uint64_t (*built)(yfs_mo
     yfs_mount_close(m);
     free(whole);
     free(backwards);
+}
+
+void tfs_sleep_ms(long ms)
+{
+    struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
+    nanosleep(&t, NULL);
 }

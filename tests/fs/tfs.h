@@ -22,6 +22,8 @@ yfs_mount *tfs_open_sample(const char *base, const char *extra, uint64_t mem);
  * static buffer). tfs_remove_mix removes both. */
 const char *tfs_write_mix(const char *text);
 void tfs_remove_mix(const char *path);
+/* Sleep ms milliseconds (tests that wait for other threads poll). */
+void tfs_sleep_ms(long ms);
 /* Bytes of `kind` the accountant holds now. */
 uint64_t tfs_held(yfs_budget *b, yfs_mem_kind kind);
 /* Reads of one file run at once and in any order, and a segment counts as
