@@ -20,7 +20,7 @@ void yfs_ahead(yfs_mount *m, yfs_plan *plan, const sh_part *part, uint64_t from,
     for (uint64_t j = from; j < part->count && j < from + (uint64_t)m->opts.readahead; j++) {
         uint64_t s = sh_part_segment(part, j);
         queued += plan->plan.segments[s].bytes;
-        if (queued > allowance || yfs_cache_prefetch(m->cache, plan, s) < 0)
+        if (queued > allowance || yfs_cache_prefetch(m->cache, plan, s, reader) < 0)
             break;
     }
 }

@@ -41,6 +41,7 @@ struct yfs_seg {
     int consumed;            /* a reader has read to its end */
     int served;              /* handed to a reader at least once (else prefetched, unread) */
     const void *reader;      /* the reader it was last handed to */
+    const void *ahead_of;    /* the reader whose readahead asked for it (a prefetch) */
     uint64_t touched_ns;     /* last built or handed to a reader (CLOCK_MONOTONIC) */
     yfs_plan *plan;          /* the queue's plan reference, while QUEUED */
     pq_error err;            /* FAILED only */
@@ -126,15 +127,15 @@ typedef struct victim_filter {
     enum victims victims;
     const void *reader;      /* OWN */
     uint64_t stale_before;   /* STALE */
-    const yfs_seg *keep_before; /* UNREAD: not those served before it (may be NULL) */
+    const yfs_seg *keep_before; /* UNREAD: not those its reader reads before it (or NULL) */
 } victim_filter;
 
-/* Whether a is served before b: parts take an epoch's segments in index
- * order (part i of n: i, i+n, ..., sh_plan.h), so across the parts read at
- * once a lower index is needed sooner. */
-static int served_before(const yfs_seg *a, const yfs_seg *b)
+/* Whether prefetch a is read before prefetch b by the reader whose
+ * readahead asked for both: a reader's part takes the segments of its
+ * epoch in index order (sh_plan.h). */
+static int read_before(const yfs_seg *a, const yfs_seg *b)
 {
-    return a->epoch == b->epoch && a->index < b->index;
+    return a->ahead_of == b->ahead_of && a->epoch == b->epoch && a->index < b->index;
 }
 
 static int may_drop(const yfs_seg *e, const victim_filter *f)
@@ -147,7 +148,7 @@ static int may_drop(const yfs_seg *e, const victim_filter *f)
     case STALE:
         return e->touched_ns < f->stale_before;
     case UNREAD:
-        return !e->served && !(f->keep_before && served_before(e, f->keep_before));
+        return !e->served && !(f->keep_before && read_before(e, f->keep_before));
     }
     return 0;
 }
@@ -220,11 +221,13 @@ static uint64_t cancel_queued(yfs_cache *c, uint64_t need)
  * their end; those these readers left half-read; queued prefetches (no work
  * lost yet); segments untouched for STALE_NS; prefetched segments not read
  * yet (speculation gives way to demand), furthest ahead first, but none
- * served before `speculating` (a prefetch's build that no reader waits for,
- * or NULL): its reader needs them sooner than what it builds, and must not
- * build them again for it (one reader of tokens at 10 ms a read dropped 14
- * of 64 segments so and built them again, 0.71 of the throughput without
- * latency); such a build waits for room instead. A segment
+ * that the reader of `speculating` (a prefetch's build that no reader waits
+ * for, or NULL) reads before it: it needs them sooner than what is built,
+ * and would build them again (one reader of tokens at 10 ms a read dropped
+ * 14 of 64 segments so, 0.71 of the throughput without latency); such a
+ * build waits for room instead. Other readers' prefetches may go: kept for
+ * every build of a higher index, 8 parts of pyarrow's text at 50 ms a read
+ * fell from 0.89 to 0.65 of the throughput without latency. A segment
  * another reader is in the middle of is idle between that reader's
  * requests, and dropping it makes the reader build it again at once (with 8
  * readers in mem=64M, every segment was built ~18 times): it goes only once
@@ -534,7 +537,7 @@ void yfs_cache_put(yfs_cache *c, yfs_seg *e)
     pthread_mutex_unlock(&c->lock);
 }
 
-int yfs_cache_prefetch(yfs_cache *c, yfs_plan *plan, uint64_t s)
+int yfs_cache_prefetch(yfs_cache *c, yfs_plan *plan, uint64_t s, const void *reader)
 {
     pthread_mutex_lock(&c->lock);
     int present = find(c, plan->plan.epoch, s) != NULL;
@@ -549,6 +552,7 @@ int yfs_cache_prefetch(yfs_cache *c, yfs_plan *plan, uint64_t s)
         free(e);
         return -1;
     }
+    e->ahead_of = reader;
     pthread_mutex_lock(&c->lock);
     int rc = 0;
     if (find(c, plan->plan.epoch, s) || c->queue_len == QUEUE_CAP) {

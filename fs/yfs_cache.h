@@ -21,8 +21,8 @@
  *     second (their readers paused or left); prefetched segments no reader
  *     has asked for yet, the most recently built first (the furthest ahead
  *     of their readers), but for a prefetch's build that no reader waits
- *     for, only those served after the segment it builds (parts take an
- *     epoch's segments in index order: a reader needs the others first).
+ *     for, none that its reader reads before the segment it builds (it
+ *     would build them again: the build waits instead).
  *     Then it waits in the accountant until readers
  *     finish, builds end, or segments go stale. It goes ahead over
  *     budget only by the accountant's rule (nothing else can make room:
@@ -80,10 +80,11 @@ void yfs_cache_served(yfs_cache *c, yfs_seg *seg, _Atomic uint64_t *served, uint
 /* The counts of yfs_cache_served for a reader of `pieces` pieces, each 0
  * (malloc'ed: the caller frees them), or NULL when out of memory. */
 _Atomic uint64_t *yfs_cache_served_new(uint64_t pieces);
-/* Ask the workers to build segment s ahead of a reader (best effort).
- * Returns 0 if it is already present or was queued, -1 if refused (no
- * memory budget left, queue full, or no workers). */
-int yfs_cache_prefetch(yfs_cache *c, yfs_plan *plan, uint64_t s);
+/* Ask the workers to build segment s ahead of `reader` (best effort; as
+ * for yfs_cache_get, say its open file). Returns 0 if it is already
+ * present or was queued, -1 if refused (no memory budget left, queue full,
+ * or no workers). */
+int yfs_cache_prefetch(yfs_cache *c, yfs_plan *plan, uint64_t s, const void *reader);
 
 /* Copy len bytes of the segment from offset (within its size) to out. */
 void yfs_seg_copy(const yfs_seg *seg, uint64_t offset, uint8_t *out, uint64_t len);

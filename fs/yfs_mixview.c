@@ -805,7 +805,8 @@ static void prepare_start(yfs_mixview *v)
     for (uint32_t i = 0; i < v->n; i++) {
         const share *s = &v->shares[i];
         if (share_records(s) > 0 && s->m->opts.readahead > 0)
-            yfs_cache_prefetch(s->m->cache, s->legs[0].plan, s->legs[0].part.pieces[0].segment);
+            yfs_cache_prefetch(s->m->cache, s->legs[0].plan, s->legs[0].part.pieces[0].segment,
+                               s);
     }
 }
 

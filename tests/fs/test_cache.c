@@ -225,7 +225,7 @@ Test(cache, a_prefetch_waits_for_its_reader_rather_than_drop_what_it_reads_first
     yfs_seg *first;
     cr_assert_eq(yfs_cache_get(m->cache, p, 0, &reader, &first, &err), 0, "%s", err.msg);
     for (uint64_t s = 1; s <= 2; s++) {
-        cr_assert_eq(yfs_cache_prefetch(m->cache, p, s), 0, "prefetch of %llu refused",
+        cr_assert_eq(yfs_cache_prefetch(m->cache, p, s, &reader), 0, "prefetch of %llu refused",
                      (unsigned long long)s);
         for (int i = 0; i < 5000 && yfs_counter(&m->stats.segments_prefetched) < s; i++)
             tfs_sleep_ms(1);
@@ -242,7 +242,7 @@ Test(cache, a_prefetch_waits_for_its_reader_rather_than_drop_what_it_reads_first
     cr_assert_gt(bytes[3] + work[3] - three, limit / 8,
                  "the build of 3 fits in the room prefetches leave: nothing to test");
 
-    cr_assert_eq(yfs_cache_prefetch(m->cache, p, 3), 0, "prefetch of 3 refused");
+    cr_assert_eq(yfs_cache_prefetch(m->cache, p, 3, &reader), 0, "prefetch of 3 refused");
     yfs_budget_snapshot snap = { 0 };
     for (int i = 0; i < 5000 && yfs_counter(&m->stats.segments_prefetched) < 3 &&
                     (yfs_budget_snapshot_get(m->budget, &snap), snap.demand_waiting == 0);
