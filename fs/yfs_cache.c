@@ -225,9 +225,9 @@ static uint64_t cancel_queued(yfs_cache *c, uint64_t need)
  * for, or NULL) reads before it: it needs them sooner than what is built,
  * and would build them again (one reader of tokens at 10 ms a read dropped
  * 14 of 64 segments so, 0.71 of the throughput without latency); such a
- * build waits for room instead. Other readers' prefetches may go: kept for
- * every build of a higher index, 8 parts of pyarrow's text at 50 ms a read
- * fell from 0.89 to 0.65 of the throughput without latency. A segment
+ * build waits for room instead. Other readers' prefetches may go: parts
+ * are read at their own pace, so an index says nothing of which of two
+ * readers needs its segment first. A segment
  * another reader is in the middle of is idle between that reader's
  * requests, and dropping it makes the reader build it again at once (with 8
  * readers in mem=64M, every segment was built ~18 times): it goes only once
