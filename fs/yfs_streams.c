@@ -209,7 +209,7 @@ static uint64_t reclaim(void *ctx, uint64_t need, int demand, const yfs_hold *as
 static uint64_t idle(void *ctx, int demand, const yfs_hold *asking)
 {
     yfs_streams *st = ctx;
-    (void)asking;
+    (void)asking; /* the same for every activity */
     if (demand < YFS_RECLAIM_DEMAND)
         return 0;
     pthread_mutex_lock(&st->lock);

@@ -8,7 +8,6 @@
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <time.h>
 
 #include "ix_claims.h"
 #include "yfs_budget.h"

@@ -4,7 +4,6 @@
  * ones never. */
 #include <criterion/criterion.h>
 #include <pthread.h>
-#include <time.h>
 
 #include "yfs_dicts.h"
 #include "yfs_mount.h"

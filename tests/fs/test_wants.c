@@ -6,7 +6,6 @@
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <time.h>
 
 #include "yfs_budget.h"
 #include "yfs_wants.h"
