@@ -13,9 +13,6 @@
 
 #define BUCKETS 4096
 #define QUEUE_CAP 256
-/* Readers building a segment at once, remembered for reclaim (more only
- * means their half-read segments wait to go stale). */
-#define MAX_BUILDERS 64
 /* An idle segment that no reader has finished is dropped for a demand read
  * only after this long untouched (see make_room, reclaim). */
 #define STALE_NS (1000u * 1000u * 1000u)
@@ -24,10 +21,10 @@
 enum seg_state { QUEUED, BUILDING, READY, FAILED, CANCELLED };
 
 /* What a built segment holds (yfs_segment_held_bytes, YFS_MEM_SEGMENTS)
- * is reserved for as long as it is in the table: in its hold while QUEUED or BUILDING (the build's other
- * reservations join it), owned by no hold once READY. Its build's
- * yfs_segment_build_bytes (YFS_MEM_BUILD) are reserved with it, in its
- * hold, from then until the build releases them. */
+ * is reserved for as long as it is in the table: in its hold while QUEUED
+ * or BUILDING (the build's other reservations join it), owned by no hold
+ * once READY. Its build's yfs_segment_build_bytes (YFS_MEM_BUILD) are
+ * reserved with it, in its hold, from then until the build releases them. */
 struct yfs_seg {
     uint64_t epoch, index;   /* key */
     uint64_t size;           /* framed bytes, known from the plan */
@@ -42,6 +39,7 @@ struct yfs_seg {
     int served;              /* handed to a reader at least once (else prefetched, unread) */
     const void *reader;      /* the reader it was last handed to */
     const void *ahead_of;    /* the reader whose readahead asked for it (a prefetch) */
+    const void *builder;     /* the reader that builds it itself, or NULL (a worker) */
     uint64_t touched_ns;     /* last built or handed to a reader (CLOCK_MONOTONIC) */
     yfs_plan *plan;          /* the queue's plan reference, while QUEUED */
     pq_error err;            /* FAILED only */
@@ -58,14 +56,14 @@ struct yfs_cache {
     pthread_cond_t work;     /* the queue got a job, or stopping */
     yfs_seg *buckets[BUCKETS];
     yfs_list lru;            /* idle READY segments, least recently used first */
-    yfs_list builds;         /* segments whose build runs now */
+    yfs_list builds;         /* segments whose build runs now: the asking hold's
+                              * build (speculating) and the readers building
+                              * their own (OWN victims) are found here */
     yfs_seg *queue[QUEUE_CAP];
     size_t queue_head, queue_len;
     pthread_t *workers;
     int num_workers;
     int stopping;
-    const void *builders[MAX_BUILDERS]; /* readers building a segment now */
-    int num_builders;
 };
 
 static size_t bucket_of(uint64_t epoch, uint64_t index)
@@ -117,7 +115,7 @@ static void release(yfs_cache *c, yfs_seg *e)
 /* Which idle segments a pass of evict drops. */
 enum victims {
     CONSUMED,    /* read to the end by a reader */
-    OWN,         /* last handed to the reader asking, not read to the end (it has
+    OWN,         /* last handed to a reader asking, not read to the end (it has
                     moved on: it seeks, or builds its next segment) */
     STALE,       /* untouched since stale_before (its reader paused or left) */
     UNREAD,      /* prefetched, not asked for by any reader yet */
@@ -125,7 +123,8 @@ enum victims {
 
 typedef struct victim_filter {
     enum victims victims;
-    const void *reader;      /* OWN */
+    const void *reader;      /* OWN: the reader asking, or NULL: those building (in builds) */
+    const yfs_list *builds;  /* OWN */
     uint64_t stale_before;   /* STALE */
     const yfs_seg *keep_before; /* UNREAD: not those its reader reads before it (or NULL) */
 } victim_filter;
@@ -138,13 +137,25 @@ static int read_before(const yfs_seg *a, const yfs_seg *b)
     return a->ahead_of == b->ahead_of && a->epoch == b->epoch && a->index < b->index;
 }
 
+/* Whether reader r builds a segment itself now (lock held). */
+static int building_own(const yfs_list *builds, const void *r)
+{
+    for (const yfs_link *at = builds->head; at; at = at->next) {
+        const void *builder = YFS_CONTAINER(at, yfs_seg, building)->builder;
+        if (builder && builder == r)
+            return 1;
+    }
+    return 0;
+}
+
 static int may_drop(const yfs_seg *e, const victim_filter *f)
 {
     switch (f->victims) {
     case CONSUMED:
         return e->consumed;
     case OWN:
-        return e->served && e->reader == f->reader;
+        return e->served &&
+               (f->reader ? e->reader == f->reader : building_own(f->builds, e->reader));
     case STALE:
         return e->touched_ns < f->stale_before;
     case UNREAD:
@@ -216,38 +227,37 @@ static uint64_t cancel_queued(yfs_cache *c, uint64_t need)
     return freed;
 }
 
-/* Make room (lock held) for a demand reservation of `need` bytes by the
- * readers[n] asking, dropping what costs least first: segments read to
- * their end; those these readers left half-read; queued prefetches (no work
- * lost yet); segments untouched for STALE_NS; prefetched segments not read
- * yet (speculation gives way to demand), furthest ahead first, but none
- * that the reader of `speculating` (a prefetch's build that no reader waits
- * for, or NULL) reads before it: it needs them sooner than what is built,
- * and would build them again (one reader of tokens at 10 ms a read dropped
- * 14 of 64 segments so, 0.71 of the throughput without latency); such a
- * build waits for room instead. Other readers' prefetches may go: parts
- * are read at their own pace, so an index says nothing of which of two
- * readers needs its segment first. A segment
- * another reader is in the middle of is idle between that reader's
- * requests, and dropping it makes the reader build it again at once (with 8
- * readers in mem=64M, every segment was built ~18 times): it goes only once
- * stale. Returns the bytes freed. */
-static uint64_t drop_for_demand(yfs_cache *c, uint64_t need, const void *const *readers, int n,
+/* Make room (lock held) for a demand reservation of `need` bytes by `reader`
+ * (NULL: by the readers building a segment themselves now), dropping what
+ * costs least first: segments read to their end; those these readers left
+ * half-read; queued prefetches (no work lost yet); segments untouched for
+ * STALE_NS; prefetched segments not read yet (speculation gives way to
+ * demand), furthest ahead first, but none that the reader of `speculating`
+ * (a prefetch's build that no reader waits for, or NULL) reads before it: it
+ * needs them sooner than what is built, and would build them again (one
+ * reader of tokens at 10 ms a read dropped 14 of 64 segments so, 0.71 of the
+ * throughput without latency); such a build waits for room instead. Other
+ * readers' prefetches may go: parts are read at their own pace, so an index
+ * says nothing of which of two readers needs its segment first. A segment
+ * another reader is in the middle of is idle between that reader's requests,
+ * and dropping it makes the reader build it again at once (with 8 readers in
+ * mem=64M, every segment was built ~18 times): it goes only once stale.
+ * Returns the bytes freed. */
+static uint64_t drop_for_demand(yfs_cache *c, uint64_t need, const void *reader,
                                 const yfs_seg *speculating)
 {
-    victim_filter f = { CONSUMED, NULL, 0, NULL };
+    victim_filter f = { .victims = CONSUMED };
     uint64_t freed = evict(c, need, &f);
-    for (int i = 0; i < n && freed < need; i++) {
-        f = (victim_filter){ OWN, readers[i], 0, NULL };
+    f = (victim_filter){ .victims = OWN, .reader = reader, .builds = &c->builds };
+    if (freed < need)
         freed += evict(c, need - freed, &f);
-    }
     if (freed < need)
         freed += cancel_queued(c, need - freed);
     uint64_t now = yfs_now_ns();
-    f = (victim_filter){ STALE, NULL, now > STALE_NS ? now - STALE_NS : 0, NULL };
+    f = (victim_filter){ .victims = STALE, .stale_before = now > STALE_NS ? now - STALE_NS : 0 };
     if (freed < need)
         freed += evict(c, need - freed, &f);
-    f = (victim_filter){ UNREAD, NULL, 0, speculating };
+    f = (victim_filter){ .victims = UNREAD, .keep_before = speculating };
     if (freed < need)
         freed += evict(c, need - freed, &f);
     return freed;
@@ -257,22 +267,21 @@ static uint64_t drop_for_demand(yfs_cache *c, uint64_t need, const void *const *
  * before it reserves them. */
 static void make_room(yfs_cache *c, uint64_t need, const void *reader)
 {
-    drop_for_demand(c, yfs_budget_shortfall(c->budget, need), &reader, 1, NULL);
+    drop_for_demand(c, yfs_budget_shortfall(c->budget, need), reader, NULL);
 }
 
-/* What drop_for_demand would drop for readers[n] and speculating with need
- * unbounded (lock held), without dropping it. */
-static uint64_t droppable_for_demand(const yfs_cache *c, const void *const *readers, int n,
-                                     const yfs_seg *speculating)
+/* What drop_for_demand would drop for the readers building now and for
+ * speculating with need unbounded (lock held), without dropping it. */
+static uint64_t droppable_for_demand(const yfs_cache *c, const yfs_seg *speculating)
 {
     uint64_t now = yfs_now_ns(), bytes = 0;
-    victim_filter stale = { STALE, NULL, now > STALE_NS ? now - STALE_NS : 0, NULL };
-    victim_filter unread = { UNREAD, NULL, 0, speculating };
+    victim_filter own = { .victims = OWN, .builds = &c->builds };
+    victim_filter stale = { .victims = STALE, .stale_before = now > STALE_NS ? now - STALE_NS : 0 };
+    victim_filter unread = { .victims = UNREAD, .keep_before = speculating };
     for (const yfs_link *at = c->lru.head; at; at = at->next) {
         const yfs_seg *e = YFS_CONTAINER(at, yfs_seg, lru);
-        int drop = e->consumed || may_drop(e, &stale) || may_drop(e, &unread);
-        for (int i = 0; i < n && !drop; i++)
-            drop = e->served && e->reader == readers[i];
+        int drop = e->consumed || may_drop(e, &own) || may_drop(e, &stale) ||
+                   may_drop(e, &unread);
         bytes += drop ? e->held : 0;
     }
     for (size_t i = 0; i < c->queue_len; i++) {
@@ -303,8 +312,7 @@ static uint64_t idle(void *ctx, int demand, const yfs_hold *asking)
 {
     yfs_cache *c = ctx;
     pthread_mutex_lock(&c->lock);
-    uint64_t bytes = droppable_for_demand(c, c->builders, c->num_builders,
-                                          speculating(c, asking, demand));
+    uint64_t bytes = droppable_for_demand(c, speculating(c, asking, demand));
     pthread_mutex_unlock(&c->lock);
     return bytes;
 }
@@ -317,9 +325,9 @@ static uint64_t reclaim(void *ctx, uint64_t need, int demand, const yfs_hold *as
 {
     yfs_cache *c = ctx;
     pthread_mutex_lock(&c->lock);
-    victim_filter f = { CONSUMED, NULL, 0, NULL };
+    victim_filter f = { .victims = CONSUMED };
     if (demand)
-        drop_for_demand(c, need, c->builders, c->num_builders, speculating(c, asking, demand));
+        drop_for_demand(c, need, NULL, speculating(c, asking, demand));
     else
         evict(c, need, &f);
     /* At the latest when the least recently used goes stale; not sooner
@@ -487,21 +495,9 @@ int yfs_cache_get(yfs_cache *c, yfs_plan *plan, uint64_t s, const void *reader, 
     yfs_count(&st->segment_misses, 1);
     e->served = 1;
     e->reader = reader;
-    int slot = c->num_builders < MAX_BUILDERS ? c->num_builders++ : -1;
-    if (slot >= 0)
-        c->builders[slot] = reader;
+    e->builder = reader;
     pthread_mutex_unlock(&c->lock);
     int rc = build(c, e, plan, err);
-    if (slot >= 0) {
-        pthread_mutex_lock(&c->lock);
-        for (int i = 0; i < c->num_builders; i++) {
-            if (c->builders[i] == reader) {
-                c->builders[i] = c->builders[--c->num_builders];
-                break;
-            }
-        }
-        pthread_mutex_unlock(&c->lock);
-    }
     if (rc < 0) {
         pthread_mutex_lock(&c->lock);
         release(c, e);
