@@ -24,6 +24,16 @@
  * size_windows). */
 #define WINDOW_LATENCIES 4
 #define WINDOW_MIN (16u << 20)
+/* A reader's window is at most this fraction (1/N) of its share of the
+ * store of loaded pages. The loads of a window bring pages needed after it
+ * too (a redirected chunk's pages are served over a long span of the order,
+ * sh_redirect.h), which the store keeps until then: windows of the whole
+ * share filled it, and the engine's room for each next load dropped pages
+ * that had been loaded, to be read alone later (b's 64 KiB pages from the
+ * local S3 server, one reader: 470-640 pages dropped and 160-220 storage
+ * requests more per 600 MB; with half the share 8-9 and 4-5,
+ * bench/results/io_window.md). */
+#define WINDOW_STORE_SHARE 2
 /* Pages of a refused load queued per call of yfs_loads_queue_wanted. */
 #define WANTED_BATCH 64
 
@@ -442,16 +452,16 @@ void yfs_io_ahead(yfs_io *io, yfs_plan *plan, const sh_part *part, uint64_t from
     }
     /* The window: the segments the builds prefetch (their workers would
      * otherwise run the loads themselves as they start), then beyond them
-     * the reader's share of the store of loaded pages, in framed bytes: a
-     * reader queueing the whole store would fill it with pages it needs
-     * later than the other readers need theirs, and stop the engine for
-     * room while their builds read on their own. */
+     * part of the reader's share of the store of loaded pages, in framed
+     * bytes (WINDOW_STORE_SHARE): a reader queueing the whole store would
+     * fill it with pages it needs later than the other readers need theirs,
+     * and stop the engine for room while their builds read on their own. */
     uint64_t far = from + (uint64_t)io->m->opts.readahead;
     if (far >= part->count)
         far = part->count - 1;
     pthread_mutex_lock(&io->lock);
     size_t readers = note_reader(io, reader);
-    uint64_t window = yfs_mount_loaded_budget(io->m) / readers;
+    uint64_t window = yfs_mount_loaded_budget(io->m) / readers / WINDOW_STORE_SHARE;
     uint64_t needed = io->windows / readers > WINDOW_MIN ? io->windows / readers : WINDOW_MIN;
     window = needed < window ? needed : window;
     uint64_t j = *next > from ? *next : from;

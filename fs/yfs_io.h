@@ -9,9 +9,11 @@
  * past the segments the builds prefetch, up to a window in framed bytes:
  * what the readers are served while a few storage reads take their p99
  * latency (latency x bandwidth, remeasured as both move; at least 16 MiB a
- * reader), within the reader's share of the store of loaded pages (the
- * store divided by the readers that queued loads and are not forgotten;
- * the engine issues a load only when the store has room, see below). I/O
+ * reader), within half the reader's share of the store of loaded pages
+ * (the store divided by the readers that queued loads and are not
+ * forgotten): the other half keeps what the window's loads bring for later
+ * (a chunk's pages are served over a long span of the order). The engine
+ * issues a load only when the store has room, see below. I/O
  * threads pop the queue in order and run the loads (yfs_loads_run): each
  * load parks its pages in the mount's store of loaded pages (yfs_pages.h),
  * where the segment builds find them. The queue is first come, first
