@@ -30,8 +30,8 @@
  * sh_redirect.h), which the store keeps until then: windows of the whole
  * share filled it, and the engine's room for each next load dropped pages
  * that had been loaded, to be read alone later (b's 64 KiB pages from the
- * local S3 server, one reader: 470-640 pages dropped and 160-220 storage
- * requests more per 600 MB; with half the share 8-9 and 4-5,
+ * local S3 server, one reader, per 600 MB: 470-640 pages dropped and
+ * 160-220 read alone; with half the share 8-9 and 4-5,
  * bench/results/io_window.md). */
 #define WINDOW_STORE_SHARE 2
 /* Pages of a refused load queued per call of yfs_loads_queue_wanted. */
