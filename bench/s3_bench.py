@@ -13,6 +13,10 @@ measure the proxy. Objects are uploaded through S3 (PutObject), so the server kn
 ETags and every GET carries If-Match, as in production. Each shape's persistent index is built
 first (a mount), so the figures are the epoch's reads only. Runs alternate between the
 sources; the median of --repeat runs is kept. MB/s of framed epoch bytes.
+
+The server shares the machine's cores with youmufs and its readers, unless --server-cpu N
+gives it CPU N alone and youmufs and the readers the others, in the disk runs too: as when
+the store is another machine, youmufs then has the same cores from disk and from S3.
 """
 import argparse
 import concurrent.futures
@@ -178,8 +182,12 @@ def write_report(args, rows, rm, gw):
              "```", "python3 bench/s3_bench.py " + " ".join(sys.argv[1:]), "```", "",
              f"Local S3: the Versity gateway (versitygw, posix backend) on 127.0.0.1, objects "
              f"uploaded with PutObject, same disk as the files. mem={args.mem}; persistent index "
-             f"built beforehand; median of {args.repeat} run(s), sources alternating; 2 cores "
-             f"shared with other work. MB/s of framed epoch bytes. `s3/disk`: acceptance 2's "
+             f"built beforehand; median of {args.repeat} run(s), sources alternating; "
+             + (f"the server alone on CPU {args.server_cpu}, youmufs and the readers on the "
+                f"other {len(os.sched_getaffinity(0))} (in the disk runs too)"
+                if args.server_cpu is not None else
+                f"{os.cpu_count()} cores shared by the server, youmufs and the readers")
+             + f". MB/s of framed epoch bytes. `s3/disk`: acceptance 2's "
              f"first ratio (>= 0.8); `+{args.delay_ms:g}ms/s3`: its second (>= 0.8), the delay "
              f"added before every request (YOUMUFS_READ_DELAY_US).", "",
              "| shape | readers | data MB | disk MB/s | s3 MB/s | s3/disk | "
@@ -193,8 +201,8 @@ def write_report(args, rows, rm, gw):
                      f"{last.get('s3+delay', {}).get('depth', '')} |")
     lines += ["", "## Where the CPU goes", "",
               "CPU seconds (user + system) per GB read from storage during the reads, median "
-              "of the runs: youmufs' own, and the gateway's (a process of its own, on the same "
-              "2 cores). `cores busy`: (youmufs + gateway CPU) / wall seconds.", "",
+              "of the runs: youmufs' own, and the gateway's (a process of its own, on the cores "
+              "said above). `cores busy`: (youmufs + gateway CPU) / wall seconds.", "",
               "| shape | readers | disk: youmufs s/GB | s3: youmufs s/GB | s3: gateway s/GB "
               "| disk cores busy | s3 cores busy |", "|---|---:|---:|---:|---:|---:|---:|"]
 
@@ -254,6 +262,9 @@ def main():
                     help="objects of the re-mount measurement (0: skip it)")
     ap.add_argument("--remounts", type=int, default=5,
                     help="re-mounts measured after the first (0: skip the measurement)")
+    ap.add_argument("--server-cpu", type=int, default=None,
+                    help="run the S3 server alone on this CPU, youmufs and the readers on the "
+                         "others (default: everything shares every CPU)")
     ap.add_argument("--out")
     args = ap.parse_args()
     args.bin = os.path.abspath(args.bin)
@@ -263,7 +274,15 @@ def main():
     work = tempfile.mkdtemp(prefix="yfs-s3bench-", dir=args.work)
     root = os.path.join(work, "root")
     os.makedirs(root)
+    everything = os.sched_getaffinity(0)
+    if args.server_cpu is not None:
+        if args.server_cpu not in everything or len(everything) < 2:
+            sys.exit(f"--server-cpu {args.server_cpu}: not one of CPUs {sorted(everything)}, "
+                     "or no other is left")
+        os.sched_setaffinity(0, {args.server_cpu})  # the server inherits it
     server = S3Server(binary, root=root).start()
+    if args.server_cpu is not None:  # youmufs and the readers, started from here, the rest
+        os.sched_setaffinity(0, everything - {args.server_cpu})
     try:
         server.make_bucket(BUCKET)
         rows = []
