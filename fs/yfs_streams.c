@@ -344,8 +344,9 @@ static int in_use_before(const yfs_streams *st, uint32_t page, uint64_t unit)
     return 0;
 }
 
-int yfs_streams_wait(yfs_streams *st, uint32_t page, uint64_t unit)
+int yfs_streams_wait(yfs_streams *st, uint32_t page, uint64_t unit, yfs_hold *hold)
 {
+    yfs_hold_wait_begin(st->budget, hold);
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     uint64_t deadline = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec + WAIT_MAX_NS;
@@ -360,5 +361,6 @@ int yfs_streams_wait(yfs_streams *st, uint32_t page, uint64_t unit)
         waited = 1;
     }
     pthread_mutex_unlock(&st->lock);
+    yfs_hold_wait_end(st->budget, hold);
     return waited;
 }

@@ -70,10 +70,15 @@ void yfs_streams_put(yfs_streams *st, uint32_t page, uint64_t unit, ix_stream *s
  * the page is streamed again: only the work differs). yfs_streams_wait
  * returns 1 when it waited and the stream was let go (the unit may be parked
  * now), 0 when no stream of the page before the unit was in use, or after
- * waiting too long. */
+ * waiting too long. Its caller, a thread of `hold` (entered; NULL: none),
+ * counts as waiting meanwhile (yfs_hold_wait_begin): the stream's user may
+ * be waiting for room, as a thread of the same build or of another, and
+ * with the waiter counted as running, nothing looked blocked, so that
+ * demand waited for this wait to time out (at mem=1M, 200 KB of an epoch
+ * took 28 s, 2 s at a time). */
 ix_stream *yfs_streams_take(yfs_streams *st, uint32_t page, uint64_t unit, uint64_t first_unit,
                             yfs_hold *hold, uint64_t *at, void **dict, uint64_t *charged);
 void yfs_streams_end(yfs_streams *st, uint32_t page, uint64_t from);
-int yfs_streams_wait(yfs_streams *st, uint32_t page, uint64_t unit);
+int yfs_streams_wait(yfs_streams *st, uint32_t page, uint64_t unit, yfs_hold *hold);
 
 #endif

@@ -561,7 +561,7 @@ static int unit_get(yfs_mount *m, yfs_plan *plan, uint32_t unit, yfs_hold *hold,
         if (ok)
             return 0;
         /* a build streaming the page may frame the unit, park it or pause at it */
-    } while (weigh && map->cut.first_unit && yfs_streams_wait(m->streams, u.page, unit));
+    } while (weigh && map->cut.first_unit && yfs_streams_wait(m->streams, u.page, unit, hold));
     if (weigh) {
         int rc = frame_streamed(m, plan, unit, &u, hold, out, err);
         if (rc == 2)

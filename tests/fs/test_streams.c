@@ -288,12 +288,18 @@ typedef struct wait_job {
     uint32_t page;
     uint64_t unit;
     _Atomic int result; /* -1 while waiting */
+    yfs_budget *budget; /* with hold: the waiter is hold's thread */
+    yfs_hold *hold;
 } wait_job;
 
 static void *wait_for(void *arg)
 {
     wait_job *j = arg;
-    atomic_store(&j->result, yfs_streams_wait(j->st, j->page, j->unit));
+    if (j->hold)
+        yfs_hold_enter(j->budget, j->hold);
+    atomic_store(&j->result, yfs_streams_wait(j->st, j->page, j->unit, j->hold));
+    if (j->hold)
+        yfs_hold_leave(j->budget, j->hold);
     return NULL;
 }
 
@@ -310,10 +316,10 @@ Test(streams, a_later_unit_waits_for_the_stream_in_use)
     /* nothing paused: the caller is to stream page 0 from unit 2 */
     cr_assert_null(yfs_streams_take(st, 0, 4, 2, &hold, &at, &dict, &charged));
     cr_assert_eq(at, 2);
-    cr_assert_eq(yfs_streams_wait(st, 0, 1), 0, "unit 1 comes before the stream in use");
-    cr_assert_eq(yfs_streams_wait(st, 1, 5), 0, "another page");
+    cr_assert_eq(yfs_streams_wait(st, 0, 1, NULL), 0, "unit 1 comes before the stream in use");
+    cr_assert_eq(yfs_streams_wait(st, 1, 5, NULL), 0, "another page");
 
-    wait_job j = { st, 0, 5, -1 };
+    wait_job j = { st, 0, 5, -1, NULL, NULL };
     pthread_t t;
     pthread_create(&t, NULL, wait_for, &j);
     struct timespec pause = { 0, 50 * 1000 * 1000 };
@@ -322,5 +328,51 @@ Test(streams, a_later_unit_waits_for_the_stream_in_use)
     yfs_streams_end(st, 0, 2);
     pthread_join(t, NULL);
     cr_assert_eq(atomic_load(&j.result), 1);
+    yfs_mount_close(m);
+}
+
+/* A build waiting for a stream in use counts as blocked (yfs_hold_wait_begin)
+ * while the stream's user waits for room: with nothing else charged, that
+ * demand goes through at once, over the limit, instead of waiting for the
+ * stream wait to time out (2 s; at mem=1M, 200 KB of an epoch took 28 s). */
+Test(streams, a_build_waiting_for_a_stream_counts_as_blocked)
+{
+    yfs_mount *m = tfs_open_sample("column=text", NULL, 64u << 20);
+    yfs_streams *st = m->streams;
+    yfs_hold waiter = { 0 };
+    void *dict;
+    uint64_t charged, at;
+    /* a build streams page 0 from unit 2 ... */
+    cr_assert_null(yfs_streams_take(st, 0, 2, 2, NULL, &at, &dict, &charged));
+    /* ... another, holding most of the room, waits for that stream ... */
+    uint64_t room = yfs_mount_data_budget(m) - yfs_budget_used(m->budget);
+    yfs_budget_reserve(m->budget, room - (1u << 20), YFS_MEM_BUILD, YFS_DEMAND, NULL);
+    /* (room - 1 MiB + the block below + 2 MiB: over the limit by 1 MiB and the block) */
+    yfs_budget_transfer(m->budget, room - (1u << 20), YFS_MEM_BUILD, NULL, YFS_MEM_BUILD,
+                        &waiter);
+    wait_job w = { st, 0, 5, -1, m->budget, &waiter };
+    pthread_t tw;
+    cr_assert_eq(pthread_create(&tw, NULL, wait_for, &w), 0);
+    /* ... while the first, holding the block it frames into, grows its
+     * stream past the room left */
+    demand_job d = { .budget = m->budget, .bytes = 2u << 20 };
+    const uint64_t block = 64u << 10;
+    yfs_budget_reserve(m->budget, block, YFS_MEM_BUILD, YFS_DEMAND, NULL);
+    yfs_budget_transfer(m->budget, block, YFS_MEM_BUILD, NULL, YFS_MEM_BUILD, &d.hold);
+    pthread_t td;
+    cr_assert_eq(pthread_create(&td, NULL, demand, &d), 0);
+    for (int ms = 0; ms < 1000 && !atomic_load(&d.done); ms++)
+        nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+    int through = atomic_load(&d.done), still_waiting = atomic_load(&w.result) == -1;
+    /* never a hung test: the room the waiter holds, and the stream, go */
+    yfs_budget_release(m->budget, room - (1u << 20), YFS_MEM_BUILD, &waiter);
+    yfs_streams_end(st, 0, 2);
+    pthread_join(td, NULL);
+    pthread_join(tw, NULL);
+    cr_assert(through, "the demand waited for the stream wait to time out");
+    cr_assert(still_waiting, "the stream wait ended first: nothing was shown");
+    cr_assert_eq(atomic_load(&w.result), 1, "let go when the stream was");
+    yfs_budget_release(m->budget, d.bytes + block, YFS_MEM_BUILD, &d.hold);
+    yfs_hold_leave(m->budget, &d.hold);
     yfs_mount_close(m);
 }
