@@ -332,9 +332,10 @@ Test(streams, a_later_unit_waits_for_the_stream_in_use)
 }
 
 /* A build waiting for a stream in use counts as blocked (yfs_hold_wait_begin)
- * while the stream's user waits for room: with nothing else charged, that
- * demand goes through at once, over the limit, instead of waiting for the
- * stream wait to time out (2 s; at mem=1M, 200 KB of an epoch took 28 s). */
+ * while the stream's user waits for room: with nothing but the two builds
+ * charged, that demand goes through at once, over the limit, instead of
+ * waiting for the stream wait to time out (2 s; at mem=1M, 200 KB of an
+ * epoch took 28 s). */
 Test(streams, a_build_waiting_for_a_stream_counts_as_blocked)
 {
     yfs_mount *m = tfs_open_sample("column=text", NULL, 64u << 20);
