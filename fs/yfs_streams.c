@@ -346,13 +346,18 @@ static int in_use_before(const yfs_streams *st, uint32_t page, uint64_t unit)
 
 int yfs_streams_wait(yfs_streams *st, uint32_t page, uint64_t unit, yfs_hold *hold)
 {
-    yfs_hold_wait_begin(st->budget, hold);
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     uint64_t deadline = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec + WAIT_MAX_NS;
     struct timespec at = { (time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u) };
-    int waited = 0;
     pthread_mutex_lock(&st->lock);
+    if (!in_use_before(st, page, unit)) {
+        pthread_mutex_unlock(&st->lock);
+        return 0; /* nothing to wait for: the hold is not counted as waiting */
+    }
+    /* the budget's lock under this one, as in yfs_streams_put */
+    yfs_hold_wait_begin(st->budget, hold);
+    int waited = 0;
     while (in_use_before(st, page, unit)) {
         if (pthread_cond_timedwait(&st->ended, &st->lock, &at) != 0) {
             waited = 0; /* too long: the caller streams the page itself */
