@@ -28,17 +28,50 @@ typedef struct unit_jobs {
     yfs_unit *units;         /* seg->units slots */
     _Atomic uint32_t next;   /* the next unit to take */
     _Atomic int failed;
-    pthread_mutex_t lock;    /* guards err */
+    pthread_mutex_t lock;    /* guards err and the deferred units */
     pq_error err;            /* the first failure */
+    uint32_t *deferred;      /* units put off (next_unit), to frame last, in segment
+                                order; NULL: none are (pages not cut into units, or
+                                one reader: frame_segment_units) */
+    uint32_t num_deferred, deferred_taken;
 } unit_jobs;
+
+/* The next unit for a framing thread to frame (its slot in *i), or 0 when
+ * none is left. A unit whose page's stream another build uses is put off
+ * until every other unit is taken: that build frames it into its slot as
+ * its stream passes it (yfs_wants.h), and meanwhile this thread frames
+ * units of other pages instead of waiting (8 parts of DuckDB's pages, one
+ * framing thread to each build: streams of the same pages in use by the
+ * builds of the other parts most of the time; one reader's builds do not
+ * put units off: frame_segment_units). */
+static int next_unit(unit_jobs *j, uint32_t *i)
+{
+    for (;;) {
+        uint32_t k = atomic_fetch_add(&j->next, 1);
+        if (k >= j->seg->units)
+            break;
+        uint32_t unit = j->plan->plan.unit_order[j->seg->first + k];
+        if (!j->deferred || !yfs_unit_stream_busy(j->m, unit)) {
+            *i = k;
+            return 1;
+        }
+        pthread_mutex_lock(&j->lock);
+        j->deferred[j->num_deferred++] = k;
+        pthread_mutex_unlock(&j->lock);
+    }
+    pthread_mutex_lock(&j->lock);
+    int some = j->deferred && j->deferred_taken < j->num_deferred;
+    if (some) /* in segment order: a page's units are framed in record order */
+        *i = j->deferred[j->deferred_taken++];
+    pthread_mutex_unlock(&j->lock);
+    return some;
+}
 
 static void *frame_units(void *arg)
 {
     unit_jobs *j = arg;
-    for (;;) {
-        uint32_t i = atomic_fetch_add(&j->next, 1);
-        if (i >= j->seg->units || atomic_load(&j->failed))
-            return NULL;
+    uint32_t i;
+    while (!atomic_load(&j->failed) && next_unit(j, &i)) {
         uint32_t unit = j->plan->plan.unit_order[j->seg->first + i];
         pq_error err;
         if (yfs_unit_get(j->m, j->plan, unit, j->hold, &j->units[i], &err) < 0) {
@@ -48,6 +81,7 @@ static void *frame_units(void *arg)
             pthread_mutex_unlock(&j->lock);
         }
     }
+    return NULL;
 }
 
 /* A helper thread: entered into the build's hold by the builder, it leaves
@@ -72,13 +106,28 @@ static void *frame_units_helper(void *arg)
  * storage the helpers are what keeps a build's reads in flight at once (8
  * parts of 64 KiB pages at 50 ms a read: 230 MB/s with one thread to each
  * build, 414 with 4), so each build has them all
- * (bench/results/framing_threads.md). */
-uint32_t yfs_segment_framing_threads(const yfs_mount *m)
+ * (bench/results/framing_threads.md), unless its pages are streamed: a
+ * stream keeps its own reads in flight (index/ix_ahead.h), and each more
+ * thread only holds one more stream (8 parts of DuckDB's tokens at 10 ms:
+ * 4 threads to each build closed 180 streams for room and read the files
+ * 3 times over, against 49 and twice with the threads shared:
+ * bench/results/framing_streams.md). */
+uint32_t yfs_segment_framing_threads(const yfs_mount *m, int streamed)
 {
     int readers = atomic_load(&m->readers); /* 0 for a mixture's source: counted as one */
-    int shared = readers > 1 && !yfs_latency_slow(&m->read_latency);
+    int shared = readers > 1 && (streamed || !yfs_latency_slow(&m->read_latency));
     int share = shared ? (m->workers + readers - 1) / readers : m->workers;
     return (uint32_t)(share < DECODE_THREADS_MAX ? share : DECODE_THREADS_MAX);
+}
+
+/* Whether most of the segment's units are of pages likely streamed
+ * (yfs_unit_likely_whole). */
+static int mostly_streamed(const yfs_mount *m, const yfs_plan *plan, const sh_segment *seg)
+{
+    uint32_t streamed = 0, page;
+    for (uint32_t i = 0; i < seg->units; i++)
+        streamed += !yfs_unit_likely_whole(m, plan->plan.unit_order[seg->first + i], &page);
+    return streamed > seg->units / 2;
 }
 
 /* The framed records of the segment's units into units[], in parallel when
@@ -87,12 +136,19 @@ uint32_t yfs_segment_framing_threads(const yfs_mount *m)
 static int frame_segment_units(yfs_mount *m, yfs_plan *plan, const sh_segment *seg,
                                yfs_hold *hold, yfs_unit *units, pq_error *err)
 {
-    unit_jobs j = { .m = m, .plan = plan, .hold = hold, .seg = seg, .units = units };
+    /* Units are put off only while readers are open at once: one reader's
+     * builds, 4 threads each, lost 12% on DuckDB's tokens putting them off
+     * (the threads had the page's later units to wait for instead).
+     * deferred is in the build's arrays (yfs_segment_build_bytes). */
+    int put_off = m->units.cut.first_unit && atomic_load(&m->readers) > 1;
+    uint32_t *deferred = put_off ? malloc(seg->units * sizeof *deferred) : NULL;
+    unit_jobs j = { .m = m, .plan = plan, .hold = hold, .seg = seg, .units = units,
+                    .deferred = deferred };
     atomic_init(&j.next, 0);
     atomic_init(&j.failed, 0);
     pthread_mutex_init(&j.lock, NULL);
 
-    uint32_t want = yfs_segment_framing_threads(m);
+    uint32_t want = yfs_segment_framing_threads(m, mostly_streamed(m, plan, seg));
     pthread_t helper[DECODE_THREADS_MAX];
     uint32_t helpers = 0;
     while (helpers + 1 < want && helpers + 1 < seg->units) {
@@ -112,6 +168,7 @@ static int frame_segment_units(yfs_mount *m, yfs_plan *plan, const sh_segment *s
     yfs_hold_enter(m->budget, hold);
 
     pthread_mutex_destroy(&j.lock);
+    free(deferred);
     if (atomic_load(&j.failed)) {
         *err = j.err;
         return -1;
@@ -187,7 +244,9 @@ uint64_t yfs_segment_build_bytes(const yfs_mount *m, const yfs_plan *plan, uint6
     if (m->params.mode == SH_SHUFFLE_ROW)
         return 0; /* yfs_rows.h reserves as it goes */
     const sh_segment *seg = &plan->plan.segments[s];
-    return (uint64_t)(seg->records ? seg->records : 1) * (sizeof(record_at) + sizeof(uint32_t));
+    /* where[], order[] and the framing threads' deferred units */
+    return (uint64_t)(seg->records ? seg->records : 1) * (sizeof(record_at) + sizeof(uint32_t)) +
+           (uint64_t)seg->units * sizeof(uint32_t);
 }
 
 /* A page-shuffled (or natural-order) segment: frame its units (yfs_units.h)

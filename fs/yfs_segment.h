@@ -46,15 +46,17 @@ void yfs_body_free(yfs_body *b);
  * Known from the plan before any byte is read. */
 uint64_t yfs_segment_held_bytes(const yfs_mount *m, const yfs_plan *plan, uint64_t s);
 /* What a build of segment s holds besides that from its start to its end:
- * the slots of its units and its order arrays (YFS_MEM_BUILD). The caller
+ * the slots of its units, its order arrays and the units its framing
+ * threads put off (YFS_MEM_BUILD). The caller
  * reserves both with the segment, in one go (a prefetch that cannot have
  * all takes none, instead of taking room from others while it builds). */
 uint64_t yfs_segment_build_bytes(const yfs_mount *m, const yfs_plan *plan, uint64_t s);
 
 /* The threads a build started now frames its units with, at most 4: the
  * mount's workers, shared among the readers open (m->readers; rounded up,
- * at least one each) unless storage is slow (yfs_latency_slow). */
-uint32_t yfs_segment_framing_threads(const yfs_mount *m);
+ * at least one each) unless storage is slow (yfs_latency_slow) and the
+ * build's pages are not mostly `streamed` (yfs_units.h). */
+uint32_t yfs_segment_framing_threads(const yfs_mount *m, int streamed);
 
 /* On success *out holds segment s (plan->segments[s].bytes bytes); free it
  * with yfs_body_free. yfs_segment_held_bytes (YFS_MEM_SEGMENTS) and

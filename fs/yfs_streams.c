@@ -344,6 +344,14 @@ static int in_use_before(const yfs_streams *st, uint32_t page, uint64_t unit)
     return 0;
 }
 
+int yfs_streams_busy(yfs_streams *st, uint32_t page, uint64_t unit)
+{
+    pthread_mutex_lock(&st->lock);
+    int busy = in_use_before(st, page, unit);
+    pthread_mutex_unlock(&st->lock);
+    return busy;
+}
+
 int yfs_streams_wait(yfs_streams *st, uint32_t page, uint64_t unit, yfs_hold *hold)
 {
     struct timespec now;

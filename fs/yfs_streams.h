@@ -80,5 +80,9 @@ ix_stream *yfs_streams_take(yfs_streams *st, uint32_t page, uint64_t unit, uint6
                             yfs_hold *hold, uint64_t *at, void **dict, uint64_t *charged);
 void yfs_streams_end(yfs_streams *st, uint32_t page, uint64_t from);
 int yfs_streams_wait(yfs_streams *st, uint32_t page, uint64_t unit, yfs_hold *hold);
+/* Whether yfs_streams_wait would wait now (a stream of `page` positioned at
+ * or before `unit` is in use): a build with other units to frame does those
+ * first (yfs_segment.c). */
+int yfs_streams_busy(yfs_streams *st, uint32_t page, uint64_t unit);
 
 #endif

@@ -299,6 +299,15 @@ int yfs_unit_likely_whole(const yfs_mount *m, uint32_t unit, uint32_t *page)
     return p->length <= share / 4 && p->framed <= share / 2 && units_park(m, *page);
 }
 
+int yfs_unit_stream_busy(const yfs_mount *m, uint32_t unit)
+{
+    const sh_cut *cut = m->units.cut.first_unit ? &m->units.cut : NULL;
+    if (!cut)
+        return 0;
+    sh_unit u = sh_unit_at(m->page_summary, cut, m->ix->num_pages, unit);
+    return yfs_streams_busy(m->streams, u.page, unit);
+}
+
 /* The whole decode of the entry whose first page has header h: its raw
  * bytes and, scaled to all its pages, what decoding takes. */
 static uint64_t whole_decode_bytes(const ix_index *ix, uint64_t page, const pq_page_header *h)

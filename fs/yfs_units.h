@@ -82,6 +82,9 @@ uint32_t yfs_unit_page(const yfs_mount *m, uint32_t unit);
  * streamed in windows (a page large for mem). A guess for reading ahead: a
  * wrong one costs a read, never a byte served. */
 int yfs_unit_likely_whole(const yfs_mount *m, uint32_t unit, uint32_t *page);
+/* Whether framing the unit now would wait for a stream of its page that
+ * another build uses (yfs_streams_wait), which may frame the unit meanwhile. */
+int yfs_unit_stream_busy(const yfs_mount *m, uint32_t unit);
 /* Free the unit's block (its charge is the caller's to release). */
 void yfs_unit_drop(yfs_unit *u);
 

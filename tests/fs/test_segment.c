@@ -3,22 +3,28 @@
  * storage share them, at least one each (builds are then work for the
  * cores, and each framing thread holds a decoded page or a stream at its
  * bound); over slow storage every build has them all (they keep its reads
- * in flight at once). */
+ * in flight at once), unless its pages are streamed (each stream keeps its
+ * own reads in flight, and each thread holds a stream). */
 #include <criterion/criterion.h>
 #include <stdatomic.h>
 
 #include "yfs_segment.h"
 
-static uint32_t framing_threads(int workers, int readers, uint64_t read_ns)
+static uint32_t framing_threads_of(int workers, int readers, uint64_t read_ns, int streamed)
 {
     yfs_mount m = { .workers = workers };
     atomic_init(&m.readers, readers);
     yfs_latency_init(&m.read_latency);
     for (int i = 0; read_ns && i < 64; i++)
         yfs_latency_note(&m.read_latency, read_ns);
-    uint32_t threads = yfs_segment_framing_threads(&m);
+    uint32_t threads = yfs_segment_framing_threads(&m, streamed);
     yfs_latency_destroy(&m.read_latency);
     return threads;
+}
+
+static uint32_t framing_threads(int workers, int readers, uint64_t read_ns)
+{
+    return framing_threads_of(workers, readers, read_ns, 0);
 }
 
 Test(segment, readers_open_at_once_over_fast_storage_share_the_framing_threads)
@@ -41,4 +47,14 @@ Test(segment, over_slow_storage_every_build_frames_with_all_the_threads)
     cr_assert_eq(framing_threads(4, 8, slow), 4);
     cr_assert_eq(framing_threads(4, 2, slow), 4);
     cr_assert_eq(framing_threads(64, 8, slow), 4, "at most 4");
+}
+
+Test(segment, over_slow_storage_builds_of_streamed_pages_share_the_threads)
+{
+    const uint64_t slow = 50 * 1000 * 1000, fast = 30 * 1000; /* ns */
+    cr_assert_eq(framing_threads_of(4, 8, slow, 1), 1, "at least one each");
+    cr_assert_eq(framing_threads_of(4, 2, slow, 1), 2);
+    cr_assert_eq(framing_threads_of(4, 1, slow, 1), 4, "one reader: all of them");
+    cr_assert_eq(framing_threads_of(4, 0, slow, 1), 4, "no reader open (a prefetch): all of them");
+    cr_assert_eq(framing_threads_of(4, 8, fast, 1), 1, "fast storage: shared, streamed or not");
 }

@@ -304,8 +304,8 @@ static void *wait_for(void *arg)
 }
 
 /* A build that needs a later unit of a page another build streams waits
- * until that stream is let go; one that needs an earlier unit, or a unit of
- * another page, does not wait. */
+ * until that stream is let go (yfs_streams_busy says so beforehand); one
+ * that needs an earlier unit, or a unit of another page, does not wait. */
 Test(streams, a_later_unit_waits_for_the_stream_in_use)
 {
     yfs_mount *m = tfs_open_sample("column=text", NULL, 64u << 20);
@@ -318,6 +318,10 @@ Test(streams, a_later_unit_waits_for_the_stream_in_use)
     cr_assert_eq(at, 2);
     cr_assert_eq(yfs_streams_wait(st, 0, 1, NULL), 0, "unit 1 comes before the stream in use");
     cr_assert_eq(yfs_streams_wait(st, 1, 5, NULL), 0, "another page");
+    cr_assert(yfs_streams_busy(st, 0, 5), "a build framing unit 5 now would wait");
+    cr_assert(yfs_streams_busy(st, 0, 2));
+    cr_assert_not(yfs_streams_busy(st, 0, 1));
+    cr_assert_not(yfs_streams_busy(st, 1, 5));
 
     wait_job j = { st, 0, 5, -1, NULL, NULL };
     pthread_t t;
@@ -328,6 +332,7 @@ Test(streams, a_later_unit_waits_for_the_stream_in_use)
     yfs_streams_end(st, 0, 2);
     pthread_join(t, NULL);
     cr_assert_eq(atomic_load(&j.result), 1);
+    cr_assert_not(yfs_streams_busy(st, 0, 5), "let go");
     yfs_mount_close(m);
 }
 
