@@ -88,6 +88,7 @@ static const char USAGE[] =
     "    threads=N       I/O and decode workers (1 to 256, default: max(4, cores));\n"
     "                    a build decodes with its share among the files open,\n"
     "                    or all of them when storage reads take 1 ms or more\n"
+    "                    (streamed pages: while the cores have time to spare)\n"
     "    readahead=N     segments prepared ahead of each reader (0 to 64, default 8;\n"
     "                    0: off), within a quarter of mem each, half for a file\n"
     "                    read alone from slow storage (reads of 1 ms or more)\n"

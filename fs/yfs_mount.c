@@ -188,6 +188,7 @@ int yfs_mount_open_source(const yfs_options *opts, const char *dataset, int prog
     if (!m)
         return pq_error_set(err, "out of memory");
     yfs_latency_init(&m->read_latency);
+    yfs_cpu_init(&m->cpu, 0);
     m->opts = *opts;
     m->mem_part = opts->mem;
     m->workers = opts->threads;
@@ -311,6 +312,7 @@ void yfs_mount_close(yfs_mount *m)
     free(m->page_first_record);
     ix_free(m->ix);
     yfs_latency_destroy(&m->read_latency);
+    yfs_cpu_destroy(&m->cpu);
     yfs_options_free(&m->opts);
     free(m);
 }

@@ -13,6 +13,7 @@
 
 #include "ix_index.h"
 #include "sh_plan.h"
+#include "yfs_cpu.h"
 #include "yfs_latency.h"
 #include "yfs_options.h"
 #include "yfs_stats.h"
@@ -65,6 +66,7 @@ typedef struct yfs_mount {
     _Atomic int readers;   /* epoch and part files open on it (yfs_view.h), not a mixture's */
     yfs_stats stats;
     yfs_latency read_latency; /* of storage reads at run time */
+    yfs_cpu cpu;              /* whether the process keeps its cores busy (yfs_cpu.h) */
     double index_seconds;  /* wall time of the whole mount-time build */
     int log_to_syslog;     /* set once daemonized, before any read */
     struct timespec mounted_at; /* the epoch files' mtime */

@@ -31,8 +31,8 @@ typedef struct unit_jobs {
     pthread_mutex_t lock;    /* guards err and the deferred units */
     pq_error err;            /* the first failure */
     uint32_t *deferred;      /* units put off (next_unit), to frame last, in segment
-                                order; NULL: none are (pages not cut into units, or
-                                one reader: frame_segment_units) */
+                                order; NULL: none are (frame_segment_units says
+                                when they may be) */
     uint32_t num_deferred, deferred_taken;
 } unit_jobs;
 
@@ -42,8 +42,8 @@ typedef struct unit_jobs {
  * its stream passes it (yfs_wants.h), and meanwhile this thread frames
  * units of other pages instead of waiting (8 parts of DuckDB's pages, one
  * framing thread to each build: streams of the same pages in use by the
- * builds of the other parts most of the time; one reader's builds do not
- * put units off: frame_segment_units). */
+ * builds of the other parts most of the time; only then are units put
+ * off: frame_segment_units). */
 static int next_unit(unit_jobs *j, uint32_t *i)
 {
     for (;;) {
@@ -106,16 +106,19 @@ static void *frame_units_helper(void *arg)
  * storage the helpers are what keeps a build's reads in flight at once (8
  * parts of 64 KiB pages at 50 ms a read: 230 MB/s with one thread to each
  * build, 414 with 4), so each build has them all
- * (bench/results/framing_threads.md), unless its pages are streamed: a
- * stream keeps its own reads in flight (index/ix_ahead.h), and each more
- * thread only holds one more stream (8 parts of DuckDB's tokens at 10 ms:
- * 4 threads to each build closed 180 streams for room and read the files
- * 3 times over, against 49 and twice with the threads shared:
+ * (bench/results/framing_threads.md), unless its pages are streamed and
+ * the cores are busy (yfs_cpu.h): a stream keeps its own reads in flight
+ * (index/ix_ahead.h), and each more thread only holds one more stream
+ * (8 parts of DuckDB's tokens at 10 ms, the cores busy decoding: 4
+ * threads to each build closed 180 streams for room and read the files 3
+ * times over, against 49 and twice with the threads shared; DuckDB's text
+ * at 50 ms, the cores a third idle, went 20% slower with them shared:
  * bench/results/framing_streams.md). */
 uint32_t yfs_segment_framing_threads(const yfs_mount *m, int streamed)
 {
     int readers = atomic_load(&m->readers); /* 0 for a mixture's source: counted as one */
-    int shared = readers > 1 && (streamed || !yfs_latency_slow(&m->read_latency));
+    int shared = readers > 1 && (!yfs_latency_slow(&m->read_latency) ||
+                                 (streamed && yfs_cpu_busy(&m->cpu)));
     int share = shared ? (m->workers + readers - 1) / readers : m->workers;
     return (uint32_t)(share < DECODE_THREADS_MAX ? share : DECODE_THREADS_MAX);
 }
@@ -136,11 +139,14 @@ static int mostly_streamed(const yfs_mount *m, const yfs_plan *plan, const sh_se
 static int frame_segment_units(yfs_mount *m, yfs_plan *plan, const sh_segment *seg,
                                yfs_hold *hold, yfs_unit *units, pq_error *err)
 {
-    /* Units are put off only while readers are open at once: one reader's
-     * builds, 4 threads each, lost 12% on DuckDB's tokens putting them off
-     * (the threads had the page's later units to wait for instead).
-     * deferred is in the build's arrays (yfs_segment_build_bytes). */
-    int put_off = m->units.cut.first_unit && atomic_load(&m->readers) > 1;
+    /* Units are put off only while readers are open at once over slow
+     * storage, where a stream in use is in use for round trips: one
+     * reader's builds, 4 threads each, lost 12% on DuckDB's tokens putting
+     * them off, and 8 parts of DuckDB's text from the page cache about as
+     * much (bench/results/framing_streams.md). deferred is in the build's
+     * arrays (yfs_segment_build_bytes). */
+    int put_off = m->units.cut.first_unit && atomic_load(&m->readers) > 1 &&
+                  yfs_latency_slow(&m->read_latency);
     uint32_t *deferred = put_off ? malloc(seg->units * sizeof *deferred) : NULL;
     unit_jobs j = { .m = m, .plan = plan, .hold = hold, .seg = seg, .units = units,
                     .deferred = deferred };
@@ -148,6 +154,7 @@ static int frame_segment_units(yfs_mount *m, yfs_plan *plan, const sh_segment *s
     atomic_init(&j.failed, 0);
     pthread_mutex_init(&j.lock, NULL);
 
+    yfs_cpu_sample(&m->cpu);
     uint32_t want = yfs_segment_framing_threads(m, mostly_streamed(m, plan, seg));
     pthread_t helper[DECODE_THREADS_MAX];
     uint32_t helpers = 0;
