@@ -142,9 +142,10 @@ static int frame_segment_units(yfs_mount *m, yfs_plan *plan, const sh_segment *s
     /* Units are put off only while readers are open at once over slow
      * storage, where a stream in use is in use for round trips: one
      * reader's builds, 4 threads each, lost 12% on DuckDB's tokens putting
-     * them off, and 8 parts of DuckDB's text from the page cache about as
-     * much (bench/results/framing_streams.md). deferred is in the build's
-     * arrays (yfs_segment_build_bytes). */
+     * them off, and 8 parts of DuckDB's text from the page cache may lose
+     * more (227 against 355 MB/s in one run, within noise in others:
+     * bench/results/framing_streams.md). deferred is in the build's arrays
+     * (yfs_segment_build_bytes). */
     int put_off = m->units.cut.first_unit && atomic_load(&m->readers) > 1 &&
                   yfs_latency_slow(&m->read_latency);
     uint32_t *deferred = put_off ? malloc(seg->units * sizeof *deferred) : NULL;
