@@ -263,10 +263,9 @@ static int raw_init(ix_framing *f, const ix_frame_options *o, pq_error *err)
     return 0;
 }
 
-int ix_framing_init(ix_framing *f, const ix_frame_options *o, const pq_leaf *leaf,
-                    pq_nest *nest, pq_error *err)
+static int framing_setup(ix_framing *f, const ix_frame_options *o, const pq_leaf *leaf,
+                         pq_nest *nest, pq_error *err)
 {
-    memset(f, 0, sizeof *f);
     f->format = o->format;
     f->rowid = o->rowid;
     f->has_source = o->rowid && o->has_source;
@@ -306,6 +305,17 @@ int ix_framing_init(ix_framing *f, const ix_frame_options *o, const pq_leaf *lea
         return raw_init(f, o, err) < 0 ? pq_error_prefix(err, "column %s: ", leaf->path) : 0;
     }
     return pq_error_set(err, "unknown format");
+}
+
+int ix_framing_init(ix_framing *f, const ix_frame_options *o, const pq_leaf *leaf,
+                    pq_nest *nest, pq_error *err)
+{
+    memset(f, 0, sizeof *f);
+    if (framing_setup(f, o, leaf, nest, err) < 0) {
+        ix_framing_free(f); /* what it took over and allocated */
+        return -1;
+    }
+    return 0;
 }
 
 void ix_framing_set_others(ix_framing *f, const ix_others *others)

@@ -99,7 +99,7 @@ const char *ix_format_ext(ix_format format);
  * the leaf's own levels say it (pq_nest_simple). Fails with a message when
  * the format cannot carry the column (text of numbers, raw of strings or
  * structs, a dtype that floats cannot take, a sep that does not fit the
- * dtype). */
+ * dtype), having released what it took over (f is left empty). */
 int ix_framing_init(ix_framing *f, const ix_frame_options *o, const pq_leaf *leaf,
                     pq_nest *nest, pq_error *err);
 void ix_framing_free(ix_framing *f);

@@ -388,8 +388,8 @@ static size_t deepest_reads_ahead(ix_index *ix, const ix_stream_opts *opts)
 }
 
 /* 300 us per read, a stream decodes faster than 4 windows of 256 bytes
- * arrive: it takes more windows each time it waits, as far as the most or
- * the cap allow, each granted before it is held. */
+ * arrive: it takes more windows each time it waits, up to the most or as
+ * far as the cap allows, each granted before it is held. */
 Test(stream, a_stream_that_waits_for_its_reads_ahead_deepens_them_as_far_as_it_may)
 {
     setenv("YOUMUFS_READ_DELAY_US", "300", 1); /* read once per process: this test's */
@@ -400,8 +400,13 @@ Test(stream, a_stream_that_waits_for_its_reads_ahead_deepens_them_as_far_as_it_m
     cr_assert_gt(ix->pages[0].length, (64u << 10) + w * 8 * IX_AHEAD_WINDOWS_MAX);
     ix_stream_opts free_rein = { .read_size = 64, .window = w, .ahead = 1, .grow = grant };
     size_t d = deepest_reads_ahead(ix, &free_rein);
-    cr_assert_eq(d, ix_ahead_bytes(w, IX_AHEAD_WINDOWS_MAX), "%zu windows",
+    /* How many times it waits depends on the machine's pace (under the
+     * sanitizers on a busy machine, one run stopped at 15 of 16): past the
+     * cap below, and never past the most. */
+    cr_assert_gt(d, ix_ahead_bytes(w, IX_AHEAD_WINDOWS + 2), "%zu windows",
                  (d - ix_ahead_bytes(w, 0)) / w);
+    cr_assert_leq(d, ix_ahead_bytes(w, IX_AHEAD_WINDOWS_MAX), "%zu windows",
+                  (d - ix_ahead_bytes(w, 0)) / w);
     ix_stream_opts tight = { .read_size = 64, .window = w, .ahead = 1, .grow = grant,
                              .cap = IX_STREAM_CAP + ix_ahead_bytes(w, IX_AHEAD_WINDOWS + 2) };
     cr_assert_eq(deepest_reads_ahead(ix, &tight), ix_ahead_bytes(w, IX_AHEAD_WINDOWS + 2),
