@@ -301,11 +301,8 @@ int yfs_unit_likely_whole(const yfs_mount *m, uint32_t unit, uint32_t *page)
 
 int yfs_unit_stream_busy(const yfs_mount *m, uint32_t unit)
 {
-    const sh_cut *cut = m->units.cut.first_unit ? &m->units.cut : NULL;
-    if (!cut)
-        return 0;
-    sh_unit u = sh_unit_at(m->page_summary, cut, m->ix->num_pages, unit);
-    return yfs_streams_busy(m->streams, u.page, unit);
+    /* unit_get waits for streams only when pages are cut into units */
+    return m->units.cut.first_unit && yfs_streams_busy(m->streams, yfs_unit_page(m, unit), unit);
 }
 
 /* The whole decode of the entry whose first page has header h: its raw
