@@ -289,6 +289,39 @@ pq_inflate *pq_inflate_open(int codec, uint64_t clen, uint64_t ulen, size_t valu
     return f;
 }
 
+pq_inflate *pq_inflate_fork(const pq_inflate *f, void *ctx, const uint8_t **p, pq_error *err)
+{
+    if (f->codec != PQ_UNCOMPRESSED && !own_codec(f->codec)) {
+        pq_error_set(err, "%s: a library decoder's state is not forkable",
+                     pq_codec_name(f->codec));
+        return NULL;
+    }
+    assert(f->codec_bytes == 0); /* our codecs allocate nothing beyond in and out */
+    pq_inflate *g = malloc(sizeof *g);
+    uint8_t *out = malloc(f->out_cap), *in = f->in_cap ? malloc(f->in_cap) : NULL;
+    if (!g || !out || (f->in_cap && !in)) {
+        free(g);
+        free(out);
+        free(in);
+        pq_error_set(err, "out of memory for a copy of a page stream's window (%zu bytes)",
+                     f->out_cap + f->in_cap);
+        return NULL;
+    }
+    *g = *f; /* offsets and the codec's position: plain values */
+    memcpy(out, f->out, f->wr);
+    if (in)
+        memcpy(in, f->in + f->in_rd, f->in_wr - f->in_rd);
+    g->out = out;
+    g->in = in;
+    g->in_wr -= g->in_rd;
+    g->in_rd = 0;
+    g->ctx = ctx;
+    uintptr_t at = p ? (uintptr_t)*p : 0, base = (uintptr_t)f->out;
+    if (p && at >= base && at < base + f->wr)
+        *p = out + (at - base);
+    return g;
+}
+
 size_t pq_inflate_bytes(const pq_inflate *f)
 {
     return sizeof *f + f->in_cap + f->out_cap + f->codec_bytes;

@@ -56,6 +56,14 @@ uint64_t pq_inflate_offset(const pq_inflate *f);
  * ulen bytes from exactly clen compressed bytes. */
 int pq_inflate_finish(pq_inflate *f, pq_error *err);
 
+/* A copy of f at its current position, reading on through ctx (with f's
+ * read function): the two go on independently. *p (p may be NULL), a
+ * pointer into f's window as ensure gave it, is moved to the same byte of
+ * the copy's. Our own codecs and UNCOMPRESSED only: a library decoder's
+ * state is opaque, and the copy fails with "not forkable". NULL on failure
+ * (err set). */
+pq_inflate *pq_inflate_fork(const pq_inflate *f, void *ctx, const uint8_t **p, pq_error *err);
+
 size_t pq_inflate_bytes(const pq_inflate *f);
 size_t pq_inflate_bytes_max(const pq_inflate *f);
 void pq_inflate_close(pq_inflate *f);

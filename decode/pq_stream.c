@@ -472,6 +472,55 @@ int64_t pq_stream_skip(pq_stream *s, uint64_t n, pq_error *err)
     return (int64_t)done;
 }
 
+/* A copy of the level section l, its cursor at the same byte. */
+static int level_copy(level_iter *to, const level_iter *from)
+{
+    *to = *from;
+    if (!from->bytes)
+        return 0;
+    if (!(to->bytes = malloc(from->len)))
+        return -1;
+    memcpy(to->bytes, from->bytes, from->len);
+    if (from->c.p) /* set by level_start, within bytes */
+        to->c.p = to->bytes + (from->c.p - from->bytes);
+    return 0;
+}
+
+pq_stream *pq_stream_fork(const pq_stream *s, const pq_page_header *h, void *ctx,
+                          pq_stream_entry *last, pq_error *err)
+{
+    if (s->state != 0) {
+        pq_error_set(err, "a page stream that %s is not forkable",
+                     s->state > 0 ? "ended" : "failed");
+        return NULL;
+    }
+    pq_stream *t = malloc(sizeof *t);
+    if (!t) {
+        pq_error_set(err, "out of memory for a page stream");
+        return NULL;
+    }
+    *t = *s;
+    t->h = h;
+    t->f = NULL;
+    t->rep.bytes = t->def.bytes = NULL;
+    const uint8_t *value = last && last->has_value ? last->value.ptr : NULL;
+    if (level_copy(&t->rep, &s->rep) < 0 || level_copy(&t->def, &s->def) < 0) {
+        pq_error_set(err, "out of memory for %zu level bytes", s->rep.len + s->def.len);
+        pq_stream_close(t);
+        return NULL;
+    }
+    if (!(t->f = pq_inflate_fork(s->f, ctx, &value, err))) {
+        pq_stream_close(t);
+        return NULL;
+    }
+    if (value == &s->bool_val)
+        value = &t->bool_val;
+    if (last && last->has_value)
+        last->value.ptr = value; /* else in the dictionary, shared */
+    assert(pq_stream_bytes(t) == pq_stream_bytes(s));
+    return t;
+}
+
 uint32_t pq_stream_position(const pq_stream *s)
 {
     return s->pos;

@@ -138,6 +138,19 @@ int pq_stream_next(pq_stream *s, pq_stream_entry *e, pq_error *err);
  * -1. The values are still decoded: they are where the next ones begin. */
 int64_t pq_stream_skip(pq_stream *s, uint64_t n, pq_error *err);
 
+/* A copy of s at its current position, for a caller that wants to come
+ * back to this place of the page later while s goes on: the copy reads
+ * the rest of the body through read(ctx, ...) (s's read function, with
+ * the caller's new ctx), parses no header again (h: the page's header as
+ * the copy's caller keeps it, equal to s's) and holds what s holds
+ * (pq_stream_bytes). last (may be NULL) is the entry s handed out last: its
+ * value is moved to the copy's window. Forks only codecs whose state is
+ * ours (UNCOMPRESSED, SNAPPY, LZ4, LZ4_RAW); otherwise, or for a stream
+ * that ended or failed, NULL with "not forkable" in err (out of memory:
+ * NULL, err set). */
+pq_stream *pq_stream_fork(const pq_stream *s, const pq_page_header *h, void *ctx,
+                          pq_stream_entry *last, pq_error *err);
+
 /* Entries handed out or skipped so far, and in all (h->num_values). */
 uint32_t pq_stream_position(const pq_stream *s);
 uint32_t pq_stream_entries(const pq_stream *s);

@@ -259,6 +259,7 @@ static json_t *counters_json(yfs_mount *m)
         { "pages_streamed", &s->pages_streamed },
         { "streams_resumed", &s->streams_resumed },
         { "streams_closed", &s->streams_closed },
+        { "streams_forked", &s->streams_forked },
         { "page_bytes", &s->page_bytes },
         { "chunk_loads", &s->chunk_loads },
         { "pages_from_chunks", &s->pages_from_chunks },

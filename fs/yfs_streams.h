@@ -19,8 +19,13 @@
  * first. A demand reservation short of room has the oldest let go of their
  * reads ahead (ix_stream_shed: they keep their place), and, once it has
  * waited out its patience (yfs_budget.h: the builds running free room
- * first), closes them too, oldest first (whoever needs the unit streams the
- * page again: only the work differs). Streams are shed and closed with no
+ * first), closes them too, oldest first, when that lets it through or when
+ * nothing running could make room (whoever needs the unit streams the page
+ * again: only the work differs). A stream that passes over units nobody
+ * keeps leaves a paused copy of itself at the first of them (yfs_units.c,
+ * ix_stream_fork): several paused streams of a page, at different units,
+ * are the rule then, and yfs_streams_take hands over the latest at or
+ * before the unit asked for. Streams are shed and closed with no
  * lock of the store held (shedding waits for reads in flight; closing gives
  * a dictionary back, which takes the dictionary cache's lock). Thread-safe.
  */

@@ -259,18 +259,23 @@ static uint64_t whole_decode_share(const yfs_mount *m)
  * (DuckDB's text at mem=1G, pages of ~100 MB framed against a 32 MB share,
  * one reader: each 50 MB page read about 80 times, 12 MB/s against 760 at
  * mem=512M). Such a page is better streamed, whatever its decode would take,
- * when the streams of SH_OPEN_PAGES pages can pause between its units (each
- * holds its windows read ahead, in the store of paused streams, which has
- * the framed store's room): a paused stream goes on where it stopped. Else
- * (mem=32M) streams closed for room read their pages again from the start,
- * more than the decodes cost. */
+ * when the streams of SH_OPEN_PAGES pages can pause between its units (in
+ * the store of paused streams, which has the framed store's room): a paused
+ * stream goes on where it stopped. Else (mem=32M) streams closed for room
+ * read their pages again from the start, more than the decodes cost. A
+ * paused stream is weighed without its reads ahead, which go first when
+ * room is short (yfs_streams.h) and exist only over slow storage: weighed
+ * with 4 MiB of them, pages of 11 MB framed at mem=96M were decoded whole,
+ * one reader read its files 27 times. */
+#define PAUSED_STREAM_BYTES ((uint64_t)1 << 20) /* DuckDB's text 0.66 MB, tokens 1.1 */
+
 static int units_park(const yfs_mount *m, uint32_t page)
 {
     const uint64_t *first = m->units.cut.first_unit;
     uint64_t framed_store = yfs_mount_framed_budget(m), framed = m->ix->pages[page].framed;
     return !first || first[page + 1] - first[page] <= 1 ||
            (framed <= framed_store / SH_OPEN_PAGES && framed <= WHOLE_FRAMED_MAX) ||
-           SH_OPEN_PAGES * ix_ahead_bytes(IX_AHEAD_WINDOW, IX_AHEAD_WINDOWS) > framed_store;
+           SH_OPEN_PAGES * PAUSED_STREAM_BYTES > framed_store;
 }
 
 /* Entries this small are decoded whole without weighing their headers: even
@@ -316,12 +321,56 @@ static uint64_t whole_decode_bytes(const ix_index *ix, uint64_t page, const pq_p
     return p->length + yfs_decode_bound_page(h, width) * pages_worth;
 }
 
+/* A paused copy of a stream (ix_stream_fork), left at a unit it passes
+ * over that no build takes: whoever frames that unit later continues the
+ * copy instead of streaming the page again from its start. */
+typedef struct stream_copy {
+    int wanted;       /* take a copy at the unit's first record */
+    ix_stream *s;     /* the copy taken, or NULL */
+    uint64_t charged; /* YFS_MEM_DECODED reserved for it in the build's hold */
+} stream_copy;
+
+/* Copy s into c where it stands, if memory allows without waiting (a copy
+ * saves reading, it is not needed) and s may fork (ix_stream.h). */
+static void copy_stream(yfs_mount *m, ix_stream *s, yfs_hold *hold, stream_copy *c)
+{
+    uint64_t bytes = ix_stream_bytes(s) - ix_stream_sheddable(s); /* a copy's most */
+    pq_error ignored;
+    if (!ix_stream_pausable(s) ||
+        yfs_budget_reserve(m->budget, bytes, YFS_MEM_DECODED, YFS_TRY, hold) < 0)
+        return;
+    if (!(c->s = ix_stream_fork(s, &ignored))) {
+        yfs_budget_release(m->budget, bytes, YFS_MEM_DECODED, hold);
+        return;
+    }
+    c->charged = bytes;
+}
+
+/* Pause the copies taken (copy[k] of unit from + k) with the page's
+ * streams when keep, else close them. */
+static void keep_copies(yfs_mount *m, uint32_t page, uint64_t from, uint32_t units,
+                        stream_copy *copy, int keep, yfs_hold *hold)
+{
+    for (uint32_t k = 0; copy && k < units; k++) {
+        if (!copy[k].s)
+            continue;
+        if (keep) {
+            yfs_streams_put(m->streams, page, from + k, copy[k].s, NULL, copy[k].charged, hold);
+            yfs_count(&m->stats.streams_forked, 1);
+        } else {
+            ix_stream_close(copy[k].s);
+            yfs_budget_release(m->budget, copy[k].charged, YFS_MEM_DECODED, hold);
+        }
+    }
+}
+
 /* Frame `units` units of the page from the stream s, positioned at the
  * first record of unit `from`, into the blocks given (block[k] for unit
- * from + k; NULL: passed over). Stops after the last unit that has a block,
- * and returns how many units it went through, or -1. */
+ * from + k; NULL: passed over), leaving a copy of s at each unit whose
+ * copy[k] is wanted. Stops after the last unit that has a block, and
+ * returns how many units it went through, or -1. */
 static int64_t frame_stream(yfs_mount *m, ix_stream *s, uint64_t from, uint32_t units,
-                            uint8_t **block, pq_error *err)
+                            uint8_t **block, stream_copy *copy, yfs_hold *hold, pq_error *err)
 {
     const sh_cut *cut = m->units.cut.first_unit ? &m->units.cut : NULL;
     uint32_t last = units;
@@ -333,6 +382,8 @@ static int64_t frame_stream(yfs_mount *m, ix_stream *s, uint64_t from, uint32_t 
         sh_unit u = sh_unit_at(m->page_summary, cut, m->ix->num_pages, (uint32_t)(from + k));
         unit_writer w = block[k] ? writer_for(&m->ix->framing, &u, block[k]) : (unit_writer){ 0 };
         w.bytes.window = window;
+        if (copy[k].wanted)
+            copy_stream(m, s, hold, &copy[k]);
         for (uint32_t r = 0; rc > 0 && r < u.records; r++) {
             ix_record rec;
             rc = ix_stream_next(s, &rec, err);
@@ -456,8 +507,13 @@ static void stream_done(yfs_mount *m, uint32_t page, page_stream *ps, int pause,
  * them (yfs_wants.h). The units it passes over before the unit (builds
  * running at once ask for a page's units out of order) are parked as far as
  * a page's share of the framed store and the room left allow (YFS_TRY: a
- * build needs each of them soon, and one lost costs streaming the page
- * again from its start, 25 MB for DuckDB's pages, not a prefetch's worth).
+ * build needs each of them soon). At the first of each run of units it
+ * passes over and keeps nowhere, it leaves a paused copy of itself
+ * (copy_stream): the build that needs them later reads on from there,
+ * where it would otherwise stream the page again from its start (25 MB for
+ * DuckDB's pages; 8 parts of DuckDB's text at 50 ms a read and mem=256M
+ * lost 100-170 units an epoch so, each opening of a page read 2.7 x its
+ * bytes: bench/results/stream_copies.md).
  * Past the unit, the stream is paused at the next unit nobody waits for:
  * parking units ahead instead cost DuckDB's text 1.45 x its bytes read at
  * mem=256M, one reader (parked units dropped for room stream their page
@@ -484,9 +540,11 @@ static int frame_streamed(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_
     uint32_t units = rc == 0 ? (uint32_t)(end_unit - ps.from) : 0;
     uint8_t **block = rc == 0 ? calloc(units, sizeof *block) : NULL;
     yfs_unit **wanted = rc == 0 ? calloc(units, sizeof *wanted) : NULL;
-    if (rc == 0 && (!block || !wanted))
+    stream_copy *copy = rc == 0 ? calloc(units, sizeof *copy) : NULL;
+    if (rc == 0 && (!block || !wanted || !copy))
         rc = pq_error_set(err, "out of memory for %u units", units);
     uint64_t parked = 0, share = yfs_mount_framed_budget(m) / SH_OPEN_PAGES;
+    int lost = 0; /* the unit before was passed over and kept nowhere */
     for (uint32_t k = 0; rc == 0 && k < units; k++) {
         uint64_t v = ps.from + k;
         sh_unit uv = sh_unit_at(m->page_summary, cut, m->ix->num_pages, (uint32_t)v);
@@ -500,9 +558,17 @@ static int frame_streamed(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_
         } else if (!yfs_plan_built(plan, v) && parked + size <= share &&
                    (block[k] = park_block_new(m, size, YFS_TRY, hold))) {
             parked += size;
+        } else if (!yfs_plan_built(plan, v)) { /* kept nowhere: one copy for a run */
+            copy[k].wanted = !lost;
+            lost = 1;
+            continue;
+        } else {
+            continue; /* built already: neither ends nor starts a run */
         }
+        lost = 0;
     }
-    int64_t through = rc == 0 ? frame_stream(m, ps.s, ps.from, units, block, err) : -1;
+    int64_t through = rc == 0 ? frame_stream(m, ps.s, ps.from, units, block, copy, hold, err)
+                              : -1;
     if (rc == 0 && through < 0)
         rc = -1;
     if (rc == 0 && through == units) { /* the page's last unit: the entry ends */
@@ -513,6 +579,9 @@ static int frame_streamed(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_
     int pause = rc == 0 && through < units;
     if (pause && !ix_stream_pausable(ps.s))
         rc = ix_stream_finish(ps.s, err);
+    /* before the stream is let go: a build waiting for it (yfs_streams_wait)
+     * looks for a paused stream at or before its unit once it is */
+    keep_copies(m, u->page, ps.from, units, copy, rc == 0, hold);
     stream_done(m, u->page, &ps, pause, ps.from + (uint64_t)through, hold);
     if (rc == 0 && ps.from == first_unit)
         yfs_count(&m->stats.pages_streamed, 1);
@@ -534,6 +603,7 @@ static int frame_streamed(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_
     }
     free(block);
     free(wanted);
+    free(copy);
     if (begun)
         yfs_wants_end(m->wants, unit, out, rc == 0);
     return rc;

@@ -678,6 +678,53 @@ int ix_stream_pausable(const ix_stream *s)
     return s->state == RUNNING && !s->moved && !(s->ps && s->check_body_crc);
 }
 
+ix_stream *ix_stream_fork(const ix_stream *s, pq_error *err)
+{
+    if (!ix_stream_pausable(s) || s->dict || (!s->row_out && s->row.entries > 0)) {
+        pq_error_set(err, "a page stream %s is not forkable",
+                     !ix_stream_pausable(s) ? "that may not pause"
+                     : s->dict             ? "holding a dictionary"
+                                           : "in the middle of a row");
+        return NULL;
+    }
+    ix_stream *f = malloc(sizeof *f);
+    uint8_t *buf = s->buf_cap ? malloc(s->buf_cap) : NULL;
+    if (!f || (s->buf_cap && !buf)) {
+        free(f);
+        free(buf);
+        pq_error_set(err, "out of memory for a page stream");
+        return NULL;
+    }
+    *f = *s; /* positions, counts, CRCs and the page header: plain values */
+    f->buf = buf;
+    if (buf)
+        memcpy(buf, s->buf, s->have);
+    /* paused: read ahead again (from pos) once continued, charged and
+     * bound anew by whoever continues it */
+    f->ahead = NULL;
+    if (s->ahead_state == AHEAD_ON)
+        f->ahead_state = AHEAD_SHED;
+    f->grow = NULL;
+    f->grow_ctx = NULL;
+    f->granted = 0;
+    f->dicts = NULL; /* all three given by ix_stream_rebind */
+    f->dict_handle = NULL;
+    f->bytes_read = NULL;
+    /* the row handed out last is the caller's; the fork starts the next */
+    ix_row_init(&f->row, s->row.max);
+    ix_row_on_grow(&f->row, row_grows, f);
+    f->row_out = 0;
+    f->flat_value = (pq_bytes){ 0 };
+    f->ps = NULL;
+    if (s->ps && !(f->ps = pq_stream_fork(s->ps, &f->h, f, s->has_pending ? &f->pending : NULL,
+                                          err))) {
+        ix_stream_close(f);
+        return NULL;
+    }
+    assert(ix_stream_bytes(f) <= ix_stream_bytes(s) - ahead_held(s));
+    return f;
+}
+
 void ix_stream_rebind(ix_stream *s, const ix_dict_source *dicts, void **dict_handle,
                       uint64_t *bytes_read)
 {

@@ -147,6 +147,20 @@ int ix_stream_pausable(const ix_stream *s);
 void ix_stream_rebind(ix_stream *s, const ix_dict_source *dicts, void **dict_handle,
                       uint64_t *bytes_read);
 
+/* Forking. A copy of a stream paused between records (ix_stream_pausable),
+ * to come back to this place of the entry later while s goes on: whoever
+ * frames the records s passes over without keeping them continues the
+ * copy instead of streaming the entry again from its start (DuckDB's pages
+ * of 25 MB: the copy reads from here, its CRC and counts carried over, so
+ * that it vouches for the entry as s would). The copy is paused: it holds
+ * what s holds but its reads ahead (ix_stream_bytes: a few hundred KiB),
+ * reads ahead again from its place when continued, and is continued only
+ * after ix_stream_rebind and ix_stream_charge. Not forkable (NULL, err
+ * says "not forkable"): a stream that may not pause, one holding a
+ * dictionary (its handle is one caller's), one in the middle of a row, or
+ * a page compressed by a library decoder (pq_stream_fork). */
+ix_stream *ix_stream_fork(const ix_stream *s, pq_error *err);
+
 /* What the stream may hold without asking for more (see Charging): what
  * it holds, with its page's stream at its bound (tighter once the page's
  * levels are known); <= cap, and <= granted while a grow function is

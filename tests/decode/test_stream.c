@@ -2,7 +2,8 @@
  * (itself checked against pyarrow by test_files.c), streamed through windows
  * of a few bytes to a few KiB with reads of varying sizes, must give the same
  * entries (levels and value bytes) as pq_page_decode, within the memory bound
- * it announced; bad and truncated bodies fail cleanly. */
+ * it announced, and so must a fork of it taken at any entry (pq_stream_fork)
+ * beside the original; bad and truncated bodies fail cleanly. */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <stdio.h>
@@ -118,11 +119,89 @@ static int compare_page(const char *where, const pq_column_desc *col, const pq_p
     return 1;
 }
 
+/* The entries of the page from entry i (value k) on, as s hands them out,
+ * against pq_page_decode's pv. */
+static void expect_rest(const char *where, pq_stream *s, const pq_page_values *pv, uint32_t i,
+                        uint32_t k)
+{
+    pq_stream_entry e;
+    pq_error err = { "" };
+    int rc;
+    for (; (rc = pq_stream_next(s, &e, &err)) == 1; i++) {
+        cr_assert_lt(i, pv->num_levels, "%s: more entries than %u", where, pv->num_levels);
+        cr_assert_eq(e.rep, pv->rep_levels ? pv->rep_levels[i] : 0, "%s: entry %u", where, i);
+        cr_assert_eq(e.def, pv->def_levels ? pv->def_levels[i] : 0, "%s: entry %u", where, i);
+        if (e.has_value) {
+            pq_bytes v = pq_page_value(pv, k++);
+            cr_assert(e.value.len == v.len && (v.len == 0 || !memcmp(e.value.ptr, v.ptr, v.len)),
+                      "%s: value %u differs", where, k - 1);
+        }
+    }
+    cr_assert_eq(rc, 0, "%s: entry %u: %s", where, i, err.msg);
+    cr_assert_eq(i, pv->num_levels, "%s: %u entries, expected %u", where, i, pv->num_levels);
+}
+
+/* Stream the page to entry `at`, fork there, run the original to its end,
+ * then the fork: each must give the rest of pq_page_decode's entries, the
+ * fork reading its own copy of the body from the original's place, and the
+ * entry the original handed out last must hold its bytes in the fork.
+ * Returns 1 when it forked, 0 when the codec is not forkable, -1 when the
+ * page does not stream. */
+static int check_fork(const char *where, const pq_column_desc *col, const pq_page_header *h,
+                      const uint8_t *body, const pq_dictionary *dict, const pq_stream_opts *o,
+                      size_t max_read, uint32_t at)
+{
+    pq_page_values pv;
+    pq_error err = { "" };
+    if (pq_page_decode(col, h, body, (size_t)h->compressed_size, dict, &pv, &err) < 0)
+        return -1;
+    reader r = make_reader(body, (size_t)h->compressed_size, max_read);
+    pq_stream *s = pq_stream_open(col, h, dict, o, read_body, &r, &err);
+    if (!s) {
+        pq_page_values_free(&pv);
+        return -1;
+    }
+    at = at < pv.num_levels ? at : pv.num_levels;
+    pq_stream_entry last = { 0 };
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < at; i++) {
+        cr_assert_eq(pq_stream_next(s, &last, &err), 1, "%s: entry %u: %s", where, i, err.msg);
+        k += last.has_value;
+    }
+    reader copy = r;
+    pq_stream_entry forked_last = last;
+    pq_stream *t = pq_stream_fork(s, h, &copy, at ? &forked_last : NULL, &err);
+    if (!t) {
+        cr_assert(strstr(err.msg, "not forkable"), "%s: %s", where, err.msg);
+        cr_assert(col->codec == PQ_GZIP || col->codec == PQ_ZSTD || col->codec == PQ_BROTLI,
+                  "%s: codec %d refused: %s", where, col->codec, err.msg);
+        expect_rest(where, s, &pv, at, k);
+    } else {
+        cr_assert_eq(pq_stream_bytes(t), pq_stream_bytes(s), "%s", where);
+        expect_rest(where, s, &pv, at, k);
+        if (at > 0 && forked_last.has_value) {
+            pq_bytes v = pq_page_value(&pv, k - 1);
+            cr_assert(forked_last.value.len == v.len &&
+                          (v.len == 0 || !memcmp(forked_last.value.ptr, v.ptr, v.len)),
+                      "%s: the last entry's value in the fork differs", where);
+        }
+        expect_rest(where, t, &pv, at, k);
+        cr_assert_eq(copy.pos, copy.len, "%s: the fork read %zu of %zu", where, copy.pos,
+                     copy.len);
+    }
+    cr_assert_eq(r.pos, r.len, "%s", where);
+    pq_stream_close(t);
+    pq_stream_close(s);
+    pq_page_values_free(&pv);
+    return t != NULL;
+}
+
 /* ---- every page of every fixture ---- */
 
 typedef struct walk {
     const char *file;
     int streamed[8];  /* per codec */
+    int forked[8];    /* per codec, by check_fork */
     int refused;
     int pages;
     int nopts;
@@ -146,11 +225,20 @@ static int on_raw(void *ctx, const pq_leaf *leaf, const pq_column_desc *col,
         else
             w->refused++;
     }
+    /* forks at the first, a middle and the last entry, through small windows */
+    const pq_stream_opts small = { .read_size = 1024, .out_size = 100 };
+    const uint32_t ats[] = { 0, 1, (uint32_t)h->num_values / 2, (uint32_t)h->num_values };
+    for (size_t i = 0; i < sizeof ats / sizeof ats[0]; i++) {
+        snprintf(where, sizeof where, "%s %s page %d fork at %u", w->file, leaf->path,
+                 w->pages, ats[i]);
+        w->forked[col->codec & 7] += check_fork(where, col, h, body, dict, &small, 333,
+                                                ats[i]) == 1;
+    }
     return 0;
 }
 
 static void walk_fixtures(walk *w, const pq_stream_opts *opts, const size_t *max_read, int n,
-                          int *streamed, int *refused)
+                          int *streamed, int *forked, int *refused)
 {
     size_t len;
     uint8_t *manifest = tu_fixture("MANIFEST", &len);
@@ -177,8 +265,10 @@ static void walk_fixtures(walk *w, const pq_stream_opts *opts, const size_t *max
                 continue;
             cr_assert_eq(tu_walk_raw(&f, c, on_raw, w, &err), 0, "%s: %s", parquet, err.msg);
         }
-        for (int c = 0; c < 8; c++)
+        for (int c = 0; c < 8; c++) {
             streamed[c] += w->streamed[c];
+            forked[c] += w->forked[c];
+        }
         *refused += w->refused;
         tu_close(&f);
         free(data);
@@ -197,8 +287,8 @@ Test(stream, every_fixture_page_matches_the_whole_page_decoder)
     };
     const size_t max_read[] = { 0, 7, 1024, 333 };
     walk w;
-    int streamed[8] = { 0 }, refused = 0;
-    walk_fixtures(&w, opts, max_read, 4, streamed, &refused);
+    int streamed[8] = { 0 }, forked[8] = { 0 }, refused = 0;
+    walk_fixtures(&w, opts, max_read, 4, streamed, forked, &refused);
     int total = 0;
     for (int c = 0; c < 8; c++)
         total += streamed[c];
@@ -211,6 +301,11 @@ Test(stream, every_fixture_page_matches_the_whole_page_decoder)
                            PQ_LZ4_RAW };
     for (size_t i = 0; i < sizeof codecs / sizeof codecs[0]; i++)
         cr_expect_gt(streamed[codecs[i]], 0, "no page of codec %d streamed", codecs[i]);
+    /* the codecs whose state is ours fork (the others' refusal is checked
+     * page by page in check_fork) */
+    const int forkable[] = { PQ_UNCOMPRESSED, PQ_SNAPPY, PQ_LZ4, PQ_LZ4_RAW };
+    for (size_t i = 0; i < sizeof forkable / sizeof forkable[0]; i++)
+        cr_expect_gt(forked[forkable[i]], 0, "no page of codec %d forked", forkable[i]);
     cr_expect_gt(total, 4 * refused, "%d streamed, %d refused", total, refused);
 }
 

@@ -482,3 +482,127 @@ Test(stream, a_stream_shed_of_its_reads_ahead_goes_on_with_the_same_records)
     }
     ix_free(ix);
 }
+
+/* Forking (ix_stream_fork). Every entry of the file, forked after its
+ * first record, in its middle and before its last: the original goes on to
+ * its end, then the fork, and both hand out the whole decode's records from
+ * there, the fork vouching for the entry at its end (its CRC carried over).
+ * Read directly (`ahead` 0), the fork reads exactly the bytes after the
+ * original's place; read ahead in small windows, forks are taken with
+ * reads in flight (a window counts as read when first used: the bytes are
+ * not compared). Returns how many forks were taken. */
+static uint32_t fork_everywhere(const char *path, const char *column, int ahead_on)
+{
+    ix_index *ix = build(path, column);
+    ix_dict_source dicts = { tix_load_dictionary, ix };
+    ix_stream_opts ahead = { .read_size = 64, .window = 1000, .ahead = ahead_on ? 1 : -1 };
+    uint32_t forks = 0;
+    for (uint64_t p = 0; p < ix->num_pages; p++) {
+        const ix_page *pg = &ix->pages[p];
+        pq_error err;
+        void *whole_dict;
+        uint64_t read = 0;
+        pq_page_values v;
+        cr_assert_eq(ix_read_page(ix, p, &dicts, &v, &whole_dict, &read, &err), 0, "%s",
+                     err.msg);
+        ix_record *recs = malloc((pg->records + 1) * sizeof *recs);
+        uint32_t count, rows;
+        cr_assert_eq(ix_page_records(&ix->framing.shape, &v, pg->first_row, recs, pg->records,
+                                     &count, &rows, &err), 0, "%s", err.msg);
+        const uint32_t ats[] = { 1, count / 2, count > 1 ? count - 1 : 1 };
+        for (size_t a = 0; a < sizeof ats / sizeof ats[0] && ats[a] <= count; a++) {
+            void *dict, *fork_dict = NULL;
+            uint64_t before = 0, after = 0;
+            ix_stream *s = ix_stream_open(ix, p, &dicts, &dict, &ahead, &before, &err);
+            cr_assert_not_null(s, "%s entry %llu: %s", path, (unsigned long long)p, err.msg);
+            ix_record r;
+            uint32_t k = 0;
+            for (; k < ats[a]; k++) {
+                cr_assert_eq(ix_stream_next(s, &r, &err), 1, "%s", err.msg);
+                assert_same_record(ix, &r, &recs[k], p, k);
+            }
+            uint64_t read_at_fork = before;
+            ix_stream *f = ix_stream_fork(s, &err);
+            cr_assert_not_null(f, "%s entry %llu record %u: %s", path, (unsigned long long)p, k,
+                               err.msg);
+            cr_assert_eq(ix_stream_sheddable(f), 0, "a fork holds no reads ahead");
+            cr_assert_leq(ix_stream_bytes(f), ix_stream_bytes(s) - ix_stream_sheddable(s));
+            ix_stream_rebind(f, &dicts, &fork_dict, &after);
+            uint32_t j = k;
+            int rc;
+            for (; (rc = ix_stream_next(s, &r, &err)) == 1; j++)
+                assert_same_record(ix, &r, &recs[j], p, j);
+            cr_assert_eq(rc, 0, "%s", err.msg);
+            cr_assert_eq(j, count);
+            ix_stream_close(s); /* the fork owns nothing of the original's */
+            for (j = k; (rc = ix_stream_next(f, &r, &err)) == 1; j++) {
+                cr_assert_lt(j, count, "the fork hands out more records than the entry has");
+                assert_same_record(ix, &r, &recs[j], p, j);
+            }
+            cr_assert_eq(rc, 0, "%s entry %llu, fork at %u: %s", path, (unsigned long long)p, k,
+                         err.msg);
+            cr_assert_eq(j, count, "%s: the fork ends with the entry", path);
+            cr_assert(ahead_on || read_at_fork + after == pg->length,
+                         "%s entry %llu: the fork read %llu bytes after %llu of %u", path,
+                         (unsigned long long)p, (unsigned long long)after,
+                         (unsigned long long)read_at_fork, pg->length);
+            cr_assert_null(fork_dict);
+            ix_stream_close(f);
+            tix_free_dictionary(dict);
+            forks++;
+        }
+        free(recs);
+        pq_page_values_free(&v);
+        tix_free_dictionary(whole_dict);
+    }
+    ix_free(ix);
+    return forks;
+}
+
+Test(stream, a_fork_goes_on_from_its_place_with_the_same_records)
+{
+    static const char *const files[][2] = {
+        { FIXTURES "stream_none.parquet", "text" },
+        { FIXTURES "stream_snappy.parquet", "ids" },
+        { FIXTURES "stream_lz4.parquet", "text" },
+        /* rows that continue over many pages: forks between pages too */
+        { YFS_SOURCE_DIR "/tests/data/stream/legacy_two_level_7.parquet", "ids" },
+        { YFS_SOURCE_DIR "/tests/data/stream/legacy_bare_50.parquet", "ids" },
+    };
+    for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
+        cr_assert_gt(fork_everywhere(files[f][0], files[f][1], 0), 0, "%s", files[f][0]);
+        cr_assert_gt(fork_everywhere(files[f][0], files[f][1], 1), 0, "%s", files[f][0]);
+    }
+}
+
+/* What cannot fork says so, and the original goes on untouched. */
+static void refuses_to_fork(const char *path, const char *column, const char *why)
+{
+    ix_index *ix = build(path, column);
+    ix_dict_source dicts = { tix_load_dictionary, ix };
+    pq_error err;
+    void *dict;
+    uint64_t read = 0;
+    ix_stream *s = ix_stream_open(ix, 0, &dicts, &dict, NULL, &read, &err);
+    cr_assert_not_null(s, "%s", err.msg);
+    ix_record r;
+    cr_assert_eq(ix_stream_next(s, &r, &err), 1, "%s", err.msg);
+    cr_assert_null(ix_stream_fork(s, &err), "%s forked", path);
+    cr_assert(strstr(err.msg, "not forkable") && strstr(err.msg, why), "%s: %s", path,
+              err.msg);
+    uint32_t records = 1;
+    while (ix_stream_next(s, &r, &err) == 1)
+        records++;
+    cr_assert_eq(records, ix->pages[0].records);
+    ix_stream_close(s);
+    tix_free_dictionary(dict);
+    ix_free(ix);
+}
+
+Test(stream, a_library_codec_or_a_dictionary_is_not_forked)
+{
+    refuses_to_fork(FIXTURES "stream_zstd.parquet", "ids", "ZSTD");
+    refuses_to_fork(FIXTURES "gen_dict_v1_snappy.parquet", "s", "dictionary");
+    refuses_to_fork(YFS_SOURCE_DIR "/tests/data/stream/duckdb_text.parquet", "text",
+                    "dictionary");
+}

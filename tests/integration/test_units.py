@@ -183,3 +183,72 @@ def test_pages_whose_units_cannot_all_park_are_read_once(wide_pages, mount, cat)
                                                       "mem": "4G"}).stdout
     leaf = td.leaf_oracle(wide_pages, "text")
     assert sorted(epoch.splitlines(keepends=True)) == sorted(leaf.expected_jsonl(rowid=False))
+
+
+@pytest.fixture(scope="module")
+def snappy_wide_pages(tmp_path_factory):
+    """wide_pages' shape compressed with SNAPPY, as DuckDB writes: 2 files of 2 pages of 20,000
+    strings of ~560 bytes, 40 units a page, streamed at mem=40M (a page's share of the framed
+    store, 1 MiB, holds 3 of its units)."""
+    d = tmp_path_factory.mktemp("wide_snappy")
+    rng = random.Random(9)
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa"]
+    row = 0
+    for f in range(2):
+        n = 40000
+        text = [f"r{row + i} " + " ".join(rng.choice(words) for _ in range(90))
+                for i in range(n)]
+        pq.write_table(pa.table({"text": text}), str(d / f"part-{f}.parquet"),
+                       data_page_size=1 << 30, write_batch_size=20000, row_group_size=n,
+                       use_dictionary=False, compression="snappy")
+        row += n
+    return str(d)
+
+
+def test_streams_leave_copies_at_units_they_pass_over(snappy_wide_pages, mount):
+    """8 parts read at once over storage of 2 ms a read: a page's stream passes over units of
+    parts whose builds have not started, more than its share of the framed store parks, and
+    leaves a paused copy of itself at the first of them (fs/yfs_units.c, ix_stream_fork), which
+    the build that needs them continues. Each part is the bytes the same part gives read alone,
+    and together they are the column."""
+    names = [f"epoch-0.part-{i}-of-8.jsonl" for i in range(8)]
+    opts = "column=text,mem=40M,cache=none"
+    with mount(snappy_wide_pages, opts) as m:
+        alone = [m.read(n) for n in names]
+    with mount(snappy_wide_pages, opts, env={"YOUMUFS_READ_DELAY_US": "2000"}) as m:
+        got = [None] * 8
+
+        def read(i):
+            got[i] = m.read(names[i], chunk=64 << 10)
+        threads = [threading.Thread(target=read, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        stats = json.loads(m.read(".youmufs/stats.json"))
+    assert stats["pages_streamed"] > 0 and stats["streams_forked"] > 0, stats
+    assert stats["streams_resumed"] > 0, stats
+    assert got == alone
+    leaf = td.leaf_oracle(snappy_wide_pages, "text")
+    assert sorted(line for p in got for line in p.splitlines(keepends=True)) == \
+        sorted(leaf.expected_jsonl(rowid=False))
+
+
+@pytest.mark.parametrize("mem", ["48M", "96M", "128M"])
+def test_pages_whose_units_cannot_all_park_stream_at_a_middling_mem(snappy_wide_pages, mount,
+                                                                   mem):
+    """Between mem=40M and 140M a page of 11 MB framed can park neither its units (its share
+    of the framed store is 1 to 4 MiB) nor be decoded once for all of them, so it streams:
+    paused, its stream holds about 1 MiB without its reads ahead (fs/yfs_units.c, units_park).
+    Weighed with 4 MiB of reads ahead, such pages were decoded whole once per unit: one reader
+    at mem=96M read its files 27 times. One reader reads each byte about once, and the epoch is
+    the column."""
+    files = sum(os.path.getsize(os.path.join(snappy_wide_pages, n))
+                for n in os.listdir(snappy_wide_pages))
+    with mount(snappy_wide_pages, f"column=text,mem={mem},cache=none") as m:
+        epoch = m.read("epoch-0.jsonl")
+        stats = json.loads(m.read(".youmufs/stats.json"))
+    assert stats["pages_decoded"] == 0 and stats["pages_streamed"] > 0, stats
+    assert stats["bytes_read"] < 1.5 * files, (stats["bytes_read"], files)
+    leaf = td.leaf_oracle(snappy_wide_pages, "text")
+    assert sorted(epoch.splitlines(keepends=True)) == sorted(leaf.expected_jsonl(rowid=False))
