@@ -59,6 +59,8 @@ struct ix_stream {
     pq_page_header h;
     uint64_t page_offset;
     uint64_t body_left; /* body bytes not yet handed to ps */
+    size_t opening;     /* the bound of the page whose stream is being opened,
+                         * committed before ps exists (see open_page) */
     uint32_t body_crc;  /* of the body so far, when h has a CRC that is verified */
     int check_body_crc;
     unsigned page_no;   /* 0: the entry's first page */
@@ -286,8 +288,14 @@ static int open_page(ix_stream *s, pq_error *err)
     s->body_left = (uint64_t)h->compressed_size;
     s->check_body_crc = s->ix->verify_crc && h->has_crc;
     s->body_crc = 0;
+    /* The page's bound counts as committed while its stream opens: the
+     * open reads, and a first read found slow starts the reads ahead
+     * (start_ahead), which must be granted beside the page, not out of
+     * its grant (at 2 ms a read the stream held 2 MiB over its grant). */
+    s->opening = page_bound <= s->page_opts.cap ? page_bound : 0;
     s->ps = pq_stream_open(&s->chunk->desc, h, ix_uses_dictionary(h) ? s->dict : NULL,
                            &s->page_opts, read_body, s, err);
+    s->opening = 0;
     assert(!s->grow || ix_stream_committed(s) <= s->granted);
     return s->ps ? 0 : -1;
 }
@@ -646,7 +654,7 @@ size_t ix_stream_bytes(const ix_stream *s)
 size_t ix_stream_committed(const ix_stream *s)
 {
     return sizeof *s + ahead_held(s) + s->buf_cap + ix_row_bytes(&s->row) +
-           (s->ps ? pq_stream_bytes_max(s->ps) : 0);
+           (s->ps ? pq_stream_bytes_max(s->ps) : s->opening);
 }
 
 void ix_stream_charge(ix_stream *s, ix_stream_grow_fn grow, void *ctx, size_t granted)

@@ -210,7 +210,9 @@ def test_streams_leave_copies_at_units_they_pass_over(snappy_wide_pages, mount):
     parts whose builds have not started, more than its share of the framed store parks, and
     leaves a paused copy of itself at the first of them (fs/yfs_units.c, ix_stream_fork), which
     the build that needs them continues. Each part is the bytes the same part gives read alone,
-    and together they are the column."""
+    and together they are the column. (On the sanitizer build the daemon asserts that no stream
+    holds more than it was granted: reads ahead started by a first slow read inside a page's
+    open once came out of that page's grant, index/ix_stream.c open_page.)"""
     names = [f"epoch-0.part-{i}-of-8.jsonl" for i in range(8)]
     opts = "column=text,mem=40M,cache=none"
     with mount(snappy_wide_pages, opts) as m:
