@@ -181,6 +181,20 @@ Test(streams, a_demand_short_of_room_closes_paused_streams)
     yfs_mount_close(m);
 }
 
+/* A stream of the sample's entry 2 paused at unit 1 by `build`, which then
+ * holds all the room but half what the stream holds (*paused; *room: the
+ * build's reservation, for the caller to release). */
+static void pause_beside_a_build(yfs_mount *m, yfs_hold *build, uint64_t *paused, uint64_t *room)
+{
+    opened a;
+    open_stream(m, 2, build, &a);
+    yfs_streams_put(m->streams, 2, 1, a.s, a.dict, ix_stream_cap(), build);
+    *paused = tfs_held(m->budget, YFS_MEM_PARKED);
+    cr_assert_gt(*paused, 0);
+    *room = yfs_mount_data_budget(m) - yfs_budget_used(m->budget) - *paused / 2;
+    yfs_budget_reserve(m->budget, *room, YFS_MEM_BUILD, YFS_DEMAND, build);
+}
+
 typedef struct demand_job {
     yfs_budget *budget;
     uint64_t bytes;
@@ -207,15 +221,9 @@ Test(streams, a_demand_waits_for_a_running_build_before_closing_paused_streams)
     yfs_mount *m = tfs_open_sample("column=text", NULL, 64u << 20);
     yfs_hold build = { 0 };
     yfs_hold_enter(m->budget, &build);
-    opened a;
-    open_stream(m, 2, &build, &a);
-    yfs_streams_put(m->streams, 2, 1, a.s, a.dict, ix_stream_cap(), &build);
-    uint64_t paused = tfs_held(m->budget, YFS_MEM_PARKED);
-    cr_assert_gt(paused, 0);
-    /* a running build holds all but half the stream's bytes of the room:
-     * closing the stream would let the demand of its bytes through */
-    uint64_t room = yfs_mount_data_budget(m) - yfs_budget_used(m->budget) - paused / 2;
-    yfs_budget_reserve(m->budget, room, YFS_MEM_BUILD, YFS_DEMAND, &build);
+    /* closing the stream would let the demand of its bytes through */
+    uint64_t paused, room;
+    pause_beside_a_build(m, &build, &paused, &room);
     demand_job j = { .budget = m->budget, .bytes = paused };
     pthread_t t;
     cr_assert_eq(pthread_create(&t, NULL, demand, &j), 0);
@@ -230,6 +238,22 @@ Test(streams, a_demand_waits_for_a_running_build_before_closing_paused_streams)
     yfs_hold_leave(m->budget, &j.hold);
     yfs_hold_leave(m->budget, &build);
     yfs_mount_close(m);
+}
+
+/* Run demand j on a thread of its own while `build` holds `room`, until
+ * *until is set (5 s at most); then the build frees its room (never a hung
+ * test) and the demand ends. Returns whether *until was set meanwhile. */
+static int demand_beside_a_build(demand_job *j, yfs_hold *build, uint64_t room,
+                                 _Atomic int *until)
+{
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, demand, j), 0);
+    for (int ms = 0; ms < 5000 && !atomic_load(until); ms++)
+        nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+    int set = atomic_load(until);
+    yfs_budget_release(j->budget, room, YFS_MEM_BUILD, build);
+    pthread_join(t, NULL);
+    return set;
 }
 
 /* A reclaimer registered after the mount's, so called after theirs: what
@@ -274,24 +298,12 @@ Test(streams, an_impatient_demand_keeps_paused_streams_that_could_not_let_it_thr
     yfs_budget_add_reclaimer(m->budget, note_impatience, nothing_idle, &seen);
     yfs_hold build = { 0 };
     yfs_hold_enter(m->budget, &build);
-    opened a;
-    open_stream(m, 2, &build, &a);
-    yfs_streams_put(m->streams, 2, 1, a.s, a.dict, ix_stream_cap(), &build);
-    uint64_t paused = tfs_held(m->budget, YFS_MEM_PARKED);
-    cr_assert_gt(paused, 0);
-    /* a running build leaves half the stream's bytes of room; the demand
-     * lacks three and a half times what closing the stream would free */
-    uint64_t room = yfs_mount_data_budget(m) - yfs_budget_used(m->budget) - paused / 2;
-    yfs_budget_reserve(m->budget, room, YFS_MEM_BUILD, YFS_DEMAND, &build);
+    uint64_t paused, room;
+    pause_beside_a_build(m, &build, &paused, &room);
+    /* the demand lacks three and a half times what closing the stream frees */
     demand_job j = { .budget = m->budget, .bytes = 4 * paused };
-    pthread_t t;
-    cr_assert_eq(pthread_create(&t, NULL, demand, &j), 0);
-    for (int ms = 0; ms < 5000 && !atomic_load(&seen.seen); ms++)
-        nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
-    int impatient = atomic_load(&seen.seen);
-    yfs_budget_release(m->budget, room, YFS_MEM_BUILD, &build); /* never a hung test */
-    pthread_join(t, NULL);
-    cr_assert(impatient, "the demand ran out of patience");
+    cr_assert(demand_beside_a_build(&j, &build, room, &seen.seen),
+              "the demand ran out of patience");
     cr_assert_eq(atomic_load(&seen.parked), paused, "the paused stream was kept");
     yfs_budget_release(m->budget, j.bytes, YFS_MEM_BUILD, &j.hold);
     yfs_hold_leave(m->budget, &j.hold);
@@ -306,21 +318,11 @@ Test(streams, an_impatient_demand_closes_paused_streams_that_let_it_through)
     yfs_mount *m = tfs_open_sample("column=text", NULL, 64u << 20);
     yfs_hold build = { 0 };
     yfs_hold_enter(m->budget, &build);
-    opened a;
-    open_stream(m, 2, &build, &a);
-    yfs_streams_put(m->streams, 2, 1, a.s, a.dict, ix_stream_cap(), &build);
-    uint64_t paused = tfs_held(m->budget, YFS_MEM_PARKED);
-    uint64_t room = yfs_mount_data_budget(m) - yfs_budget_used(m->budget) - paused / 2;
-    yfs_budget_reserve(m->budget, room, YFS_MEM_BUILD, YFS_DEMAND, &build);
+    uint64_t paused, room;
+    pause_beside_a_build(m, &build, &paused, &room);
     demand_job j = { .budget = m->budget, .bytes = paused };
-    pthread_t t;
-    cr_assert_eq(pthread_create(&t, NULL, demand, &j), 0);
-    for (int ms = 0; ms < 5000 && !atomic_load(&j.done); ms++)
-        nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
-    int through = atomic_load(&j.done);
-    yfs_budget_release(m->budget, room, YFS_MEM_BUILD, &build); /* never a hung test */
-    pthread_join(t, NULL);
-    cr_assert(through, "the demand went through with the build's room still held");
+    cr_assert(demand_beside_a_build(&j, &build, room, &j.done),
+              "the demand went through with the build's room still held");
     cr_assert_eq(tfs_held(m->budget, YFS_MEM_PARKED), 0, "the paused stream gave way");
     cr_assert_eq(yfs_counter(&m->stats.streams_closed), 1);
     yfs_budget_release(m->budget, j.bytes, YFS_MEM_BUILD, &j.hold);

@@ -88,6 +88,35 @@ static void assert_same_record(const ix_index *ix, const ix_record *got,
     }
 }
 
+/* The records of entry p by the whole decode (ix_read_page +
+ * ix_page_records): the oracle of every stream. */
+typedef struct whole_entry {
+    pq_page_values v;
+    void *dict;
+    ix_record *recs;
+    uint32_t count;
+} whole_entry;
+
+static void whole_entry_read(ix_index *ix, uint64_t p, const ix_dict_source *dicts,
+                             whole_entry *w)
+{
+    const ix_page *pg = &ix->pages[p];
+    pq_error err;
+    uint64_t read = 0;
+    uint32_t rows;
+    cr_assert_eq(ix_read_page(ix, p, dicts, &w->v, &w->dict, &read, &err), 0, "%s", err.msg);
+    w->recs = malloc((pg->records + 1) * sizeof *w->recs);
+    cr_assert_eq(ix_page_records(&ix->framing.shape, &w->v, pg->first_row, w->recs, pg->records,
+                                 &w->count, &rows, &err), 0, "%s", err.msg);
+}
+
+static void whole_entry_free(whole_entry *w)
+{
+    free(w->recs);
+    pq_page_values_free(&w->v);
+    tix_free_dictionary(w->dict);
+}
+
 static uint64_t compare_shedding(ix_index *ix, const ix_stream_opts *opts, uint32_t shed_every,
                                  uint64_t *shed)
 {
@@ -95,17 +124,13 @@ static uint64_t compare_shedding(ix_index *ix, const ix_stream_opts *opts, uint3
     ix_dict_source dicts = { tix_load_dictionary, ix };
     uint64_t streamed = 0;
     for (uint64_t p = 0; p < ix->num_pages; p++) {
-        const ix_page *pg = &ix->pages[p];
         pq_error err;
-        void *whole_dict, *stream_dict;
+        void *stream_dict;
         uint64_t read = 0;
-        pq_page_values v;
-        cr_assert_eq(ix_read_page(ix, p, &dicts, &v, &whole_dict, &read, &err), 0, "%s",
-                     err.msg);
-        ix_record *recs = malloc((pg->records + 1) * sizeof *recs);
-        uint32_t count, rows;
-        cr_assert_eq(ix_page_records(&ix->framing.shape, &v, pg->first_row, recs, pg->records,
-                                     &count, &rows, &err), 0, "%s", err.msg);
+        whole_entry w;
+        whole_entry_read(ix, p, &dicts, &w);
+        const ix_record *recs = w.recs;
+        uint32_t count = w.count;
         granted = 0;
         ix_stream *s = ix_stream_open(ix, p, &dicts, &stream_dict, opts, &read, &err);
         if (!s) {
@@ -142,9 +167,7 @@ static uint64_t compare_shedding(ix_index *ix, const ix_stream_opts *opts, uint3
             ix_stream_close(s);
             tix_free_dictionary(stream_dict);
         }
-        free(recs);
-        pq_page_values_free(&v);
-        tix_free_dictionary(whole_dict);
+        whole_entry_free(&w);
     }
     return streamed;
 }
@@ -500,15 +523,10 @@ static uint32_t fork_everywhere(const char *path, const char *column, int ahead_
     for (uint64_t p = 0; p < ix->num_pages; p++) {
         const ix_page *pg = &ix->pages[p];
         pq_error err;
-        void *whole_dict;
-        uint64_t read = 0;
-        pq_page_values v;
-        cr_assert_eq(ix_read_page(ix, p, &dicts, &v, &whole_dict, &read, &err), 0, "%s",
-                     err.msg);
-        ix_record *recs = malloc((pg->records + 1) * sizeof *recs);
-        uint32_t count, rows;
-        cr_assert_eq(ix_page_records(&ix->framing.shape, &v, pg->first_row, recs, pg->records,
-                                     &count, &rows, &err), 0, "%s", err.msg);
+        whole_entry w;
+        whole_entry_read(ix, p, &dicts, &w);
+        const ix_record *recs = w.recs;
+        uint32_t count = w.count;
         const uint32_t ats[] = { 1, count / 2, count > 1 ? count - 1 : 1 };
         for (size_t a = 0; a < sizeof ats / sizeof ats[0] && ats[a] <= count; a++) {
             void *dict, *fork_dict = NULL;
@@ -551,9 +569,7 @@ static uint32_t fork_everywhere(const char *path, const char *column, int ahead_
             tix_free_dictionary(dict);
             forks++;
         }
-        free(recs);
-        pq_page_values_free(&v);
-        tix_free_dictionary(whole_dict);
+        whole_entry_free(&w);
     }
     ix_free(ix);
     return forks;

@@ -102,6 +102,21 @@ def test_streamed_pages_give_the_same_bytes(big_pages, mount, cat):
     assert raw == cat(big_pages, "epoch-1.bin", {"column": "id", "format": "raw"}).stdout
 
 
+def read_at_once(m, names):
+    """The files of the mount, each read by a thread of its own, all at once, in reads of
+    64 KiB (as data loader workers read their parts)."""
+    got = [None] * len(names)
+
+    def read(i):
+        got[i] = m.read(names[i], chunk=64 << 10)
+    threads = [threading.Thread(target=read, args=(i,)) for i in range(len(names))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return got
+
+
 def test_streamed_parts_read_at_once_over_slow_storage_are_exact(big_pages, mount):
     """4 parts read at once over storage of 2 ms a read, every page streamed (mem=1M): builds
     of streamed pages then share the framing threads while the cores are busy, and put off
@@ -112,15 +127,7 @@ def test_streamed_parts_read_at_once_over_slow_storage_are_exact(big_pages, moun
     with mount(big_pages, opts) as m:
         fast = [m.read(n) for n in names]
     with mount(big_pages, opts, env={"YOUMUFS_READ_DELAY_US": "2000"}) as m:
-        got = [None] * 4
-
-        def read(i):
-            got[i] = m.read(names[i], chunk=64 << 10)
-        threads = [threading.Thread(target=read, args=(i,)) for i in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        got = read_at_once(m, names)
         stats = json.loads(m.read(".youmufs/stats.json"))
     assert stats["pages_streamed"] > 0 and stats["io"]["read_latency_p50_ms"] >= 2, stats
     assert got == fast
@@ -140,14 +147,9 @@ def test_a_mount_warns_when_segments_mix_few_pages(big_pages, mount):
         assert "shuffle quality" not in m.stderr()
 
 
-@pytest.fixture(scope="module")
-def wide_pages(tmp_path_factory):
-    """2 files of 2 pages of 20,000 strings of ~560 bytes (about 11 MB framed a page, 1.7 MB
-    compressed; pyarrow closes a page at 20,000 rows): pages cut into 40 units each, larger
-    than a page's share of the framed store at mem=160M (5 MiB) while their whole decode fits
-    the decode share (25 MiB), as DuckDB's pages of ~100 MB are at mem=1G."""
-    d = tmp_path_factory.mktemp("wide")
-    rng = random.Random(8)
+def write_wide_pages(d, seed, compression):
+    """2 files of 2 pages of 20,000 strings of ~560 bytes, without a dictionary."""
+    rng = random.Random(seed)
     words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa"]
     row = 0
     for f in range(2):
@@ -156,8 +158,18 @@ def wide_pages(tmp_path_factory):
                 for i in range(n)]
         pq.write_table(pa.table({"text": text}), str(d / f"part-{f}.parquet"),
                        data_page_size=1 << 30, write_batch_size=20000, row_group_size=n,
-                       use_dictionary=False, compression="zstd")
+                       use_dictionary=False, compression=compression)
         row += n
+
+
+@pytest.fixture(scope="module")
+def wide_pages(tmp_path_factory):
+    """2 files of 2 pages of 20,000 strings of ~560 bytes (about 11 MB framed a page, 1.7 MB
+    compressed; pyarrow closes a page at 20,000 rows): pages cut into 40 units each, larger
+    than a page's share of the framed store at mem=160M (5 MiB) while their whole decode fits
+    the decode share (25 MiB), as DuckDB's pages of ~100 MB are at mem=1G."""
+    d = tmp_path_factory.mktemp("wide")
+    write_wide_pages(d, 8, "zstd")
     md = pq.ParquetFile(str(d / "part-0.parquet")).metadata
     assert md.row_group(0).num_rows == 40000
     return str(d)
@@ -191,17 +203,7 @@ def snappy_wide_pages(tmp_path_factory):
     strings of ~560 bytes, 40 units a page, streamed at mem=40M (a page's share of the framed
     store, 1 MiB, holds 3 of its units)."""
     d = tmp_path_factory.mktemp("wide_snappy")
-    rng = random.Random(9)
-    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa"]
-    row = 0
-    for f in range(2):
-        n = 40000
-        text = [f"r{row + i} " + " ".join(rng.choice(words) for _ in range(90))
-                for i in range(n)]
-        pq.write_table(pa.table({"text": text}), str(d / f"part-{f}.parquet"),
-                       data_page_size=1 << 30, write_batch_size=20000, row_group_size=n,
-                       use_dictionary=False, compression="snappy")
-        row += n
+    write_wide_pages(d, 9, "snappy")
     return str(d)
 
 
@@ -218,15 +220,7 @@ def test_streams_leave_copies_at_units_they_pass_over(snappy_wide_pages, mount):
     with mount(snappy_wide_pages, opts) as m:
         alone = [m.read(n) for n in names]
     with mount(snappy_wide_pages, opts, env={"YOUMUFS_READ_DELAY_US": "2000"}) as m:
-        got = [None] * 8
-
-        def read(i):
-            got[i] = m.read(names[i], chunk=64 << 10)
-        threads = [threading.Thread(target=read, args=(i,)) for i in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        got = read_at_once(m, names)
         stats = json.loads(m.read(".youmufs/stats.json"))
     assert stats["pages_streamed"] > 0 and stats["streams_forked"] > 0, stats
     assert stats["streams_resumed"] > 0, stats
