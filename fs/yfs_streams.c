@@ -194,18 +194,14 @@ static uint64_t reclaim(void *ctx, uint64_t need, int demand, const yfs_hold *as
     uint64_t freed = shed_oldest(st, need);
     if (demand < YFS_RECLAIM_IMPATIENT || freed >= need)
         return 0;
+    uint64_t lacking = need - freed;
     pthread_mutex_lock(&st->lock);
-    int short_anyway = st->bytes < need - freed;
-    pthread_mutex_unlock(&st->lock);
-    if (demand == YFS_RECLAIM_IMPATIENT && short_anyway)
-        return 0; /* closing them all would not let it through */
-    pthread_mutex_lock(&st->lock);
-    paused *victims = st->count ? malloc(st->count * sizeof *victims) : NULL;
+    /* impatient: not when closing them all would not let it through */
+    int close = demand > YFS_RECLAIM_IMPATIENT || st->bytes >= lacking;
+    paused *victims = close && st->count ? malloc(st->count * sizeof *victims) : NULL;
     size_t n = 0;
-    if (victims) {
-        uint64_t keep = st->bytes > need - freed ? st->bytes - (need - freed) : 0;
-        n = unlink_oldest(st, 0, keep, victims);
-    }
+    if (victims)
+        n = unlink_oldest(st, 0, st->bytes > lacking ? st->bytes - lacking : 0, victims);
     pthread_mutex_unlock(&st->lock);
     int dicts = 0;
     for (size_t i = 0; i < n; i++)
