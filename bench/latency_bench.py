@@ -93,29 +93,39 @@ def main():
             print(f"{name}: no data at {dataset} (bench/make_shapes.py makes it)",
                   file=sys.stderr)
             continue
-        caches = {tag: tempfile.mkdtemp(prefix=f"yfs-lat-{tag}-") for tag in bins}
-        opts = {tag: f"{shape.mount_options()},mem={args.mem},cache={caches[tag]}"
-                for tag in bins}
-        for tag, b in bins.items():  # the persistent index, built once, outside the timing
-            with timed_mount(b, dataset, opts[tag]):
-                pass
-        for parts in readers:
-            for delay in delays:
-                got = {tag: [] for tag in bins}
-                io = {}
-                for _ in range(args.repeat):
-                    for tag, b in bins.items():
-                        mbs, io[tag] = one_run(b, dataset, opts[tag], delay, parts, limit)
-                        got[tag].append(mbs)
-                row = {"shape": name, "readers": parts, "delay_ms": delay / 1000}
-                for tag in bins:
-                    row[tag] = statistics.median(got[tag])
-                    row[tag + "_runs"] = got[tag]
-                row["io"] = io.get("new", {})
-                rows.append(row)
-                print(json.dumps(row), flush=True)
+        with tempfile.TemporaryDirectory(prefix="yfs-lat-") as cache_root:
+            rows += run_shape(args, bins, name, shape, dataset, cache_root, delays, readers,
+                              limit)
     if args.out:
         write_report(args, bins, rows)
+
+
+def run_shape(args, bins, name, shape, dataset, cache_root, delays, readers, limit):
+    """The rows of one shape: every (readers, delay) cell, binaries alternating. Each
+    binary's persistent index lives under cache_root, removed by the caller."""
+    rows = []
+    caches = {tag: os.path.join(cache_root, tag) for tag in bins}
+    opts = {tag: f"{shape.mount_options()},mem={args.mem},cache={caches[tag]}" for tag in bins}
+    for tag, b in bins.items():  # the persistent index, built once, outside the timing
+        os.mkdir(caches[tag])
+        with timed_mount(b, dataset, opts[tag]):
+            pass
+    for parts in readers:
+        for delay in delays:
+            got = {tag: [] for tag in bins}
+            io = {}
+            for _ in range(args.repeat):
+                for tag, b in bins.items():
+                    mbs, io[tag] = one_run(b, dataset, opts[tag], delay, parts, limit)
+                    got[tag].append(mbs)
+            row = {"shape": name, "readers": parts, "delay_ms": delay / 1000}
+            for tag in bins:
+                row[tag] = statistics.median(got[tag])
+                row[tag + "_runs"] = got[tag]
+            row["io"] = io.get("new", {})
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    return rows
 
 
 def write_report(args, bins, rows):
