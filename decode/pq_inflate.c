@@ -245,9 +245,11 @@ int pq_inflate_finish(pq_inflate *f, pq_error *err)
 
 /* ---- open and close ---- */
 
-pq_inflate *pq_inflate_open(int codec, uint64_t clen, uint64_t ulen, size_t value_need,
-                            const pq_stream_opts *o, pq_stream_read_fn read, void *ctx,
-                            pq_error *err)
+/* An inflate over the section from compressed offset c, decompressed offset
+ * u (0, 0: its start, header and all). */
+static pq_inflate *inflate_new(int codec, uint64_t clen, uint64_t ulen, size_t value_need,
+                               const pq_stream_opts *o, pq_stream_read_fn read, void *ctx,
+                               uint64_t c, uint64_t u, pq_error *err)
 {
     if (pq_inflate_supported(codec, err) < 0)
         return NULL;
@@ -266,8 +268,11 @@ pq_inflate *pq_inflate_open(int codec, uint64_t clen, uint64_t ulen, size_t valu
     f->codec = codec;
     f->read = read;
     f->ctx = ctx;
-    f->clen = f->in_left = clen;
-    f->ulen = f->out_left = ulen;
+    f->clen = clen;
+    f->in_left = clen - c;
+    f->ulen = ulen;
+    f->out_left = ulen - u;
+    f->dropped = f->base = u; /* offsets stay the section's */
     window_sizes(codec, ulen, value_need, o, &f->hist, &f->out_cap, &f->out_max);
     f->codec_budget = pq_inflate_lib_budget(codec, ulen, o);
     f->in_cap = in_size(codec, clen, o);
@@ -278,7 +283,7 @@ pq_inflate *pq_inflate_open(int codec, uint64_t clen, uint64_t ulen, size_t valu
         pq_inflate_close(f);
         return NULL;
     }
-    int rc = codec == PQ_UNCOMPRESSED ? 0
+    int rc = codec == PQ_UNCOMPRESSED || c > 0 ? 0 /* c > 0: past SNAPPY's length */
            : codec == PQ_SNAPPY ? pq_inflate_snappy_open(f, err)
            : codec == PQ_LZ4 || codec == PQ_LZ4_RAW ? pq_inflate_lz4_open(f, err)
                                                      : pq_inflate_lib_open(f, o, err);
@@ -287,6 +292,55 @@ pq_inflate *pq_inflate_open(int codec, uint64_t clen, uint64_t ulen, size_t valu
         return NULL;
     }
     return f;
+}
+
+pq_inflate *pq_inflate_open(int codec, uint64_t clen, uint64_t ulen, size_t value_need,
+                            const pq_stream_opts *o, pq_stream_read_fn read, void *ctx,
+                            pq_error *err)
+{
+    return inflate_new(codec, clen, ulen, value_need, o, read, ctx, 0, 0, err);
+}
+
+int pq_inflate_restart(const pq_inflate *f, uint64_t at, uint64_t *c, uint64_t *u)
+{
+    if (f->codec == PQ_UNCOMPRESSED) {
+        *c = *u = at;
+        return 0;
+    }
+    if (f->codec != PQ_SNAPPY)
+        return -1;
+    for (unsigned k = 1; k <= f->rs_count; k++) { /* newest first */
+        unsigned i = (f->rs_next + PQ_INFLATE_RESTARTS - k) % PQ_INFLATE_RESTARTS;
+        if (f->rs_u[i] <= at) {
+            *c = f->rs_c[i];
+            *u = f->rs_u[i];
+            return 0;
+        }
+    }
+    return -1;
+}
+
+pq_inflate *pq_inflate_open_at(int codec, uint64_t clen, uint64_t ulen, size_t value_need,
+                               const pq_stream_opts *o, pq_stream_read_fn read, void *ctx,
+                               uint64_t c, uint64_t u, pq_error *err)
+{
+    if (clen == 0 && ulen == 0)
+        codec = PQ_UNCOMPRESSED;
+    if (codec != PQ_UNCOMPRESSED && codec != PQ_SNAPPY) {
+        pq_error_set(err, "%s: no restart points (not resumable)", pq_codec_name(codec));
+        return NULL;
+    }
+    /* the point came from an inflate over the same section; checked all
+     * the same, so that a wrong one fails instead of reading out of range */
+    if (c > clen || u > ulen || (codec == PQ_UNCOMPRESSED && c != u) ||
+        (codec == PQ_SNAPPY && (c == 0 || u % PQ_SNAPPY_BLOCK != 0))) {
+        pq_error_set(err, "%s: restart point (%llu, %llu) is not one of a %llu-byte section "
+                          "(not resumable)",
+                     pq_codec_name(codec), (unsigned long long)c, (unsigned long long)u,
+                     (unsigned long long)clen);
+        return NULL;
+    }
+    return inflate_new(codec, clen, ulen, value_need, o, read, ctx, c, u, err);
 }
 
 pq_inflate *pq_inflate_fork(const pq_inflate *f, void *ctx, const uint8_t **p, pq_error *err)

@@ -64,6 +64,24 @@ int pq_inflate_finish(pq_inflate *f, pq_error *err);
  * (err set). */
 pq_inflate *pq_inflate_fork(const pq_inflate *f, void *ctx, const uint8_t **p, pq_error *err);
 
+/* Restart points. A SNAPPY section compressed in independent blocks of 64
+ * KiB of output, as the reference compressor does (and every writer
+ * checked: DuckDB, parquet-cpp, polars, fastparquet, parquet-mr, Impala),
+ * decompresses from the start of any block with no history: an element
+ * begins there and no copy reaches before it. pq_inflate_restart gives the
+ * latest such point this inflate passed at or before decompressed offset
+ * `at` (*u <= at), with *c the compressed offset of its element within the
+ * section; for UNCOMPRESSED every offset is one. -1 when none is known
+ * (other codecs; a point older than the last PQ_INFLATE_RESTARTS).
+ * pq_inflate_open_at opens an inflate there: read delivers the section's
+ * compressed bytes from c on. The format promises no blocks: a copy that
+ * reaches before u fails with "before the restart point" and "not
+ * resumable" (pq_stream_resume_instead). */
+#define PQ_INFLATE_RESTARTS 32u
+int pq_inflate_restart(const pq_inflate *f, uint64_t at, uint64_t *c, uint64_t *u);
+pq_inflate *pq_inflate_open_at(int codec, uint64_t clen, uint64_t ulen, size_t value_need,
+                               const pq_stream_opts *opts, pq_stream_read_fn read, void *ctx,
+                               uint64_t c, uint64_t u, pq_error *err);
 size_t pq_inflate_bytes(const pq_inflate *f);
 size_t pq_inflate_bytes_max(const pq_inflate *f);
 void pq_inflate_close(pq_inflate *f);

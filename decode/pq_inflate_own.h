@@ -47,6 +47,13 @@ struct pq_inflate {
     size_t codec_bytes, codec_budget; /* counted allocations of the library codecs */
     size_t window_limit;     /* ZSTD: largest frame window accepted */
     int ended;               /* the library codec reported the end of its stream */
+    /* Restart points (pq_inflate.h): the decompressed offset this inflate
+     * started at, before which no copy may reach (0 unless opened with
+     * pq_inflate_open_at), and a ring of the latest SNAPPY elements that
+     * begin a block of PQ_SNAPPY_BLOCK output bytes, as section offsets. */
+    uint64_t base;
+    uint64_t rs_c[PQ_INFLATE_RESTARTS], rs_u[PQ_INFLATE_RESTARTS];
+    unsigned rs_next, rs_count;
     union {
         z_stream z;
         ZSTD_DStream *zs;
@@ -68,6 +75,26 @@ struct pq_inflate {
 static inline size_t pq_inflate_min(uint64_t a, size_t b)
 {
     return a < b ? (size_t)a : b;
+}
+
+/* The block size of the reference SNAPPY compressor, which compresses its
+ * input in blocks of this many bytes, each on its own. */
+#define PQ_SNAPPY_BLOCK ((uint64_t)64 << 10)
+
+/* A SNAPPY element whose tag is at in[tag] starts at output offset `at`:
+ * at a block's start it is a restart point. Inline: once per element. */
+static inline void pq_inflate_note_restart(pq_inflate *f, uint64_t at, size_t tag)
+{
+    if (at % PQ_SNAPPY_BLOCK != 0)
+        return;
+    unsigned last = (f->rs_next + PQ_INFLATE_RESTARTS - 1) % PQ_INFLATE_RESTARTS;
+    if (f->rs_count > 0 && f->rs_u[last] == at)
+        return; /* the fast path gave the element back to element() */
+    f->rs_c[f->rs_next] = f->clen - f->in_left - (f->in_wr - tag);
+    f->rs_u[f->rs_next] = at;
+    f->rs_next = (f->rs_next + 1) % PQ_INFLATE_RESTARTS;
+    if (f->rs_count < PQ_INFLATE_RESTARTS)
+        f->rs_count++;
 }
 
 /* ---- pq_inflate.c: the compressed input ---- */

@@ -7,7 +7,10 @@
  * copy with a 1-, 2- or 4-byte offset. A copy may reach back at most hist
  * bytes (the stream's snappy_window): the reference compressor copies only
  * within 64 KiB blocks, so a copy reaching further is refused as "beyond the
- * stream's window" and the caller decodes the page whole. */
+ * stream's window" and the caller decodes the page whole. Each element that
+ * starts a 64 KiB block of output is noted as a restart point
+ * (pq_inflate.h); an inflate opened at one refuses copies reaching before
+ * it. */
 #include <assert.h>
 #include <stdint.h>
 
@@ -28,6 +31,7 @@ int pq_inflate_snappy_open(pq_inflate *f, pq_error *err)
                                  "%llu",
                             (unsigned long long)n, (unsigned long long)f->ulen);
     f->in_rd = f->in_wr - c.left;
+    pq_inflate_note_restart(f, 0, f->in_rd); /* the first element's */
     return 0;
 }
 
@@ -37,6 +41,7 @@ static int element(pq_inflate *f, uint64_t at, uint64_t left, pq_error *err)
 {
     if (pq_inflate_need(f, 1, err) < 0)
         return -1;
+    pq_inflate_note_restart(f, at, f->in_rd);
     uint8_t tag = f->in[f->in_rd];
     static const uint8_t extra[4] = { 0, 1, 2, 4 };
     size_t more = extra[tag & 3];
@@ -72,6 +77,11 @@ static int element(pq_inflate *f, uint64_t at, uint64_t left, pq_error *err)
     if (off == 0 || off > at)
         return pq_error_set(err, "SNAPPY: copy at output byte %llu has offset %llu",
                             (unsigned long long)at, (unsigned long long)off);
+    if (off > at - f->base)
+        return pq_error_set(err, "SNAPPY: copy at output byte %llu reaches %llu bytes back, "
+                                 "before the restart point at %llu (not resumable)",
+                            (unsigned long long)at, (unsigned long long)off,
+                            (unsigned long long)f->base);
     if (off > f->hist)
         return pq_error_set(err, "SNAPPY: copy at output byte %llu reaches %llu bytes "
                                  "back, beyond the stream's window of %zu bytes",
@@ -98,6 +108,7 @@ static size_t fast_elements(pq_inflate *f, uint8_t *dst, size_t space, size_t do
         const uint8_t *p = f->in + f->in_rd;
         uint8_t tag = p[0];
         uint64_t at = before + done, left = f->out_left - done;
+        pq_inflate_note_restart(f, at, f->in_rd);
         if ((tag & 3) == 0) {
             size_t len = (size_t)(tag >> 2) + 1, head = 1;
             if (len > 60) { /* the length follows in len - 60 bytes */
@@ -132,7 +143,7 @@ static size_t fast_elements(pq_inflate *f, uint8_t *dst, size_t space, size_t do
             off = (size_t)p[1] | (size_t)p[2] << 8 | (size_t)p[3] << 16 | (size_t)p[4] << 24;
             f->in_rd += 5;
         }
-        if (len > left || off == 0 || off > at || off > f->hist) {
+        if (len > left || off == 0 || off > at - f->base || off > f->hist) {
             f->in_rd = (size_t)(p - f->in); /* element() reads it again, and says why */
             return done;
         }

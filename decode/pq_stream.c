@@ -251,19 +251,25 @@ static int open_levels(pq_stream *s, pq_stream_read_fn read, void *ctx, pq_error
     return 0;
 }
 
+/* v1: the level sections, from the start of the inflate. */
+static int read_v1_levels(pq_stream *s, pq_error *err)
+{
+    const pq_column_desc *col = s->col;
+    size_t budget = page_section(s->h, col, &s->o).levels;
+    if (col->max_rep > 0 && read_section(s, &s->rep, &budget, "repetition levels", err) < 0)
+        return -1;
+    if (col->max_def > 0 && read_section(s, &s->def, &budget, "definition levels", err) < 0)
+        return -1;
+    return 0;
+}
+
 /* v1 level sections come out of the inflate; then count the values the def
  * levels call for (one pass over the held bytes, checking them). */
 static int count_present(pq_stream *s, pq_error *err)
 {
     const pq_column_desc *col = s->col;
-    if (s->h->type == PQ_PAGE_DATA) {
-        section sec = page_section(s->h, col, &s->o);
-        size_t budget = sec.levels;
-        if (col->max_rep > 0 && read_section(s, &s->rep, &budget, "repetition levels", err) < 0)
-            return -1;
-        if (col->max_def > 0 && read_section(s, &s->def, &budget, "definition levels", err) < 0)
-            return -1;
-    }
+    if (s->h->type == PQ_PAGE_DATA && read_v1_levels(s, err) < 0)
+        return -1;
     s->present = s->entries;
     if (col->max_def > 0) {
         level_start(&s->def, col->max_def, s->entries);
@@ -281,11 +287,17 @@ static int count_present(pq_stream *s, pq_error *err)
     return 0;
 }
 
-pq_stream *pq_stream_open(const pq_column_desc *col, const pq_page_header *h,
-                          const pq_dictionary *dict, const pq_stream_opts *opts,
-                          pq_stream_read_fn read, void *ctx, pq_error *err)
+static const char *page_kind(const pq_page_header *h)
 {
-    const char *what = h->type == PQ_PAGE_DATA_V2 ? "data page v2" : "data page";
+    return h->type == PQ_PAGE_DATA_V2 ? "data page v2" : "data page";
+}
+
+/* A stream over the page, checked and sized, holding nothing yet. */
+static pq_stream *stream_new(const pq_column_desc *col, const pq_page_header *h,
+                             const pq_dictionary *dict, const pq_stream_opts *opts,
+                             pq_error *err)
+{
+    const char *what = page_kind(h);
     if (check_page(h, col, err) < 0) {
         pq_error_prefix(err, "%s: ", what);
         return NULL;
@@ -317,17 +329,137 @@ pq_stream *pq_stream_open(const pq_column_desc *col, const pq_page_header *h,
     s->entries = (uint32_t)h->num_values;
     s->width = pq_value_width(col);
     s->dict_enc = h->encoding != PQ_ENC_PLAIN;
-    section sec = page_section(h, col, &o);
+    return s;
+}
+
+pq_stream *pq_stream_open(const pq_column_desc *col, const pq_page_header *h,
+                          const pq_dictionary *dict, const pq_stream_opts *opts,
+                          pq_stream_read_fn read, void *ctx, pq_error *err)
+{
+    pq_stream *s = stream_new(col, h, dict, opts, err);
+    if (!s)
+        return NULL;
+    section sec = page_section(h, col, &s->o);
     if (open_levels(s, read, ctx, err) < 0 ||
-        !(s->f = pq_inflate_open(sec.codec, sec.clen, sec.ulen, sec.value_need, &o, read, ctx,
-                                 err)) ||
+        !(s->f = pq_inflate_open(sec.codec, sec.clen, sec.ulen, sec.value_need, &s->o, read,
+                                 ctx, err)) ||
         count_present(s, err) < 0) {
         pq_stream_close(s);
-        pq_error_prefix(err, "%s: ", what);
+        pq_error_prefix(err, "%s: ", page_kind(h));
         return NULL;
     }
-    assert(pq_stream_bytes(s) <= pq_stream_bytes_max(s) && pq_stream_bytes_max(s) <= bound);
+    assert(pq_stream_bytes(s) <= pq_stream_bytes_max(s) && pq_stream_bytes_max(s) <= s->bound);
     return s;
+}
+
+/* ---- marks ---- */
+
+/* Values a mark can come back to: PLAIN, each value's bytes where the
+ * previous one's end (BOOLEAN packs 8 to a byte; dictionary indices run in
+ * RLE runs), in a section with restart points. */
+static int markable(const pq_stream *s, int codec)
+{
+    return !s->dict_enc && s->col->type != PQ_BOOLEAN &&
+           (codec == PQ_UNCOMPRESSED || codec == PQ_SNAPPY);
+}
+
+int pq_stream_mark_here(const pq_stream *s, pq_stream_mark *m)
+{
+    uint64_t at, c, u;
+    if (s->state != 0 || !markable(s, page_section(s->h, s->col, &s->o).codec))
+        return 0;
+    at = pq_inflate_offset(s->f);
+    if (pq_inflate_restart(s->f, at, &c, &u) < 0)
+        return 0;
+    *m = (pq_stream_mark){ .pos = s->pos, .seen = s->seen, .present = s->present,
+                           .value_at = at, .restart_c = c, .restart_u = u };
+    return 1;
+}
+
+/* Position s, opened by stream_new, at mark m (pq_stream_resume). */
+static int resume(pq_stream *s, pq_stream_read_fn read, pq_stream_seek_fn seek, void *ctx,
+                  const pq_stream_mark *m, pq_error *err)
+{
+    const pq_column_desc *col = s->col;
+    int v1 = s->h->type == PQ_PAGE_DATA;
+    section sec = page_section(s->h, col, &s->o);
+    if (!markable(s, sec.codec))
+        return pq_error_set(err, "its values have no marks (not resumable)");
+    if (m->pos > s->entries || m->present > s->entries || m->seen > m->present ||
+        m->seen > m->pos || m->restart_u > m->value_at || m->value_at > sec.ulen)
+        return pq_error_set(err, "a mark at entry %u is not one of this page's (not resumable)",
+                            m->pos);
+    if (open_levels(s, read, ctx, err) < 0)
+        return -1;
+    if (v1 && (col->max_rep > 0 || col->max_def > 0)) { /* the body's first bytes */
+        s->f = pq_inflate_open(sec.codec, sec.clen, sec.ulen, sec.value_need, &s->o, read, ctx,
+                               err);
+        if (!s->f || read_v1_levels(s, err) < 0)
+            return -1;
+        pq_inflate_close(s->f);
+        s->f = NULL;
+    }
+    if (seek(ctx, (v1 ? 0 : sec.levels) + m->restart_c, err) < 0 ||
+        !(s->f = pq_inflate_open_at(sec.codec, sec.clen, sec.ulen, sec.value_need, &s->o, read,
+                                    ctx, m->restart_c, m->restart_u, err)))
+        return -1;
+    for (uint64_t left = m->value_at - m->restart_u; left > 0;) {
+        const uint8_t *p;
+        int64_t avail = pq_inflate_ensure(s->f, 1, &p, err);
+        if (avail < 0)
+            return -1;
+        if (avail == 0)
+            return pq_error_set(err, "the section ends before the mark at byte %llu",
+                                (unsigned long long)m->value_at);
+        size_t n = (uint64_t)avail < left ? (size_t)avail : (size_t)left;
+        pq_inflate_consume(s->f, n);
+        left -= n;
+    }
+    /* the levels of the entries before the mark: their values must be the
+     * mark's (the count of the whole page is the mark's, from the open) */
+    if (col->max_rep > 0)
+        level_start(&s->rep, col->max_rep, s->entries);
+    if (col->max_def > 0)
+        level_start(&s->def, col->max_def, s->entries);
+    uint32_t seen = 0;
+    for (uint32_t i = 0; i < m->pos; i++) {
+        uint16_t rep, def = 0;
+        if ((col->max_rep > 0 &&
+             level_next(&s->rep, col->max_rep, &rep, "repetition levels", err) < 0) ||
+            (col->max_def > 0 &&
+             level_next(&s->def, col->max_def, &def, "definition levels", err) < 0))
+            return -1;
+        seen += def == col->max_def;
+    }
+    if (seen != m->seen)
+        return pq_error_set(err, "%u values before the mark at entry %u, the mark says %u",
+                            seen, m->pos, m->seen);
+    s->pos = m->pos;
+    s->seen = m->seen;
+    s->present = m->present;
+    return 0;
+}
+
+pq_stream *pq_stream_resume(const pq_column_desc *col, const pq_page_header *h,
+                            const pq_dictionary *dict, const pq_stream_opts *opts,
+                            pq_stream_read_fn read, pq_stream_seek_fn seek, void *ctx,
+                            const pq_stream_mark *m, pq_error *err)
+{
+    pq_stream *s = stream_new(col, h, dict, opts, err);
+    if (!s)
+        return NULL;
+    if (resume(s, read, seek, ctx, m, err) < 0) {
+        pq_stream_close(s);
+        pq_error_prefix(err, "%s: resumed at entry %u: ", page_kind(h), m->pos);
+        return NULL;
+    }
+    assert(pq_stream_bytes(s) <= pq_stream_bytes_max(s) && pq_stream_bytes_max(s) <= s->bound);
+    return s;
+}
+
+int pq_stream_resume_instead(const pq_error *err)
+{
+    return strstr(err->msg, "not resumable") != NULL;
 }
 
 /* ---- values ---- */

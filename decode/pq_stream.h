@@ -151,6 +151,46 @@ int64_t pq_stream_skip(pq_stream *s, uint64_t n, pq_error *err);
 pq_stream *pq_stream_fork(const pq_stream *s, const pq_page_header *h, void *ctx,
                           pq_stream_entry *last, pq_error *err);
 
+/* Marks: coming back to a place of the page later for the price of a few
+ * numbers, where a fork (above) holds the stream's windows. A mark is taken
+ * between entries; a stream resumed from it reads the page's level bytes
+ * again (v1: the first bytes of the body), then only the body from the
+ * values' restart point at or before the mark (pq_inflate.h: the start of
+ * the 64 KiB block of decompressed values the mark is in; any byte for
+ * UNCOMPRESSED), and hands out the same entries the marked stream would
+ * have. Only PLAIN values of a type other than BOOLEAN, in UNCOMPRESSED or
+ * SNAPPY sections, are marked (pq_stream_mark returns 0 otherwise, and
+ * when the restart point left the stream's memory). A SNAPPY body whose
+ * copies cross its blocks (the format allows it; no writer checked does)
+ * fails in the resumed stream with "not resumable": its caller streams the
+ * page from its start instead (pq_stream_resume_instead). */
+typedef struct pq_stream_mark {
+    uint32_t pos;        /* entries handed out before the mark */
+    uint32_t seen;       /* values among them */
+    uint32_t present;    /* values in the page (its def levels counted at open) */
+    uint64_t value_at;   /* decompressed offset of the next value in the section */
+    uint64_t restart_c;  /* the restart point: compressed offset in the section */
+    uint64_t restart_u;  /* and decompressed offset, <= value_at */
+} pq_stream_mark;
+/* 1 and *m set when s can be marked where it stands, else 0. */
+int pq_stream_mark_here(const pq_stream *s, pq_stream_mark *m);
+/* Move the caller's reader to body byte `offset` (from the body's start, v2
+ * levels included): its next read delivers the bytes from there. */
+typedef int (*pq_stream_seek_fn)(void *ctx, uint64_t offset, pq_error *err);
+/* A stream over the page of pq_stream_open's arguments, positioned at mark
+ * m: read delivers the body from its start; the stream reads the level
+ * bytes, calls seek once, and reads on from there. Holds no more than
+ * pq_stream_open's stream (pq_stream_memory_needed). NULL with err set on
+ * failure (a message with "not resumable": stream the page from its start
+ * instead). */
+pq_stream *pq_stream_resume(const pq_column_desc *col, const pq_page_header *h,
+                            const pq_dictionary *dict, const pq_stream_opts *opts,
+                            pq_stream_read_fn read, pq_stream_seek_fn seek, void *ctx,
+                            const pq_stream_mark *m, pq_error *err);
+/* Whether a failure (its message in err) of a resumed stream leaves the
+ * page valid as far as is known, so that streaming it from its start
+ * serves instead. */
+int pq_stream_resume_instead(const pq_error *err);
 /* Entries handed out or skipped so far, and in all (h->num_values). */
 uint32_t pq_stream_position(const pq_stream *s);
 uint32_t pq_stream_entries(const pq_stream *s);
