@@ -131,10 +131,15 @@ static int copy_fill(pq_inflate *f, uint8_t *dst, size_t space, size_t *made, pq
 
 /* ---- the window ---- */
 
-/* Produce at least one byte at wr (space for it is there). */
+/* Produce at least one byte at wr (space for it is there), and no more
+ * than the window beyond the history: a first fill does not fill the room
+ * kept for history too (a resumed stream reads a few level bytes through a
+ * small window, pq_stream.c). */
 static int produce(pq_inflate *f, pq_error *err)
 {
     size_t space = pq_inflate_min(f->out_left, f->out_cap - f->wr);
+    if (f->out_cap > f->hist && space > f->out_cap - f->hist)
+        space = f->out_cap - f->hist;
     assert(space > 0);
     for (;;) {
         size_t made = 0;

@@ -22,6 +22,7 @@
 
 #define LEVEL_BATCH 256
 #define INDEX_BATCH 64
+#define LEVELS_READ ((size_t)4 << 10) /* a resumed v1 page's windows for its levels */
 
 typedef struct level_iter {
     uint8_t *bytes;   /* owned: the encoded section */
@@ -392,7 +393,11 @@ static int resume(pq_stream *s, pq_stream_read_fn read, pq_stream_seek_fn seek, 
     if (open_levels(s, read, ctx, err) < 0)
         return -1;
     if (v1 && (col->max_rep > 0 || col->max_def > 0)) { /* the body's first bytes */
-        s->f = pq_inflate_open(sec.codec, sec.clen, sec.ulen, sec.value_need, &s->o, read, ctx,
+        /* through small windows: the levels are usually a few bytes */
+        pq_stream_opts small = s->o;
+        small.read_size = small.read_size < LEVELS_READ ? small.read_size : LEVELS_READ;
+        small.out_size = small.out_size < LEVELS_READ ? small.out_size : LEVELS_READ;
+        s->f = pq_inflate_open(sec.codec, sec.clen, sec.ulen, sec.value_need, &small, read, ctx,
                                err);
         if (!s->f || read_v1_levels(s, err) < 0)
             return -1;

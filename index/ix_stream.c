@@ -17,6 +17,7 @@
  * stream). */
 #define HEADER_PROBE ((size_t)64 << 10)
 #define HEADER_MAX ((size_t)1 << 20)
+#define RESUME_PROBE ((size_t)16 << 10)
 
 enum { RUNNING, ENDED, FAILED };
 
@@ -74,6 +75,11 @@ struct ix_stream {
     int row_out;        /* the row was handed out: clear it first */
     pq_stream_entry pending;
     int has_pending;
+    uint8_t *pending_value; /* owned: a resumed stream's pending entry's value */
+    /* Resumed from a mark (ix_stream_resume): the entry was read from the
+     * marked page on; while the marked page opens, its mark. */
+    int resumed;
+    const pq_stream_mark *resume_at;
     pq_bytes flat_value;
     uint16_t flat_def;
     uint32_t rows, records;
@@ -243,13 +249,33 @@ static int read_body(void *ctx, uint8_t *dst, size_t want, size_t *got, pq_error
     return 0;
 }
 
+/* pq_stream_seek_fn: the current page's body from byte `offset` on (a
+ * resumed page's values, after its levels were read). The bytes buffered
+ * and the reads ahead are let go; the reads ahead start again from there. */
+static int seek_body(void *ctx, uint64_t offset, pq_error *err)
+{
+    ix_stream *s = ctx;
+    uint64_t body = s->page_offset + s->h.header_len;
+    if (offset > (uint64_t)s->h.compressed_size)
+        return pq_error_set(err, "a seek to byte %llu of a %d-byte page body",
+                            (unsigned long long)offset, s->h.compressed_size);
+    s->pos = body + offset;
+    s->at = s->have = 0;
+    s->body_left = (uint64_t)s->h.compressed_size - offset;
+    ix_stream_shed(s);
+    return 0;
+}
+
 /* Parse the header of the page at the current position and open its
  * stream. */
 static int open_page(ix_stream *s, pq_error *err)
 {
     s->page_offset = s->pos - (s->have - s->at);
     uint64_t left = s->end - s->page_offset;
-    size_t probe = left < HEADER_PROBE ? (size_t)left : HEADER_PROBE;
+    /* a resumed page reads its header and levels here, then its body from
+     * the mark's block: a shorter probe */
+    size_t want = s->resume_at ? RESUME_PROBE : HEADER_PROBE;
+    size_t probe = left < want ? (size_t)left : want;
     if (fill(s, probe, err) < 0)
         return -1;
     pq_page_header *h = &s->h;
@@ -288,13 +314,19 @@ static int open_page(ix_stream *s, pq_error *err)
     s->body_left = (uint64_t)h->compressed_size;
     s->check_body_crc = s->ix->verify_crc && h->has_crc;
     s->body_crc = 0;
+    if (s->resume_at && s->check_body_crc)
+        return pq_error_set(err, "the page's CRC is verified: its body is read whole (not "
+                                 "resumable)");
     /* The page's bound counts as committed while its stream opens: the
      * open reads, and a first read found slow starts the reads ahead
      * (start_ahead), which must be granted beside the page, not out of
      * its grant (at 2 ms a read the stream held 2 MiB over its grant). */
     s->opening = page_bound <= s->page_opts.cap ? page_bound : 0;
-    s->ps = pq_stream_open(&s->chunk->desc, h, ix_uses_dictionary(h) ? s->dict : NULL,
-                           &s->page_opts, read_body, s, err);
+    const pq_dictionary *dict = ix_uses_dictionary(h) ? s->dict : NULL;
+    s->ps = s->resume_at ? pq_stream_resume(&s->chunk->desc, h, dict, &s->page_opts, read_body,
+                                            seek_body, s, s->resume_at, err)
+                         : pq_stream_open(&s->chunk->desc, h, dict, &s->page_opts, read_body,
+                                          s, err);
     s->opening = 0;
     assert(!s->grow || ix_stream_committed(s) <= s->granted);
     return s->ps ? 0 : -1;
@@ -376,6 +408,12 @@ static int drain(ix_stream *s, pq_error *err)
  * they must be compared. */
 static int vouch(ix_stream *s, pq_error *err)
 {
+    if (s->resumed) { /* part of the entry was read: nothing to learn */
+        if (s->moved && ix_crc_needed(1, &s->entry->crc))
+            return pq_error_set(err, "the file's ctime moved: the entry's bytes must be "
+                                     "compared from its start (not resumable)");
+        return 0;
+    }
     int compare = s->moved && ix_crc_needed(1, &s->entry->crc);
     int page_crc = s->ps && s->check_body_crc;
     if ((compare || page_crc) && drain(s, err) < 0)
@@ -537,9 +575,11 @@ static size_t ahead_held(const ix_stream *s)
     return s->ahead_state == AHEAD_ON ? ix_ahead_bytes(s->window, s->ahead_depth) : 0;
 }
 
-ix_stream *ix_stream_open(const ix_index *ix, uint64_t page, const ix_dict_source *dicts,
-                          void **dict_handle, const ix_stream_opts *opts, uint64_t *bytes_read,
-                          pq_error *err)
+/* A stream over entry `page`, its shares of the cap set, committed for
+ * itself, at the entry's start with no page open; NULL on failure. */
+static ix_stream *stream_new(const ix_index *ix, uint64_t page, const ix_dict_source *dicts,
+                             void **dict_handle, const ix_stream_opts *opts,
+                             uint64_t *bytes_read, pq_error *err)
 {
     *dict_handle = NULL;
     ix_stream *s = calloc(1, sizeof *s);
@@ -607,7 +647,14 @@ ix_stream *ix_stream_open(const ix_index *ix, uint64_t page, const ix_dict_sourc
         ix_stream_close(s);
         return NULL;
     }
-    if (s->ahead_state == AHEAD_WHEN_SLOW && ahead > 0)
+    return s;
+}
+
+/* Read ahead from the start when the caller knows the storage is slow, and
+ * open the page at the current position. */
+static ix_stream *first_page(ix_stream *s, const ix_stream_opts *opts, pq_error *err)
+{
+    if (s->ahead_state == AHEAD_WHEN_SLOW && opts && opts->ahead > 0)
         start_ahead(s);
     if (open_page(s, err) < 0) {
         fail(s, err);
@@ -615,6 +662,100 @@ ix_stream *ix_stream_open(const ix_index *ix, uint64_t page, const ix_dict_sourc
         return NULL;
     }
     return s;
+}
+
+ix_stream *ix_stream_open(const ix_index *ix, uint64_t page, const ix_dict_source *dicts,
+                          void **dict_handle, const ix_stream_opts *opts, uint64_t *bytes_read,
+                          pq_error *err)
+{
+    ix_stream *s = stream_new(ix, page, dicts, dict_handle, opts, bytes_read, err);
+    return s ? first_page(s, opts, err) : NULL;
+}
+
+ix_stream *ix_stream_resume(const ix_index *ix, uint64_t page, const ix_dict_source *dicts,
+                            void **dict_handle, const ix_stream_opts *opts,
+                            const ix_stream_mark *m, uint64_t *bytes_read, pq_error *err)
+{
+    assert(!opts || !opts->head);
+    ix_stream *s = stream_new(ix, page, dicts, dict_handle, opts, bytes_read, err);
+    if (!s)
+        return NULL;
+    if (m->page_offset < s->pos || m->page_offset >= s->end) {
+        pq_error_set(err, "a mark at offset %llu is not in the entry (not resumable)",
+                     (unsigned long long)m->page_offset);
+        fail(s, err);
+        ix_stream_close(s);
+        return NULL;
+    }
+    s->pos = m->page_offset;
+    s->page_no = m->page_no;
+    s->rows = m->rows;
+    s->records = m->records;
+    s->leading = 0;
+    s->resumed = 1;
+    if (m->has_pending) {
+        s->pending = (pq_stream_entry){ .rep = m->rep, .def = m->def,
+                                        .has_value = m->has_value };
+        if (m->value_len && !(s->pending_value = malloc(m->value_len))) {
+            pq_error_set(err, "out of memory for a %u-byte value", m->value_len);
+            fail(s, err);
+            ix_stream_close(s);
+            return NULL;
+        }
+        if (m->value_len)
+            memcpy(s->pending_value, m->value, m->value_len);
+        s->pending.value = (pq_bytes){ .ptr = s->pending_value, .len = m->value_len };
+        s->has_pending = 1;
+    }
+    s->resume_at = &m->at;
+    s = first_page(s, opts, err);
+    if (s)
+        s->resume_at = NULL;
+    return s;
+}
+
+int ix_stream_mark_here(const ix_stream *s, ix_stream_mark *m)
+{
+    if (!ix_stream_pausable(s) || !s->ps || s->leading || s->last_row ||
+        (!s->row_out && s->row.entries > 0))
+        return 0;
+    const pq_bytes *v = s->has_pending && s->pending.has_value ? &s->pending.value : NULL;
+    if (v && v->len > IX_STREAM_MARK_VALUE_MAX)
+        return 0;
+    *m = (ix_stream_mark){ .page_offset = s->page_offset, .page_no = s->page_no,
+                           .rows = s->rows, .records = s->records,
+                           .has_pending = s->has_pending };
+    if (!pq_stream_mark_here(s->ps, &m->at))
+        return 0;
+    if (s->has_pending) {
+        m->rep = s->pending.rep;
+        m->def = s->pending.def;
+        m->has_value = s->pending.has_value;
+    }
+    if (v && v->len) {
+        if (!(m->value = malloc(v->len)))
+            return 0;
+        memcpy(m->value, v->ptr, v->len);
+        m->value_len = v->len;
+    }
+    return 1;
+}
+
+void ix_stream_mark_free(ix_stream_mark *m)
+{
+    free(m->value);
+    m->value = NULL;
+    m->value_len = 0;
+}
+
+size_t ix_stream_mark_bytes(const ix_stream_mark *m)
+{
+    return sizeof *m + m->value_len;
+}
+
+int ix_stream_resume_instead(const pq_error *err)
+{
+    return pq_stream_resume_instead(err);
 }
 
 void ix_entry_head_free(ix_entry_head *head)
@@ -705,6 +846,7 @@ ix_stream *ix_stream_fork(const ix_stream *s, pq_error *err)
     }
     *f = *s; /* positions, counts, CRCs and the page header: plain values */
     f->buf = buf;
+    f->pending_value = NULL; /* a resumed stream's: the fork's own copy below */
     if (buf)
         memcpy(buf, s->buf, s->have);
     /* paused: read ahead again (from pos) once continued, charged and
@@ -729,6 +871,15 @@ ix_stream *ix_stream_fork(const ix_stream *s, pq_error *err)
         ix_stream_close(f);
         return NULL;
     }
+    if (s->has_pending && s->pending_value && s->pending.value.ptr == s->pending_value) {
+        if (!(f->pending_value = malloc(s->pending.value.len))) {
+            ix_stream_close(f);
+            pq_error_set(err, "out of memory for a page stream");
+            return NULL;
+        }
+        memcpy(f->pending_value, s->pending_value, s->pending.value.len);
+        f->pending.value.ptr = f->pending_value;
+    }
     assert(ix_stream_bytes(f) <= ix_stream_bytes(s) - ahead_held(s));
     return f;
 }
@@ -748,6 +899,7 @@ void ix_stream_close(ix_stream *s)
     pq_stream_close(s->ps);
     ix_ahead_close(s->ahead);
     ix_row_free(&s->row);
+    free(s->pending_value);
     free(s->buf);
     free(s);
 }

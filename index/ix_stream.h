@@ -37,6 +37,7 @@
 
 #include "ix_read.h"
 #include "ix_record.h"
+#include "pq_stream.h"
 
 /* Charging as it goes. A caller may charge a stream at what it commits to
  * rather than at its cap: what it holds, with the current page's stream at
@@ -160,6 +161,56 @@ void ix_stream_rebind(ix_stream *s, const ix_dict_source *dicts, void **dict_han
  * dictionary (its handle is one caller's), one in the middle of a row, or
  * a page compressed by a library decoder (pq_stream_fork). */
 ix_stream *ix_stream_fork(const ix_stream *s, pq_error *err);
+
+/* Marks. Where a fork holds the stream's windows (a few hundred KiB), a mark
+ * is a few numbers (decode/pq_stream.h: pq_stream_mark) and the entry that
+ * starts the next row of a list, taken between records: a stream resumed
+ * from it reads the marked page's header and level bytes again, then the
+ * page's body only from the 64 KiB block of its mark on (SNAPPY as every
+ * writer checked writes it; UNCOMPRESSED from the mark's byte), and hands
+ * out the records the marked stream would have handed out next. A page of
+ * DuckDB's (25 MB to 125 MB) is so read from the unit a build needs, where a
+ * stream with no paused copy near it reads the page from its start.
+ *
+ * Only a page of PLAIN values of a type other than BOOLEAN, compressed by
+ * SNAPPY or not at all, with no Parquet page CRC to verify, is marked; and
+ * only a stream that may pause (ix_stream_pausable), not in the middle of a
+ * row nor before its entry's first row, whose pending entry's value has at
+ * most IX_STREAM_MARK_VALUE_MAX bytes. A resumed stream reads part of the
+ * entry: it learns no CRC, and when a read sees the file's ctime moved
+ * while the entry's CRC is known, it fails as "not resumable" (its bytes
+ * must be compared from the entry's start), as it does when the page's
+ * SNAPPY copies cross its blocks (the format allows it): the caller then
+ * streams the entry from its start (ix_stream_resume_instead). */
+#define IX_STREAM_MARK_VALUE_MAX ((uint32_t)64 << 10)
+typedef struct ix_stream_mark {
+    uint64_t page_offset;   /* the marked page's header, in the file */
+    unsigned page_no;       /* its place in the entry (0: the first) */
+    uint32_t rows, records; /* handed out before the mark */
+    pq_stream_mark at;
+    int has_pending;        /* lists: the first entry of the next row, read already */
+    uint16_t rep, def;
+    int has_value;
+    uint32_t value_len;
+    uint8_t *value;         /* owned: value_len bytes */
+} ix_stream_mark;
+/* 1 and *m filled (free it with ix_stream_mark_free) when s can be marked
+ * where it stands (above), else 0 (out of memory too). */
+int ix_stream_mark_here(const ix_stream *s, ix_stream_mark *m);
+void ix_stream_mark_free(ix_stream_mark *m);
+/* What a mark holds. */
+size_t ix_stream_mark_bytes(const ix_stream_mark *m);
+/* A stream over entry `page` (as ix_stream_open's, without opts->head)
+ * positioned at mark m, taken from a stream over the same entry; m may be
+ * freed once this returns. NULL on failure, err naming the file and the
+ * entry's offset ("not resumable": stream the entry from its start). */
+ix_stream *ix_stream_resume(const ix_index *ix, uint64_t page, const ix_dict_source *dicts,
+                            void **dict_handle, const ix_stream_opts *opts,
+                            const ix_stream_mark *m, uint64_t *bytes_read, pq_error *err);
+/* Whether a failure of a resumed stream (its message in err) leaves the
+ * entry valid as far as is known: streaming it from its start serves
+ * instead. */
+int ix_stream_resume_instead(const pq_error *err);
 
 /* What the stream may hold without asking for more (see Charging): what
  * it holds, with its page's stream at its bound (tighter once the page's

@@ -622,3 +622,167 @@ Test(stream, a_library_codec_or_a_dictionary_is_not_forked)
     refuses_to_fork(YFS_SOURCE_DIR "/tests/data/stream/duckdb_text.parquet", "text",
                     "dictionary");
 }
+
+/* ---- marks ---- */
+
+/* Stream every entry, marking it every `stride` records, and resume from
+ * each mark (reads ahead on or not): the records after the mark, exactly;
+ * a mark taken from a resumed stream resumes too. Returns how many marks
+ * resumed; *short_reads counts the resumed streams that read less than
+ * half their entry. */
+static uint32_t resume_everywhere(const char *path, const char *column, uint32_t stride,
+                                  int ahead_on, uint32_t *short_reads)
+{
+    ix_index *ix = build(path, column);
+    ix_dict_source dicts = { tix_load_dictionary, ix };
+    ix_stream_opts opts = { .read_size = 4096, .window = 8192, .ahead = ahead_on ? 1 : -1 };
+    uint32_t resumed = 0;
+    for (uint64_t p = 0; p < ix->num_pages; p++) {
+        pq_error err;
+        whole_entry w;
+        whole_entry_read(ix, p, &dicts, &w);
+        void *dict;
+        uint64_t read = 0;
+        ix_stream *s = ix_stream_open(ix, p, &dicts, &dict, &opts, &read, &err);
+        cr_assert_not_null(s, "%s entry %llu: %s", path, (unsigned long long)p, err.msg);
+        ix_record r;
+        for (uint32_t k = 0; k < w.count; k++) {
+            cr_assert_eq(ix_stream_next(s, &r, &err), 1, "%s", err.msg);
+            assert_same_record(ix, &r, &w.recs[k], p, k);
+            ix_stream_mark m;
+            if ((k + 1) % stride != 0 || !ix_stream_mark_here(s, &m))
+                continue;
+            cr_assert_geq(ix_stream_mark_bytes(&m), sizeof m);
+            void *rdict = NULL;
+            uint64_t after = 0;
+            ix_stream *t = ix_stream_resume(ix, p, &dicts, &rdict, &opts, &m, &after, &err);
+            ix_stream_mark_free(&m);
+            cr_assert_not_null(t, "%s entry %llu, mark after record %u: %s", path,
+                               (unsigned long long)p, k, err.msg);
+            uint32_t j = k + 1;
+            int rc;
+            for (; (rc = ix_stream_next(t, &r, &err)) == 1; j++) {
+                cr_assert_lt(j, w.count, "a resumed stream hands out more records");
+                assert_same_record(ix, &r, &w.recs[j], p, j);
+                ix_stream_mark again; /* halfway: mark the resumed stream, resume that */
+                if (j == k + 1 + (w.count - k) / 2 && ix_stream_mark_here(t, &again)) {
+                    void *d2 = NULL;
+                    uint64_t r2 = 0;
+                    ix_stream *u = ix_stream_resume(ix, p, &dicts, &d2, &opts, &again, &r2,
+                                                    &err);
+                    ix_stream_mark_free(&again);
+                    cr_assert_not_null(u, "%s", err.msg);
+                    uint32_t i = j + 1;
+                    for (; (rc = ix_stream_next(u, &r, &err)) == 1; i++)
+                        assert_same_record(ix, &r, &w.recs[i], p, i);
+                    cr_assert_eq(rc, 0, "%s", err.msg);
+                    cr_assert_eq(i, w.count);
+                    ix_stream_close(u);
+                    tix_free_dictionary(d2);
+                }
+            }
+            cr_assert_eq(rc, 0, "%s entry %llu, mark after record %u: %s", path,
+                         (unsigned long long)p, k, err.msg);
+            cr_assert_eq(j, w.count, "%s: the resumed stream ends with the entry", path);
+            *short_reads += after < ix->pages[p].length / 2;
+            ix_stream_close(t);
+            tix_free_dictionary(rdict);
+            resumed++;
+        }
+        ix_stream_close(s);
+        tix_free_dictionary(dict);
+        whole_entry_free(&w);
+    }
+    ix_free(ix);
+    return resumed;
+}
+
+Test(stream, a_stream_resumed_from_a_mark_hands_out_the_records_after_it)
+{
+    static const struct { const char *path, *column; uint32_t stride; } files[] = {
+        { FIXTURES "stream_none.parquet", "text", 3 },
+        { FIXTURES "stream_snappy.parquet", "ids", 3 },
+        { FIXTURES "stream_snappy.parquet", "text", 3 },
+        /* rows that continue over many pages: marks on the entry's later pages */
+        { YFS_SOURCE_DIR "/tests/data/stream/legacy_two_level_7.parquet", "ids", 1 },
+        { YFS_SOURCE_DIR "/tests/data/stream/legacy_bare_50.parquet", "ids", 1 },
+        /* pages of about 1 MiB: the resumed streams read from their mark's block */
+        { YFS_SOURCE_DIR "/tests/data/stream/snappy_big_pages.parquet", "text", 97 },
+        { YFS_SOURCE_DIR "/tests/data/stream/snappy_big_pages.parquet", "ids", 97 },
+    };
+    for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
+        for (int ahead = 0; ahead < 2; ahead++) {
+            uint32_t short_reads = 0;
+            uint32_t n = resume_everywhere(files[f].path, files[f].column, files[f].stride,
+                                           ahead, &short_reads);
+            cr_assert_gt(n, 0, "%s %s: no mark resumed", files[f].path, files[f].column);
+            if (strstr(files[f].path, "big_pages"))
+                cr_assert_gt(short_reads, n / 4, "%s %s: %u of %u resumed streams read less "
+                             "than half their entry", files[f].path, files[f].column,
+                             short_reads, n);
+        }
+    }
+}
+
+Test(stream, a_library_codec_or_a_dictionary_is_not_marked)
+{
+    static const char *const files[][2] = {
+        { FIXTURES "stream_zstd.parquet", "ids" },
+        { FIXTURES "gen_dict_v1_snappy.parquet", "s" },
+        { YFS_SOURCE_DIR "/tests/data/stream/duckdb_text.parquet", "text" },
+    };
+    for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
+        uint32_t short_reads = 0;
+        cr_assert_eq(resume_everywhere(files[f][0], files[f][1], 1, 0, &short_reads), 0, "%s",
+                     files[f][0]);
+    }
+}
+
+/* After a chmod (the ctime moves) an entry whose CRC is known must be
+ * compared from its start: a resumed stream cannot, and says so. */
+Test(stream, a_resumed_stream_over_a_file_whose_ctime_moved_is_not_resumable)
+{
+    char dataset[TIX_PATH], cache[TIX_PATH];
+    tix_temp_dir(dataset, "marks");
+    cache[0] = '\0';
+    char path[TIX_PATH + 32];
+    snprintf(path, sizeof path, "%s/big.parquet", dataset);
+    size_t len;
+    FILE *in = fopen(YFS_SOURCE_DIR "/tests/data/stream/snappy_big_pages.parquet", "rb");
+    cr_assert_not_null(in);
+    static uint8_t bytes[1 << 20];
+    len = fread(bytes, 1, sizeof bytes, in);
+    fclose(in);
+    FILE *out = fopen(path, "wb");
+    cr_assert_eq(fwrite(bytes, 1, len, out), len);
+    fclose(out);
+    ix_index *ix = build(dataset, "text");
+    ix_dict_source dicts = { tix_load_dictionary, ix };
+    pq_error err;
+    void *dict;
+    uint64_t read = 0;
+    ix_record r;
+    ix_stream *s = ix_stream_open(ix, 0, &dicts, &dict, NULL, &read, &err); /* learns the CRC */
+    cr_assert_not_null(s, "%s", err.msg);
+    while (ix_stream_next(s, &r, &err) == 1)
+        ;
+    ix_stream_close(s);
+    cr_assert_neq(atomic_load(&ix->pages[0].crc), 0);
+    s = ix_stream_open(ix, 0, &dicts, &dict, NULL, &read, &err);
+    for (int k = 0; k < 100; k++)
+        cr_assert_eq(ix_stream_next(s, &r, &err), 1, "%s", err.msg);
+    ix_stream_mark m;
+    cr_assert_eq(ix_stream_mark_here(s, &m), 1);
+    ix_stream_close(s);
+    cr_assert_eq(chmod(path, 0444), 0);
+    ix_stream *t = ix_stream_resume(ix, 0, &dicts, &dict, NULL, &m, &read, &err);
+    ix_stream_mark_free(&m);
+    int rc = t ? 1 : -1;
+    while (rc == 1)
+        rc = ix_stream_next(t, &r, &err);
+    cr_assert_eq(rc, -1, "a resumed stream vouched for an entry it read part of");
+    cr_assert(ix_stream_resume_instead(&err), "%s", err.msg);
+    ix_stream_close(t);
+    ix_free(ix);
+    tix_remove(dataset, cache);
+}

@@ -9,6 +9,9 @@ numpy, and node with @duckdb/node-api in tests/integration/writers):
                                documents with null lists: pages of ~16 M values that cut rows
                                anywhere; values of few distinct tokens so the file stays small
   duckdb_text.parquet          DuckDB's writer (snappy) on a string column with nulls
+  snappy_big_pages.parquet     pyarrow, SNAPPY, PLAIN, pages of about 1 MiB (many 64 KiB snappy
+                               blocks each): text with nulls, and list<int64> with null and
+                               empty lists (marks_fixture; tests/index/test_marks.c)
 """
 import os
 import random
@@ -53,7 +56,23 @@ def duckdb(src, out, compression, extra=""):
         os.unlink(script)
 
 
+def marks_fixture():
+    rng = random.Random(11)
+    words = ["parquet", "page", "stream", "mark", "block", "snappy", "epoch", "token", "shard"]
+    text = [None if k % 37 == 0 else
+            " ".join(rng.choice(words) + str(rng.randint(0, 99)) for _ in range(rng.randint(10, 90)))
+            for k in range(3000)]
+    ids = [None if k % 41 == 0 else [] if k % 43 == 0 else
+           [rng.randint(0, 999) for _ in range(rng.randint(1, 80))] for k in range(3000)]
+    table = pa.table({"text": pa.array(text, pa.string()),
+                      "ids": pa.array(ids, pa.list_(pa.int64()))})
+    pq.write_table(table, os.path.join(HERE, "snappy_big_pages.parquet"), compression="snappy",
+                   use_dictionary=False, data_page_size=1 << 20, write_statistics=False,
+                   row_group_size=3000)
+
+
 def main():
+    marks_fixture()
     rng = random.Random(7)
     legacy_lists.write_legacy(os.path.join(HERE, "legacy_two_level_7.parquet"), "two_level",
                               rows(rng, 200), rows_per_group=70, entries_per_page=7)
