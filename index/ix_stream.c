@@ -406,14 +406,12 @@ static int drain(ix_stream *s, pq_error *err)
 
 /* Check the entry's CRC once all its bytes were read, or read them all when
  * they must be compared. */
+static int vouch_resumed(ix_stream *s, pq_error *err);
+
 static int vouch(ix_stream *s, pq_error *err)
 {
-    if (s->resumed) { /* part of the entry was read: nothing to learn */
-        if (s->moved && ix_crc_needed(1, &s->entry->crc))
-            return pq_error_set(err, "the file's ctime moved: the entry's bytes must be "
-                                     "compared from its start (not resumable)");
-        return 0;
-    }
+    if (s->resumed)
+        return vouch_resumed(s, err);
     int compare = s->moved && ix_crc_needed(1, &s->entry->crc);
     int page_crc = s->ps && s->check_body_crc;
     if ((compare || page_crc) && drain(s, err) < 0)
@@ -422,6 +420,34 @@ static int vouch(ix_stream *s, pq_error *err)
         return 0; /* stopped early; nothing to compare: the CRC is learned another time */
     return ix_crc_settle(s->file, s->moved, &s->entry->crc, s->crc ? s->crc : 1, "data page",
                          s->entry->offset, err);
+}
+
+/* A resumed stream read part of the entry: it learns no CRC. When the bytes
+ * must be compared (a read saw the ctime move and the CRC is known: a
+ * chmod, say), it reads the whole entry again, undecoded, through its
+ * header buffer. */
+static int vouch_resumed(ix_stream *s, pq_error *err)
+{
+    if (!(s->moved && ix_crc_needed(1, &s->entry->crc)))
+        return 0;
+    size_t cap = s->buf_cap ? s->buf_cap : RESUME_PROBE;
+    uint8_t *buf = s->buf_cap ? s->buf : malloc(cap);
+    if (!buf)
+        return pq_error_set(err, "out of memory for a %zu-byte buffer", cap);
+    s->at = s->have = 0; /* the buffer's bytes are not needed any more */
+    uint32_t crc = 0;
+    int moved, rc = 0;
+    for (uint64_t at = s->entry->offset; rc == 0 && at < s->end;) {
+        size_t n = s->end - at < cap ? (size_t)(s->end - at) : cap;
+        rc = ix_read_checked(s->ix, s->file_index, at, buf, n, s->bytes_read, &moved, err);
+        crc = (uint32_t)crc32(crc, buf, (uInt)n);
+        at += n;
+    }
+    if (buf != s->buf)
+        free(buf);
+    return rc < 0 ? -1
+                  : ix_crc_settle(s->file, 1, &s->entry->crc, crc ? crc : 1, "data page",
+                                  s->entry->offset, err);
 }
 
 static int fail(ix_stream *s, pq_error *err)

@@ -177,11 +177,13 @@ ix_stream *ix_stream_fork(const ix_stream *s, pq_error *err);
  * only a stream that may pause (ix_stream_pausable), not in the middle of a
  * row nor before its entry's first row, whose pending entry's value has at
  * most IX_STREAM_MARK_VALUE_MAX bytes. A resumed stream reads part of the
- * entry: it learns no CRC, and when a read sees the file's ctime moved
- * while the entry's CRC is known, it fails as "not resumable" (its bytes
- * must be compared from the entry's start), as it does when the page's
- * SNAPPY copies cross its blocks (the format allows it): the caller then
- * streams the entry from its start (ix_stream_resume_instead). */
+ * entry: it learns no CRC, and when a read saw the file's ctime move while
+ * the entry's CRC is known (a chmod), it reads the whole entry again to
+ * compare it when it vouches for its records (ix_stream_finish, or its
+ * last record). A page whose SNAPPY copies cross its blocks (the format
+ * allows it; no writer checked does) fails in the resumed stream as "not
+ * resumable": the caller streams the entry from its start instead
+ * (ix_stream_resume_instead). */
 #define IX_STREAM_MARK_VALUE_MAX ((uint32_t)64 << 10)
 typedef struct ix_stream_mark {
     uint64_t page_offset;   /* the marked page's header, in the file */
