@@ -260,6 +260,8 @@ static json_t *counters_json(yfs_mount *m)
         { "streams_resumed", &s->streams_resumed },
         { "streams_closed", &s->streams_closed },
         { "streams_forked", &s->streams_forked },
+        { "units_marked", &s->units_marked },
+        { "streams_from_marks", &s->streams_from_marks },
         { "page_bytes", &s->page_bytes },
         { "chunk_loads", &s->chunk_loads },
         { "pages_from_chunks", &s->pages_from_chunks },

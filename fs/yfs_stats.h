@@ -16,6 +16,8 @@ typedef struct yfs_stats {
     _Atomic uint64_t streams_resumed;   /* paused page streams continued for their next unit */
     _Atomic uint64_t streams_closed;    /* paused page streams closed unused (room, memory) */
     _Atomic uint64_t streams_forked;    /* paused copies left at units a stream passed over */
+    _Atomic uint64_t units_marked;      /* marks kept at units' first records (yfs_streams.h) */
+    _Atomic uint64_t streams_from_marks; /* page streams resumed from a unit's mark */
     _Atomic uint64_t chunk_loads;       /* physical chunks read in one I/O */
     _Atomic uint64_t loads_ahead;       /* ... of them by the I/O engine, ahead of the builds */
     _Atomic uint64_t storage_wait_nanoseconds; /* builds waiting for storage: for a load in

@@ -19,6 +19,12 @@ typedef struct paused {
     uint64_t bytes; /* charged as YFS_MEM_PARKED to no hold */
 } paused;
 
+typedef struct marked {
+    uint64_t unit;
+    ix_stream_mark m;
+    uint64_t bytes; /* charged as YFS_MEM_PARKED to no hold */
+} marked;
+
 struct yfs_streams {
     yfs_budget *budget;
     yfs_dicts *dicts;
@@ -34,7 +40,13 @@ struct yfs_streams {
         uint64_t from;
     } busy[MAX_IN_USE];   /* streams in use (builds' framing threads: few) */
     size_t num_busy;
+    marked *marks;        /* by unit */
+    size_t num_marks, marks_room;
+    uint64_t marks_bytes;
 };
+
+/* The share of the cap marks may take. */
+#define MARKS_SHARE 8
 
 /* Lock held: page's stream from unit `from` is in use (remembered when
  * there is room: see MAX_IN_USE), and no longer. */
@@ -260,6 +272,10 @@ void yfs_streams_free(yfs_streams *st)
         return;
     close_all(st, st->list, st->count);
     free(st->list);
+    for (size_t i = 0; i < st->num_marks; i++)
+        ix_stream_mark_free(&st->marks[i].m);
+    yfs_budget_release(st->budget, st->marks_bytes, YFS_MEM_PARKED, NULL);
+    free(st->marks);
     assert(st->num_busy == 0);
     pthread_cond_destroy(&st->ended);
     pthread_mutex_destroy(&st->lock);
@@ -341,6 +357,119 @@ void yfs_streams_end(yfs_streams *st, uint32_t page, uint64_t from)
     unmark_in_use(st, page, from);
     pthread_cond_broadcast(&st->ended);
     pthread_mutex_unlock(&st->lock);
+}
+
+/* ---- marks ---- */
+
+/* Lock held: where unit's mark is, or would be inserted (*found: it is). */
+static size_t mark_slot(const yfs_streams *st, uint64_t unit, int *found)
+{
+    size_t lo = 0, hi = st->num_marks;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (st->marks[mid].unit < unit)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = lo < st->num_marks && st->marks[lo].unit == unit;
+    return lo;
+}
+
+int yfs_streams_marked(yfs_streams *st, uint64_t unit)
+{
+    int found;
+    pthread_mutex_lock(&st->lock);
+    mark_slot(st, unit, &found);
+    pthread_mutex_unlock(&st->lock);
+    return found;
+}
+
+void yfs_streams_mark(yfs_streams *st, uint64_t unit, ix_stream_mark *m)
+{
+    uint64_t bytes = ix_stream_mark_bytes(m);
+    /* reserved with no lock of the store held: its reclaimer takes it */
+    int charged = yfs_budget_reserve(st->budget, bytes, YFS_MEM_PARKED, YFS_TRY, NULL) == 0;
+    int found = 1;
+    pthread_mutex_lock(&st->lock);
+    size_t at = mark_slot(st, unit, &found);
+    int kept = charged && !found && st->marks_bytes + bytes <= st->cap / MARKS_SHARE;
+    if (kept && st->num_marks == st->marks_room) {
+        size_t room = st->marks_room ? 2 * st->marks_room : 64;
+        marked *grown = realloc(st->marks, room * sizeof *grown);
+        kept = grown != NULL;
+        if (grown) {
+            st->marks = grown;
+            st->marks_room = room;
+        }
+    }
+    if (kept) {
+        memmove(st->marks + at + 1, st->marks + at, (st->num_marks - at) * sizeof *st->marks);
+        st->marks[at] = (marked){ unit, *m, bytes };
+        st->num_marks++;
+        st->marks_bytes += bytes;
+    }
+    pthread_mutex_unlock(&st->lock);
+    if (kept) {
+        yfs_count(&st->stats->units_marked, 1);
+        return;
+    }
+    ix_stream_mark_free(m);
+    if (charged)
+        yfs_budget_release(st->budget, bytes, YFS_MEM_PARKED, NULL);
+}
+
+int yfs_streams_take_mark(yfs_streams *st, uint32_t page, uint64_t unit, ix_stream_mark *m)
+{
+    int found;
+    pthread_mutex_lock(&st->lock);
+    size_t at = mark_slot(st, unit, &found);
+    for (size_t i = 0; found && i < st->count; i++)
+        found = !(st->list[i].page == page && st->list[i].unit == unit);
+    uint8_t *value = NULL;
+    if (found && st->marks[at].m.value_len) {
+        found = (value = malloc(st->marks[at].m.value_len)) != NULL;
+        if (value)
+            memcpy(value, st->marks[at].m.value, st->marks[at].m.value_len);
+    }
+    if (found) {
+        *m = st->marks[at].m;
+        m->value = value;
+        mark_in_use(st, page, unit);
+    }
+    pthread_mutex_unlock(&st->lock);
+    return found;
+}
+
+void yfs_streams_forget_page(yfs_streams *st, uint32_t page, uint64_t first_unit,
+                             uint64_t end_unit)
+{
+    pthread_mutex_lock(&st->lock);
+    int found;
+    size_t from = mark_slot(st, first_unit, &found), to = mark_slot(st, end_unit, &found);
+    uint64_t bytes = 0;
+    for (size_t i = from; i < to; i++) {
+        bytes += st->marks[i].bytes;
+        ix_stream_mark_free(&st->marks[i].m);
+    }
+    memmove(st->marks + from, st->marks + to, (st->num_marks - to) * sizeof *st->marks);
+    st->num_marks -= to - from;
+    st->marks_bytes -= bytes;
+    paused *victims = st->count ? malloc(st->count * sizeof *victims) : NULL;
+    size_t n = 0, kept = 0;
+    for (size_t i = 0; i < st->count; i++) {
+        if (victims && st->list[i].page == page) {
+            victims[n++] = st->list[i];
+            st->bytes -= st->list[i].bytes;
+        } else {
+            st->list[kept++] = st->list[i];
+        }
+    }
+    st->count = kept;
+    pthread_mutex_unlock(&st->lock);
+    yfs_budget_release(st->budget, bytes, YFS_MEM_PARKED, NULL);
+    close_all(st, victims, n);
+    free(victims);
 }
 
 /* Lock held: whether a stream of page positioned at or before unit is in use. */

@@ -29,6 +29,18 @@
  * lock of the store held (shedding waits for reads in flight; closing gives
  * a dictionary back, which takes the dictionary cache's lock). Thread-safe.
  */
+/*
+ * Marks. A stream passing a unit's first record leaves a mark there
+ * (ix_stream_mark: a few numbers and the value of a list's pending entry)
+ * when its page may be marked: the build that needs the unit later resumes
+ * from the mark (ix_stream_resume), reading the page's header, levels and
+ * the body from the mark's 64 KiB SNAPPY block on, where without one it
+ * continues the latest paused stream before the unit (reading and decoding
+ * the units between) or streams the page again from its start. A paused
+ * stream at the unit itself is taken before a mark. Marks serve any epoch;
+ * they are charged as YFS_MEM_PARKED, kept while they take no more than an
+ * eighth of the store's cap, and never reclaimed (a few hundred bytes each).
+ */
 #ifndef YFS_STREAMS_H
 #define YFS_STREAMS_H
 
@@ -85,6 +97,22 @@ ix_stream *yfs_streams_take(yfs_streams *st, uint32_t page, uint64_t unit, uint6
                             yfs_hold *hold, uint64_t *at, void **dict, uint64_t *charged);
 void yfs_streams_end(yfs_streams *st, uint32_t page, uint64_t from);
 int yfs_streams_wait(yfs_streams *st, uint32_t page, uint64_t unit, yfs_hold *hold);
+/* Keep mark m of unit `unit` (owned by the store from now on: freed when
+ * one is kept already, or when there is no room). */
+void yfs_streams_mark(yfs_streams *st, uint64_t unit, ix_stream_mark *m);
+/* Whether a mark of the unit is kept. */
+int yfs_streams_marked(yfs_streams *st, uint64_t unit);
+/* When no paused stream of `page` is at `unit` itself but a mark of the unit
+ * is kept: 1, a copy of the mark in *m (the caller frees it) and the unit's
+ * stream in use (yfs_streams_end with `unit`), as yfs_streams_take's. Else
+ * 0. */
+int yfs_streams_take_mark(yfs_streams *st, uint32_t page, uint64_t unit, ix_stream_mark *m);
+/* The page's marks [first_unit, end_unit) are forgotten and its paused
+ * streams closed: a stream resumed from one failed as not resumable (its
+ * SNAPPY copies cross blocks), so whoever needs its units streams it again
+ * from its start. */
+void yfs_streams_forget_page(yfs_streams *st, uint32_t page, uint64_t first_unit,
+                             uint64_t end_unit);
 /* Whether yfs_streams_wait would wait now (a stream of `page` positioned at
  * or before `unit` is in use): a build with other units to frame does those
  * first (yfs_segment.c). */

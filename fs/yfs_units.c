@@ -364,6 +364,15 @@ static void keep_copies(yfs_mount *m, uint32_t page, uint64_t from, uint32_t uni
     }
 }
 
+/* Leave a mark (yfs_streams.h) at the unit s stands at, when it has none
+ * and s may be marked here. */
+static void note_mark(yfs_mount *m, const ix_stream *s, uint64_t unit)
+{
+    ix_stream_mark mark;
+    if (!yfs_streams_marked(m->streams, unit) && ix_stream_mark_here(s, &mark))
+        yfs_streams_mark(m->streams, unit, &mark);
+}
+
 /* Frame `units` units of the page from the stream s, positioned at the
  * first record of unit `from`, into the blocks given (block[k] for unit
  * from + k; NULL: passed over), leaving a copy of s at each unit whose
@@ -384,6 +393,7 @@ static int64_t frame_stream(yfs_mount *m, ix_stream *s, uint64_t from, uint32_t 
         w.bytes.window = window;
         if (copy[k].wanted)
             copy_stream(m, s, hold, &copy[k]);
+        note_mark(m, s, from + k);
         for (uint32_t r = 0; rc > 0 && r < u.records; r++) {
             ix_record rec;
             rc = ix_stream_next(s, &rec, err);
@@ -434,12 +444,50 @@ static int stream_grows(void *ctx, size_t more, int may_refuse, pq_error *err)
     return 0;
 }
 
+/* Whether the units [from, unit) are built already: a stream there would
+ * pass them for nothing. */
+static int built_between(yfs_plan *plan, uint64_t from, uint64_t unit)
+{
+    for (uint64_t v = from; v < unit; v++)
+        if (!yfs_plan_built(plan, v))
+            return 0;
+    return 1;
+}
+
+/* When the unit's mark is kept: what yfs_streams_take handed over in ps goes
+ * back, and ps is a stream resumed from the mark (yfs_streams.h). 1 then, 0
+ * when no mark is kept (ps untouched), -1 when the resumed stream failed. */
+static int stream_from_mark(yfs_mount *m, const sh_unit *u, uint32_t unit, yfs_hold *hold,
+                            page_stream *ps, pq_error *err)
+{
+    ix_stream_mark mark;
+    if (!yfs_streams_take_mark(m->streams, u->page, unit, &mark))
+        return 0;
+    if (ps->s) /* paused again where it was, for another unit */
+        yfs_streams_put(m->streams, u->page, ps->from, ps->s, ps->dict, ps->charged, hold);
+    yfs_streams_end(m->streams, u->page, ps->from);
+    ps->from = unit; /* charged as it goes from nothing, as a new stream */
+    ps->dict = NULL;
+    ps->charged = 0;
+    ix_stream_opts opts = { .grow = stream_grows, .grow_ctx = ps,
+                            .ahead = yfs_latency_slow(&m->read_latency) };
+    ps->s = ix_stream_resume(m->ix, u->page, &ps->dicts, &ps->dict, &opts, &mark, &ps->read, err);
+    ix_stream_mark_free(&mark);
+    if (!ps->s) {
+        yfs_streams_end(m->streams, u->page, unit);
+        return -1;
+    }
+    yfs_count(&m->stats.streams_from_marks, 1);
+    return 1;
+}
+
 /* The stream of the page paused at the latest unit up to `unit`, or a new
- * one over the page (positioned at its first unit). Returns 1 when the page
- * is better decoded whole after all (its first header says it is small
- * enough), 0, or -1. */
-static int stream_for(yfs_mount *m, const sh_unit *u, uint32_t unit, uint64_t first_unit,
-                      yfs_hold *hold, page_stream *ps, pq_error *err)
+ * one over the page (positioned at its first unit); but the unit's mark
+ * (yfs_streams.h) instead of a new stream, or of a paused one that would
+ * pass only built units. Returns 1 when the page is better decoded whole
+ * after all (its first header says it is small enough), 0, or -1. */
+static int stream_for(yfs_mount *m, yfs_plan *plan, const sh_unit *u, uint32_t unit,
+                      uint64_t first_unit, yfs_hold *hold, page_stream *ps, pq_error *err)
 {
     ps->src = (yfs_dict_source){ m->dicts, hold };
     ps->dicts = yfs_dicts_source(&ps->src);
@@ -447,6 +495,11 @@ static int stream_for(yfs_mount *m, const sh_unit *u, uint32_t unit, uint64_t fi
     ps->hold = hold;
     ps->s = yfs_streams_take(m->streams, u->page, unit, first_unit, hold, &ps->from, &ps->dict,
                              &ps->charged);
+    if (unit > ps->from && (!ps->s || built_between(plan, ps->from, unit))) {
+        int marked = stream_from_mark(m, u, unit, hold, ps, err);
+        if (marked != 0)
+            return marked < 0 ? -1 : 0;
+    }
     if (ps->s) { /* charged for what it holds: what it commits to is reserved */
         ix_stream_rebind(ps->s, &ps->dicts, &ps->dict, &ps->read);
         uint64_t committed = ix_stream_committed(ps->s);
@@ -527,7 +580,7 @@ static int frame_streamed(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_
     uint64_t first_unit = cut ? cut->first_unit[u->page] : unit;
     uint64_t end_unit = cut ? cut->first_unit[u->page + 1] : unit + 1;
     page_stream ps = { 0 };
-    int rc = stream_for(m, u, unit, first_unit, hold, &ps, err);
+    int rc = stream_for(m, plan, u, unit, first_unit, hold, &ps, err);
     /* with the stream in hand, the unit is ours to frame, unless another
      * build's decode or stream framed it meanwhile */
     if (rc == 0 && yfs_wants_begin(m->wants, unit, out, hold)) {
@@ -559,7 +612,7 @@ static int frame_streamed(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_
                    (block[k] = park_block_new(m, size, YFS_TRY, hold))) {
             parked += size;
         } else if (!yfs_plan_built(plan, v)) { /* kept nowhere: one copy for a run */
-            copy[k].wanted = !lost;
+            copy[k].wanted = !lost && !yfs_streams_marked(m->streams, v);
             lost = 1;
             continue;
         } else {
@@ -640,6 +693,14 @@ static int unit_get(yfs_mount *m, yfs_plan *plan, uint32_t unit, yfs_hold *hold,
     } while (weigh && map->cut.first_unit && yfs_streams_wait(m->streams, u.page, unit, hold));
     if (weigh) {
         int rc = frame_streamed(m, plan, unit, &u, hold, out, err);
+        if (rc < 0 && ix_stream_resume_instead(err)) {
+            /* a stream resumed from a mark met SNAPPY copies that cross its
+             * blocks: the page is streamed from its start from now on */
+            const uint64_t *first = map->cut.first_unit;
+            yfs_streams_forget_page(m->streams, u.page, first ? first[u.page] : unit,
+                                    first ? first[u.page + 1] : unit + 1);
+            rc = frame_streamed(m, plan, unit, &u, hold, out, err);
+        }
         if (rc == 2)
             return 0;
         if (rc <= 0 && (rc == 0 || !pq_stream_whole_instead(err)))

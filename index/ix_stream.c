@@ -80,6 +80,7 @@ struct ix_stream {
      * marked page on; while the marked page opens, its mark. */
     int resumed;
     const pq_stream_mark *resume_at;
+    int ahead_after_seek; /* the reads-ahead state to take once the resumed page seeks */
     pq_bytes flat_value;
     uint16_t flat_def;
     uint32_t rows, records;
@@ -263,6 +264,11 @@ static int seek_body(void *ctx, uint64_t offset, pq_error *err)
     s->at = s->have = 0;
     s->body_left = (uint64_t)s->h.compressed_size - offset;
     ix_stream_shed(s);
+    if (s->resume_at) { /* the resumed page's body from the mark's block on */
+        s->ahead_state = s->ahead_after_seek;
+        if (s->ahead_state == AHEAD_ON)
+            start_ahead(s);
+    }
     return 0;
 }
 
@@ -733,10 +739,20 @@ ix_stream *ix_stream_resume(const ix_index *ix, uint64_t page, const ix_dict_sou
         s->pending.value = (pq_bytes){ .ptr = s->pending_value, .len = m->value_len };
         s->has_pending = 1;
     }
+    /* no reads ahead of the header and levels: the body is read from the
+     * mark's block, where seek_body starts them (at once when the caller
+     * knows the storage is slow, else once a read is) */
+    s->ahead_after_seek = s->ahead_state == AHEAD_WHEN_SLOW && opts && opts->ahead > 0
+                              ? AHEAD_ON
+                              : s->ahead_state;
+    s->ahead_state = AHEAD_NEVER;
     s->resume_at = &m->at;
-    s = first_page(s, opts, err);
-    if (s)
-        s->resume_at = NULL;
+    if (open_page(s, err) < 0) {
+        fail(s, err);
+        ix_stream_close(s);
+        return NULL;
+    }
+    s->resume_at = NULL;
     return s;
 }
 
