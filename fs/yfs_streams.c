@@ -181,6 +181,22 @@ static uint64_t shed_oldest(yfs_streams *st, uint64_t need)
     return freed;
 }
 
+/* Forget marks, the latest units' first, until `need` bytes are freed (or
+ * none is left): when nothing running could make room, marks go too. */
+static void forget_marks(yfs_streams *st, uint64_t need)
+{
+    uint64_t freed = 0;
+    pthread_mutex_lock(&st->lock);
+    while (st->num_marks > 0 && freed < need) {
+        marked *k = &st->marks[--st->num_marks];
+        freed += k->bytes;
+        ix_stream_mark_free(&k->m);
+    }
+    st->marks_bytes -= freed;
+    pthread_mutex_unlock(&st->lock);
+    yfs_budget_release(st->budget, freed, YFS_MEM_PARKED, NULL);
+}
+
 /* A demand read short of room (yfs_budget.h): the paused streams' reads
  * ahead go first (shed_oldest). Out of patience, paused streams are closed
  * too: a paused stream saves reading and decoding its page up to where it
@@ -216,10 +232,15 @@ static uint64_t reclaim(void *ctx, uint64_t need, int demand, const yfs_hold *as
         n = unlink_oldest(st, 0, st->bytes > lacking ? st->bytes - lacking : 0, victims);
     pthread_mutex_unlock(&st->lock);
     int dicts = 0;
-    for (size_t i = 0; i < n; i++)
+    uint64_t closed = 0;
+    for (size_t i = 0; i < n; i++) {
         dicts |= victims[i].dict != NULL;
+        closed += victims[i].bytes;
+    }
     close_all(st, victims, n);
     free(victims);
+    if (demand > YFS_RECLAIM_IMPATIENT && closed < lacking)
+        forget_marks(st, lacking - closed);
     return dicts ? yfs_now_ns() : 0;
 }
 
@@ -234,6 +255,8 @@ static uint64_t idle(void *ctx, int demand, const yfs_hold *asking)
         return 0;
     pthread_mutex_lock(&st->lock);
     uint64_t bytes = demand < YFS_RECLAIM_IMPATIENT ? sheddable(st) : st->bytes;
+    if (demand > YFS_RECLAIM_IMPATIENT)
+        bytes += st->marks_bytes;
     pthread_mutex_unlock(&st->lock);
     return bytes;
 }

@@ -191,11 +191,10 @@ Test(marks, every_fixture_page_resumes_from_its_marks)
 
 /* ---- large SNAPPY pages, made here ---- */
 
-/* PLAIN BYTE_ARRAY values of 20..400 bytes of words, n of them. */
+/* PLAIN BYTE_ARRAY values of 20..400 bytes of words and digits, n of them. */
 static uint8_t *plain_strings(uint32_t n, size_t *len)
 {
-    static const char *words[] = { "parquet ", "page ", "stream ", "mark ", "shuffle ",
-                                   "epoch ", "token ", "record " };
+    static const char words[] = "parquet page stream mark shuffle epoch token record ";
     uint8_t *p = malloc((size_t)n * 404);
     size_t at = 0;
     uint32_t seed = 7;
@@ -203,10 +202,11 @@ static uint8_t *plain_strings(uint32_t n, size_t *len)
         seed = seed * 1103515245u + 12345u;
         uint32_t vlen = 20 + (seed >> 8) % 381;
         memcpy(p + at, &vlen, 4); /* little-endian hosts only, as the decoder */
+        uint32_t from = (seed >> 16) % (sizeof words - 1);
         for (uint32_t j = 0; j < vlen; j++) {
             seed = seed * 1103515245u + 12345u;
-            p[at + 4 + j] = (uint8_t)(j % 9 == 0 ? (uint32_t)'0' + (seed >> 16) % 10
-                                                 : (uint32_t)(uint8_t)words[(seed >> 20) % 8][j % 8]);
+            p[at + 4 + j] = j % 9 == 0 ? (uint8_t)('0' + (seed >> 16) % 10)
+                                       : (uint8_t)words[(from + j) % (sizeof words - 1)];
         }
         at += 4 + vlen;
     }

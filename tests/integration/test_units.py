@@ -230,6 +230,26 @@ def test_streams_leave_copies_at_units_they_pass_over(snappy_wide_pages, mount):
         sorted(leaf.expected_jsonl(rowid=False))
 
 
+def test_builds_resume_from_the_marks_of_units_streams_passed(snappy_wide_pages, mount):
+    """A stream passing a unit's first record leaves a mark there (fs/yfs_streams.h): a build
+    that needs the unit later, with no paused stream at it, resumes the page from the mark's
+    64 KiB SNAPPY block instead of streaming it from its start. 8 parts of two epochs read at
+    once over storage of 2 ms a read at mem=40M: marks are left and resumed from, each part is
+    the bytes the same part gives read alone, and the epochs are the column."""
+    opts = "column=text,mem=40M,cache=none"
+    names = [f"epoch-{e}.part-{i}-of-8.jsonl" for e in range(2) for i in range(8)]
+    with mount(snappy_wide_pages, opts) as m:
+        alone = [m.read(n) for n in names]
+    with mount(snappy_wide_pages, opts, env={"YOUMUFS_READ_DELAY_US": "2000"}) as m:
+        got = read_at_once(m, names[:8]) + read_at_once(m, names[8:])
+        stats = json.loads(m.read(".youmufs/stats.json"))
+    assert stats["units_marked"] > 0 and stats["streams_from_marks"] > 0, stats
+    assert got == alone
+    leaf = sorted(td.leaf_oracle(snappy_wide_pages, "text").expected_jsonl(rowid=False))
+    for epoch in (got[:8], got[8:]):
+        assert sorted(line for p in epoch for line in p.splitlines(keepends=True)) == leaf
+
+
 @pytest.mark.parametrize("mem", ["48M", "96M", "128M"])
 def test_pages_whose_units_cannot_all_park_stream_at_a_middling_mem(snappy_wide_pages, mount,
                                                                    mem):
