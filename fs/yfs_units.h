@@ -26,8 +26,10 @@
  * at most ix_stream_cap instead (charged for what it commits to, page by
  * page: stream_grows in yfs_units.c), framing the page's other units it
  * passes into the blocks that want them or parking them as the framed store
- * allows, and stopping after the last unit it keeps (paused there:
- * yfs_streams.h). A page that turns out not to stream (a codec or
+ * allows, leaving a mark at the first record of each unit it passes
+ * (yfs_streams.h: a later build resumes the page there, from the mark's
+ * SNAPPY block, instead of from its start), and stopping after the last
+ * unit it keeps (paused there: yfs_streams.h). A page that turns out not to stream (a codec or
  * encoding pq_stream does not handle, a row over its limit) is decoded
  * whole, over the budget if it must: mem= cannot bound that page. So the
  * decoded form of one page no longer bounds memory; its framed units do.
