@@ -3,9 +3,12 @@
  * of a few bytes to a few KiB with reads of varying sizes, must give the same
  * entries (levels and value bytes) as pq_page_decode, within the memory bound
  * it announced, and so must a fork of it taken at any entry (pq_stream_fork)
- * beside the original; bad and truncated bodies fail cleanly. */
+ * beside the original, and so must a stream resumed from a mark taken there
+ * (pq_stream_mark_here; on large SNAPPY pages made here, reading the body
+ * only from the mark's block on); bad and truncated bodies fail cleanly. */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
+#include <snappy-c.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +24,8 @@ typedef struct reader {
     size_t limit;    /* bytes served before reporting the end (truncation) */
     uint32_t seed;
     size_t max_read; /* 0: serve all that is asked, else 1..max_read at random */
+    int seeks;       /* by a stream resumed from a mark (seek_body) */
+    size_t seeked_to;
 } reader;
 
 static int read_body(void *ctx, uint8_t *buf, size_t want, size_t *got, pq_error *err)
@@ -46,8 +51,19 @@ static int read_body(void *ctx, uint8_t *buf, size_t want, size_t *got, pq_error
 
 static reader make_reader(const uint8_t *p, size_t len, size_t max_read)
 {
-    reader r = { p, len, 0, SIZE_MAX, 12345, max_read };
+    reader r = { p, len, 0, SIZE_MAX, 12345, max_read, 0, 0 };
     return r;
+}
+
+static int seek_body(void *ctx, uint64_t offset, pq_error *err)
+{
+    (void)err;
+    reader *r = ctx;
+    cr_assert_leq(offset, r->len, "seek to %llu of %zu", (unsigned long long)offset, r->len);
+    r->pos = (size_t)offset;
+    r->seeks++;
+    r->seeked_to = (size_t)offset;
+    return 0;
 }
 
 /* Stream one page and compare with pq_page_decode. Returns 1 when streamed,
@@ -196,12 +212,66 @@ static int check_fork(const char *where, const pq_column_desc *col, const pq_pag
     return t != NULL;
 }
 
+/* Stream the page to entry `at`, mark it there, resume from the mark over a
+ * fresh reader and expect the rest of pq_page_decode's entries. Returns 1
+ * when marked (*from: the body offset the resumed stream read on from), 0
+ * when not markable, -1 when the page does not stream. */
+static int check_mark(const char *where, const pq_column_desc *col, const pq_page_header *h,
+                      const uint8_t *body, const pq_dictionary *dict, const pq_stream_opts *o,
+                      uint32_t at, size_t *from)
+{
+    pq_page_values pv;
+    pq_error err = { "" };
+    if (pq_page_decode(col, h, body, (size_t)h->compressed_size, dict, &pv, &err) < 0)
+        return -1;
+    reader r = make_reader(body, (size_t)h->compressed_size, 0);
+    pq_stream *s = pq_stream_open(col, h, dict, o, read_body, &r, &err);
+    if (!s) {
+        pq_page_values_free(&pv);
+        return -1;
+    }
+    at = at < pv.num_levels ? at : pv.num_levels;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < at; i++) {
+        pq_stream_entry e;
+        cr_assert_eq(pq_stream_next(s, &e, &err), 1, "%s: entry %u: %s", where, i, err.msg);
+        k += e.has_value;
+    }
+    pq_stream_mark m;
+    int marked = pq_stream_mark_here(s, &m);
+    pq_stream_close(s);
+    if (!marked) {
+        int codec = h->type == PQ_PAGE_DATA_V2 && !h->is_compressed ? PQ_UNCOMPRESSED
+                                                                     : col->codec;
+        cr_assert(h->encoding != PQ_ENC_PLAIN || col->type == PQ_BOOLEAN ||
+                      (codec != PQ_UNCOMPRESSED && codec != PQ_SNAPPY),
+                  "%s: a PLAIN %s page not marked", where,
+                  codec == PQ_SNAPPY ? "SNAPPY" : "UNCOMPRESSED");
+        pq_page_values_free(&pv);
+        return 0;
+    }
+    cr_assert_eq(m.pos, at, "%s", where);
+    cr_assert_eq(m.seen, k, "%s", where);
+    reader again = make_reader(body, (size_t)h->compressed_size, 777);
+    pq_stream *t = pq_stream_resume(col, h, dict, o, read_body, seek_body, &again, &m, &err);
+    cr_assert_not_null(t, "%s: resume: %s", where, err.msg);
+    cr_assert_eq(again.seeks, 1, "%s", where);
+    cr_assert_leq(pq_stream_bytes_max(t), pq_stream_memory_needed(h, col, o), "%s", where);
+    expect_rest(where, t, &pv, at, k);
+    cr_assert_eq(again.pos, again.len, "%s: read to %zu of %zu", where, again.pos, again.len);
+    *from = again.seeked_to;
+    pq_stream_close(t);
+    pq_page_values_free(&pv);
+    return 1;
+}
+
 /* ---- every page of every fixture ---- */
 
 typedef struct walk {
     const char *file;
     int streamed[8];  /* per codec */
     int forked[8];    /* per codec, by check_fork */
+    int marked[8];    /* per codec, by check_mark */
     int refused;
     int pages;
     int nopts;
@@ -233,12 +303,17 @@ static int on_raw(void *ctx, const pq_leaf *leaf, const pq_column_desc *col,
                  w->pages, ats[i]);
         w->forked[col->codec & 7] += check_fork(where, col, h, body, dict, &small, 333,
                                                 ats[i]) == 1;
+        snprintf(where, sizeof where, "%s %s page %d mark at %u", w->file, leaf->path,
+                 w->pages, ats[i]);
+        size_t from;
+        w->marked[col->codec & 7] += check_mark(where, col, h, body, dict, &small, ats[i],
+                                                &from) == 1;
     }
     return 0;
 }
 
 static void walk_fixtures(walk *w, const pq_stream_opts *opts, const size_t *max_read, int n,
-                          int *streamed, int *forked, int *refused)
+                          int *streamed, int *forked, int *marked, int *refused)
 {
     size_t len;
     uint8_t *manifest = tu_fixture("MANIFEST", &len);
@@ -268,6 +343,7 @@ static void walk_fixtures(walk *w, const pq_stream_opts *opts, const size_t *max
         for (int c = 0; c < 8; c++) {
             streamed[c] += w->streamed[c];
             forked[c] += w->forked[c];
+            marked[c] += w->marked[c];
         }
         *refused += w->refused;
         tu_close(&f);
@@ -287,8 +363,8 @@ Test(stream, every_fixture_page_matches_the_whole_page_decoder)
     };
     const size_t max_read[] = { 0, 7, 1024, 333 };
     walk w;
-    int streamed[8] = { 0 }, forked[8] = { 0 }, refused = 0;
-    walk_fixtures(&w, opts, max_read, 4, streamed, forked, &refused);
+    int streamed[8] = { 0 }, forked[8] = { 0 }, marked[8] = { 0 }, refused = 0;
+    walk_fixtures(&w, opts, max_read, 4, streamed, forked, marked, &refused);
     int total = 0;
     for (int c = 0; c < 8; c++)
         total += streamed[c];
@@ -306,6 +382,10 @@ Test(stream, every_fixture_page_matches_the_whole_page_decoder)
     const int forkable[] = { PQ_UNCOMPRESSED, PQ_SNAPPY, PQ_LZ4, PQ_LZ4_RAW };
     for (size_t i = 0; i < sizeof forkable / sizeof forkable[0]; i++)
         cr_expect_gt(forked[forkable[i]], 0, "no page of codec %d forked", forkable[i]);
+    /* PLAIN pages with restart points resume from marks (the others' refusal
+     * is checked page by page in check_mark) */
+    cr_expect_gt(marked[PQ_UNCOMPRESSED], 0, "no UNCOMPRESSED page resumed from a mark");
+    cr_expect_gt(marked[PQ_SNAPPY], 0, "no SNAPPY page resumed from a mark");
     cr_expect_gt(total, 4 * refused, "%d streamed, %d refused", total, refused);
 }
 
@@ -839,4 +919,152 @@ Test(stream, snappy_overlapping_copies)
     cr_assert_eq(i, ulen / 8);
     pq_stream_close(s);
     pq_page_values_free(&pv);
+}
+
+/* ---- large SNAPPY pages, made here ---- */
+
+/* PLAIN BYTE_ARRAY values of 20..400 bytes of words and digits, n of them. */
+static uint8_t *plain_strings(uint32_t n, size_t *len)
+{
+    static const char words[] = "parquet page stream mark shuffle epoch token record ";
+    uint8_t *p = malloc((size_t)n * 404);
+    size_t at = 0;
+    uint32_t seed = 7;
+    for (uint32_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        uint32_t vlen = 20 + (seed >> 8) % 381;
+        memcpy(p + at, &vlen, 4); /* little-endian hosts only, as the decoder */
+        uint32_t from = (seed >> 16) % (sizeof words - 1);
+        for (uint32_t j = 0; j < vlen; j++) {
+            seed = seed * 1103515245u + 12345u;
+            p[at + 4 + j] = j % 9 == 0 ? (uint8_t)('0' + (seed >> 16) % 10)
+                                       : (uint8_t)words[(from + j) % (sizeof words - 1)];
+        }
+        at += 4 + vlen;
+    }
+    *len = at;
+    return p;
+}
+
+static uint8_t *snappy(const uint8_t *in, size_t len, size_t *out_len)
+{
+    *out_len = snappy_max_compressed_length(len);
+    uint8_t *out = malloc(*out_len);
+    cr_assert_eq(snappy_compress((const char *)in, len, (char *)out, out_len), SNAPPY_OK);
+    return out;
+}
+
+/* Marks all over a page of n values: each resumed stream matches the
+ * decoder, and reads the body from within a block (plus the varint and
+ * levels) of its mark's value on. */
+static void marks_over(const char *what, const pq_column_desc *col, const pq_page_header *h,
+                       const uint8_t *body, size_t levels, size_t values_len)
+{
+    int far = 0;
+    for (uint32_t at = 0; at <= (uint32_t)h->num_values; at += 997) {
+        char where[128];
+        snprintf(where, sizeof where, "%s, mark at %u", what, at);
+        size_t from = 0;
+        cr_assert_eq(check_mark(where, col, h, body, NULL, NULL, at, &from), 1, "%s", where);
+        cr_assert_geq(from, levels, "%s", where);
+        far += from > levels + 65536;
+    }
+    cr_assert_gt(far, 0, "%s: no mark read on from past its first block (%zu value bytes)",
+                 what, values_len);
+}
+
+Test(stream, a_large_snappy_v1_page_resumes_from_the_block_of_its_mark)
+{
+    const uint32_t n = 20000;
+    size_t raw_len, body_len;
+    uint8_t *raw = plain_strings(n, &raw_len);
+    uint8_t *body = snappy(raw, raw_len, &body_len);
+    pq_column_desc col = { .type = PQ_BYTE_ARRAY, .codec = PQ_SNAPPY };
+    pq_page_header h = { .type = PQ_PAGE_DATA, .uncompressed_size = (int32_t)raw_len,
+                         .compressed_size = (int32_t)body_len, .num_values = (int32_t)n,
+                         .encoding = PQ_ENC_PLAIN };
+    marks_over("v1, required", &col, &h, body, 0, raw_len);
+    free(body);
+    free(raw);
+}
+
+Test(stream, a_large_snappy_v2_page_with_levels_resumes_from_the_block_of_its_mark)
+{
+    const uint32_t n = 20000;
+    size_t raw_len, values_len;
+    uint8_t *raw = plain_strings(n, &raw_len);
+    uint8_t *values = snappy(raw, raw_len, &values_len);
+    /* def levels: one RLE run of n ones (bit width 1: the value in a byte) */
+    uint8_t levels[8];
+    size_t lv = 0;
+    for (uint32_t v = n << 1; ; v >>= 7) {
+        levels[lv++] = (uint8_t)(v & 0x7f) | (v >= 0x80 ? 0x80 : 0);
+        if (v < 0x80)
+            break;
+    }
+    levels[lv++] = 1;
+    uint8_t *body = malloc(lv + values_len);
+    memcpy(body, levels, lv);
+    memcpy(body + lv, values, values_len);
+    pq_column_desc col = { .type = PQ_BYTE_ARRAY, .codec = PQ_SNAPPY, .max_def = 1 };
+    pq_page_header h = { .type = PQ_PAGE_DATA_V2,
+                         .uncompressed_size = (int32_t)(lv + raw_len),
+                         .compressed_size = (int32_t)(lv + values_len),
+                         .num_values = (int32_t)n, .num_rows = (int32_t)n,
+                         .encoding = PQ_ENC_PLAIN, .def_levels_len = (int32_t)lv,
+                         .is_compressed = 1 };
+    marks_over("v2, optional", &col, &h, body, lv, raw_len);
+    free(body);
+    free(values);
+    free(raw);
+}
+
+Test(stream, a_copy_across_blocks_is_not_resumable)
+{
+    /* a literal of 65,536 bytes, then at the block's start a copy of 4
+     * bytes from 10 back: valid SNAPPY that no block compressor writes; as
+     * 16,385 values of FIXED_LEN_BYTE_ARRAY(4) */
+    const size_t lit = 65536, raw_len = lit + 4;
+    uint8_t *body = malloc(raw_len + 16);
+    size_t b = 0;
+    for (size_t v = raw_len;; v >>= 7) { /* the length varint */
+        body[b++] = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+        if (v < 0x80)
+            break;
+    }
+    body[b++] = 61 << 2; /* a literal whose length - 1 follows in 2 bytes */
+    body[b++] = (uint8_t)((lit - 1) & 0xff);
+    body[b++] = (uint8_t)((lit - 1) >> 8);
+    for (size_t i = 0; i < lit; i++)
+        body[b++] = (uint8_t)('a' + i % 26);
+    body[b++] = (uint8_t)((4 - 1) << 2 | 2); /* a copy of 4, 2-byte offset 10 */
+    body[b++] = 10;
+    body[b++] = 0;
+    pq_column_desc col = { .type = PQ_FIXED_LEN_BYTE_ARRAY, .type_length = 4,
+                           .codec = PQ_SNAPPY };
+    pq_page_header h = { .type = PQ_PAGE_DATA, .uncompressed_size = (int32_t)raw_len,
+                         .compressed_size = (int32_t)b, .num_values = (int32_t)(raw_len / 4),
+                         .encoding = PQ_ENC_PLAIN };
+    /* read straight, the page is fine */
+    reader r = make_reader(body, b, 0);
+    pq_error err = { "" };
+    pq_stream *s = pq_stream_open(&col, &h, NULL, NULL, read_body, &r, &err);
+    cr_assert_not_null(s, "%s", err.msg);
+    pq_stream_entry e;
+    for (uint32_t i = 0; i < lit / 4; i++)
+        cr_assert_eq(pq_stream_next(s, &e, &err), 1, "entry %u: %s", i, err.msg);
+    pq_stream_mark m;
+    cr_assert_eq(pq_stream_mark_here(s, &m), 1);
+    cr_assert_eq(m.restart_u, lit, "the copy starts a block: a restart point");
+    cr_assert_eq(pq_stream_next(s, &e, &err), 1, "%s", err.msg);
+    cr_assert(e.value.len == 4 && !memcmp(e.value.ptr, body + b - 3 - 10, 4));
+    pq_stream_close(s);
+    /* resumed there, the copy reaches before the point */
+    reader again = make_reader(body, b, 0);
+    s = pq_stream_resume(&col, &h, NULL, NULL, read_body, seek_body, &again, &m, &err);
+    int rc = s ? pq_stream_next(s, &e, &err) : -1;
+    cr_assert_eq(rc, -1, "a value resumed across blocks was handed out");
+    cr_assert(pq_stream_resume_instead(&err), "%s", err.msg);
+    pq_stream_close(s);
+    free(body);
 }

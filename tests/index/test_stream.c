@@ -249,6 +249,23 @@ Test(stream, a_tight_cap_refuses_instead_of_overrunning)
 
 /* A first full pass learns the first entry's CRC; a byte of it flipped,
  * a stream stopped after one record still catches it. */
+/* Flip the byte at `at` of the file, keeping its size and mtime: only its
+ * ctime moves. */
+static void flip_byte(const char *path, uint64_t at)
+{
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0);
+    FILE *fp = fopen(path, "r+b");
+    cr_assert_not_null(fp, "%s", path);
+    fseek(fp, (long)at, SEEK_SET);
+    int c = fgetc(fp);
+    fseek(fp, (long)at, SEEK_SET);
+    fputc(c ^ 0x55, fp);
+    fclose(fp);
+    struct timespec times[2] = { st.st_atim, st.st_mtim };
+    cr_assert_eq(utimensat(AT_FDCWD, path, times, 0), 0);
+}
+
 static void stop_early_after_a_rewrite(const ix_stream_opts *opts)
 {
     char dataset[TIX_PATH], cache[TIX_PATH];
@@ -274,17 +291,7 @@ static void stop_early_after_a_rewrite(const ix_stream_opts *opts)
     const ix_file *f = &ix->files[ix->chunks[0].file];
     char path[600];
     snprintf(path, sizeof path, "%s/%s", dataset, f->name);
-    struct stat st;
-    cr_assert_eq(stat(path, &st), 0);
-    FILE *fp = fopen(path, "r+b");
-    uint64_t at = ix->pages[0].offset + ix->pages[0].length - 1;
-    fseek(fp, (long)at, SEEK_SET);
-    int c = fgetc(fp);
-    fseek(fp, (long)at, SEEK_SET);
-    fputc(c ^ 0x55, fp);
-    fclose(fp);
-    struct timespec times[2] = { st.st_atim, st.st_mtim };
-    cr_assert_eq(utimensat(AT_FDCWD, path, times, 0), 0);
+    flip_byte(path, ix->pages[0].offset + ix->pages[0].length - 1);
 
     s = ix_stream_open(ix, 0, &dicts, &dict, opts, &read, &err);
     cr_assert_not_null(s, "%s", err.msg);
@@ -777,17 +784,7 @@ static void resume_after_ctime_moved(int flip)
     cr_assert_eq(ix_stream_mark_here(s, &m), 1);
     ix_stream_close(s);
     if (flip) { /* a byte before the mark, size and mtime kept: only the CRC tells */
-        struct stat st;
-        cr_assert_eq(stat(path, &st), 0);
-        FILE *fp = fopen(path, "r+b");
-        uint64_t at = ix->pages[0].offset + 100;
-        fseek(fp, (long)at, SEEK_SET);
-        int c = fgetc(fp);
-        fseek(fp, (long)at, SEEK_SET);
-        fputc(c ^ 0x55, fp);
-        fclose(fp);
-        struct timespec times[2] = { st.st_atim, st.st_mtim };
-        cr_assert_eq(utimensat(AT_FDCWD, path, times, 0), 0);
+        flip_byte(path, ix->pages[0].offset + 100);
     } else {
         cr_assert_eq(chmod(path, 0444), 0);
     }
