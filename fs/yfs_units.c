@@ -695,7 +695,9 @@ static int unit_get(yfs_mount *m, yfs_plan *plan, uint32_t unit, yfs_hold *hold,
         int rc = frame_streamed(m, plan, unit, &u, hold, out, err);
         if (rc < 0 && ix_stream_resume_instead(err)) {
             /* a stream resumed from a mark met SNAPPY copies that cross its
-             * blocks: the page is streamed from its start from now on */
+             * blocks: the page's marks and paused streams are forgotten and
+             * the unit streamed from the page's start (marks left on the
+             * page again fail the same way: only the work differs) */
             const uint64_t *first = map->cut.first_unit;
             yfs_streams_forget_page(m->streams, u.page, first ? first[u.page] : unit,
                                     first ? first[u.page + 1] : unit + 1);
