@@ -449,17 +449,9 @@ int yfs_streams_take_mark(yfs_streams *st, uint32_t page, uint64_t unit, ix_stre
     size_t at = mark_slot(st, unit, &found);
     for (size_t i = 0; found && i < st->count; i++)
         found = !(st->list[i].page == page && st->list[i].unit == unit);
-    uint8_t *value = NULL;
-    if (found && st->marks[at].m.value_len) {
-        found = (value = malloc(st->marks[at].m.value_len)) != NULL;
-        if (value)
-            memcpy(value, st->marks[at].m.value, st->marks[at].m.value_len);
-    }
-    if (found) {
-        *m = st->marks[at].m;
-        m->value = value;
+    found = found && ix_stream_mark_copy(m, &st->marks[at].m) == 0;
+    if (found)
         mark_in_use(st, page, unit);
-    }
     pthread_mutex_unlock(&st->lock);
     return found;
 }

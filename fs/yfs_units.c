@@ -693,7 +693,7 @@ static int unit_get(yfs_mount *m, yfs_plan *plan, uint32_t unit, yfs_hold *hold,
     } while (weigh && map->cut.first_unit && yfs_streams_wait(m->streams, u.page, unit, hold));
     if (weigh) {
         int rc = frame_streamed(m, plan, unit, &u, hold, out, err);
-        if (rc < 0 && ix_stream_resume_instead(err)) {
+        if (rc < 0 && pq_stream_resume_instead(err)) {
             /* a stream resumed from a mark met SNAPPY copies that cross its
              * blocks: the page's marks and paused streams are forgotten and
              * the unit streamed from the page's start (marks left on the

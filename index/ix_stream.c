@@ -410,24 +410,6 @@ static int drain(ix_stream *s, pq_error *err)
     return pass_over(s, (s->have - s->at) + (s->end - s->pos), 0, err);
 }
 
-/* Check the entry's CRC once all its bytes were read, or read them all when
- * they must be compared. */
-static int vouch_resumed(ix_stream *s, pq_error *err);
-
-static int vouch(ix_stream *s, pq_error *err)
-{
-    if (s->resumed)
-        return vouch_resumed(s, err);
-    int compare = s->moved && ix_crc_needed(1, &s->entry->crc);
-    int page_crc = s->ps && s->check_body_crc;
-    if ((compare || page_crc) && drain(s, err) < 0)
-        return -1;
-    if (s->pos < s->end)
-        return 0; /* stopped early; nothing to compare: the CRC is learned another time */
-    return ix_crc_settle(s->file, s->moved, &s->entry->crc, s->crc ? s->crc : 1, "data page",
-                         s->entry->offset, err);
-}
-
 /* A resumed stream read part of the entry: it learns no CRC. When the bytes
  * must be compared (a read saw the ctime move and the CRC is known: a
  * chmod, say), it reads the whole entry again, undecoded, through its
@@ -454,6 +436,22 @@ static int vouch_resumed(ix_stream *s, pq_error *err)
     return rc < 0 ? -1
                   : ix_crc_settle(s->file, 1, &s->entry->crc, crc ? crc : 1, "data page",
                                   s->entry->offset, err);
+}
+
+/* Check the entry's CRC once all its bytes were read, or read them all when
+ * they must be compared. */
+static int vouch(ix_stream *s, pq_error *err)
+{
+    if (s->resumed)
+        return vouch_resumed(s, err);
+    int compare = s->moved && ix_crc_needed(1, &s->entry->crc);
+    int page_crc = s->ps && s->check_body_crc;
+    if ((compare || page_crc) && drain(s, err) < 0)
+        return -1;
+    if (s->pos < s->end)
+        return 0; /* stopped early; nothing to compare: the CRC is learned another time */
+    return ix_crc_settle(s->file, s->moved, &s->entry->crc, s->crc ? s->crc : 1, "data page",
+                         s->entry->offset, err);
 }
 
 static int fail(ix_stream *s, pq_error *err)
@@ -682,12 +680,15 @@ static ix_stream *stream_new(const ix_index *ix, uint64_t page, const ix_dict_so
     return s;
 }
 
-/* Read ahead from the start when the caller knows the storage is slow, and
- * open the page at the current position. */
-static ix_stream *first_page(ix_stream *s, const ix_stream_opts *opts, pq_error *err)
+ix_stream *ix_stream_open(const ix_index *ix, uint64_t page, const ix_dict_source *dicts,
+                          void **dict_handle, const ix_stream_opts *opts, uint64_t *bytes_read,
+                          pq_error *err)
 {
+    ix_stream *s = stream_new(ix, page, dicts, dict_handle, opts, bytes_read, err);
+    if (!s)
+        return NULL;
     if (s->ahead_state == AHEAD_WHEN_SLOW && opts && opts->ahead > 0)
-        start_ahead(s);
+        start_ahead(s); /* the caller knows the storage is slow */
     if (open_page(s, err) < 0) {
         fail(s, err);
         ix_stream_close(s);
@@ -696,17 +697,9 @@ static ix_stream *first_page(ix_stream *s, const ix_stream_opts *opts, pq_error 
     return s;
 }
 
-ix_stream *ix_stream_open(const ix_index *ix, uint64_t page, const ix_dict_source *dicts,
-                          void **dict_handle, const ix_stream_opts *opts, uint64_t *bytes_read,
-                          pq_error *err)
-{
-    ix_stream *s = stream_new(ix, page, dicts, dict_handle, opts, bytes_read, err);
-    return s ? first_page(s, opts, err) : NULL;
-}
-
 ix_stream *ix_stream_resume(const ix_index *ix, uint64_t page, const ix_dict_source *dicts,
-                            void **dict_handle, const ix_stream_opts *opts,
-                            const ix_stream_mark *m, uint64_t *bytes_read, pq_error *err)
+                            void **dict_handle, const ix_stream_opts *opts, ix_stream_mark *m,
+                            uint64_t *bytes_read, pq_error *err)
 {
     assert(!opts || !opts->head);
     ix_stream *s = stream_new(ix, page, dicts, dict_handle, opts, bytes_read, err);
@@ -725,19 +718,13 @@ ix_stream *ix_stream_resume(const ix_index *ix, uint64_t page, const ix_dict_sou
     s->records = m->records;
     s->leading = 0;
     s->resumed = 1;
-    if (m->has_pending) {
-        s->pending = (pq_stream_entry){ .rep = m->rep, .def = m->def,
-                                        .has_value = m->has_value };
-        if (m->value_len && !(s->pending_value = malloc(m->value_len))) {
-            pq_error_set(err, "out of memory for a %u-byte value", m->value_len);
-            fail(s, err);
-            ix_stream_close(s);
-            return NULL;
-        }
-        if (m->value_len)
-            memcpy(s->pending_value, m->value, m->value_len);
-        s->pending.value = (pq_bytes){ .ptr = s->pending_value, .len = m->value_len };
+    if (m->has_pending) { /* its value is the stream's from now on */
+        s->pending_value = m->value;
+        s->pending = (pq_stream_entry){ .rep = m->rep, .def = m->def, .has_value = m->has_value,
+                                        .value = { .ptr = m->value, .len = m->value_len } };
         s->has_pending = 1;
+        m->value = NULL;
+        m->value_len = 0;
     }
     /* no reads ahead of the header and levels: the body is read from the
      * mark's block, where seek_body starts them (at once when the caller
@@ -754,6 +741,16 @@ ix_stream *ix_stream_resume(const ix_index *ix, uint64_t page, const ix_dict_sou
     }
     s->resume_at = NULL;
     return s;
+}
+
+/* m's own copy of a pending entry's value: 0, or -1 out of memory. */
+static int dup_value(ix_stream_mark *m, const uint8_t *value, uint32_t len)
+{
+    if (!(m->value = malloc(len)))
+        return -1;
+    memcpy(m->value, value, len);
+    m->value_len = len;
+    return 0;
 }
 
 int ix_stream_mark_here(const ix_stream *s, ix_stream_mark *m)
@@ -774,13 +771,15 @@ int ix_stream_mark_here(const ix_stream *s, ix_stream_mark *m)
         m->def = s->pending.def;
         m->has_value = s->pending.has_value;
     }
-    if (v && v->len) {
-        if (!(m->value = malloc(v->len)))
-            return 0;
-        memcpy(m->value, v->ptr, v->len);
-        m->value_len = v->len;
-    }
-    return 1;
+    return !v || !v->len || dup_value(m, v->ptr, v->len) == 0;
+}
+
+int ix_stream_mark_copy(ix_stream_mark *to, const ix_stream_mark *from)
+{
+    *to = *from;
+    to->value = NULL;
+    to->value_len = 0;
+    return from->value_len ? dup_value(to, from->value, from->value_len) : 0;
 }
 
 void ix_stream_mark_free(ix_stream_mark *m)
@@ -793,11 +792,6 @@ void ix_stream_mark_free(ix_stream_mark *m)
 size_t ix_stream_mark_bytes(const ix_stream_mark *m)
 {
     return sizeof *m + m->value_len;
-}
-
-int ix_stream_resume_instead(const pq_error *err)
-{
-    return pq_stream_resume_instead(err);
 }
 
 void ix_entry_head_free(ix_entry_head *head)

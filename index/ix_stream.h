@@ -183,7 +183,7 @@ ix_stream *ix_stream_fork(const ix_stream *s, pq_error *err);
  * last record). A page whose SNAPPY copies cross its blocks (the format
  * allows it; no writer checked does) fails in the resumed stream as "not
  * resumable": the caller streams the entry from its start instead
- * (ix_stream_resume_instead). */
+ * (pq_stream_resume_instead). */
 #define IX_STREAM_MARK_VALUE_MAX ((uint32_t)64 << 10)
 typedef struct ix_stream_mark {
     uint64_t page_offset;   /* the marked page's header, in the file */
@@ -202,17 +202,17 @@ int ix_stream_mark_here(const ix_stream *s, ix_stream_mark *m);
 void ix_stream_mark_free(ix_stream_mark *m);
 /* What a mark holds. */
 size_t ix_stream_mark_bytes(const ix_stream_mark *m);
+/* A copy of a mark (its own value): 0, or -1 out of memory. */
+int ix_stream_mark_copy(ix_stream_mark *to, const ix_stream_mark *from);
 /* A stream over entry `page` (as ix_stream_open's, without opts->head)
- * positioned at mark m, taken from a stream over the same entry; m may be
- * freed once this returns. NULL on failure, err naming the file and the
- * entry's offset ("not resumable": stream the entry from its start). */
+ * positioned at mark m, taken from a stream over the same entry; the mark's
+ * value moves to the stream (free m all the same). NULL on failure, err
+ * naming the file and the entry's offset; a failure of a resumed stream
+ * that pq_stream_resume_instead says "not resumable" of leaves the entry
+ * valid as far as is known: stream it from its start instead. */
 ix_stream *ix_stream_resume(const ix_index *ix, uint64_t page, const ix_dict_source *dicts,
-                            void **dict_handle, const ix_stream_opts *opts,
-                            const ix_stream_mark *m, uint64_t *bytes_read, pq_error *err);
-/* Whether a failure of a resumed stream (its message in err) leaves the
- * entry valid as far as is known: streaming it from its start serves
- * instead. */
-int ix_stream_resume_instead(const pq_error *err);
+                            void **dict_handle, const ix_stream_opts *opts, ix_stream_mark *m,
+                            uint64_t *bytes_read, pq_error *err);
 
 /* What the stream may hold without asking for more (see Charging): what
  * it holds, with its page's stream at its bound (tighter once the page's
