@@ -230,6 +230,7 @@ static int make_leg(share *s, yfs_plan *plan, const sh_piece *dealt,
     err->msg[0] = '\0';
     if (sh_part_build(&plan->plan, pieces, count, record_offset, &c, &l->part) < 0)
         return err->msg[0] ? -1 : pq_error_set(err, "out of memory");
+    yfs_plan_note_part(plan, &l->part);
     uint64_t L = s->num_legs - 1;
     s->leg_record[L + 1] = s->leg_record[L] + l->first_record[count];
     s->leg_byte[L + 1] = s->leg_byte[L] + sh_part_size(&l->part);

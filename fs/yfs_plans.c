@@ -54,7 +54,8 @@ uint64_t yfs_plan_bytes(const yfs_plan *p)
 {
     const sh_plan *sp = &p->plan;
     uint64_t loads = sp->schedule.num_loads;
-    return sizeof *p + sp->num_pages * sizeof *sp->order + built_words(sp) * sizeof *p->built +
+    return sizeof *p + sp->num_pages * sizeof *sp->order +
+           2 * built_words(sp) * sizeof *p->built + /* built and read_here */
            (sp->unit_order != sp->order ? sp->num_units * sizeof *sp->unit_order : 0) +
            (sp->rows ? sp->total_records * sizeof *sp->rows : 0) +
            sp->num_segments * sizeof *sp->segments +
@@ -76,10 +77,38 @@ int yfs_plan_built(const yfs_plan *p, uint64_t unit)
     return (int)(atomic_load(&p->built[unit / 64]) >> (unit % 64) & 1);
 }
 
+void yfs_plan_note_part(yfs_plan *p, const sh_part *part)
+{
+    const sh_plan *sp = &p->plan;
+    uint64_t last = UINT64_MAX; /* pieces of one segment follow each other */
+    for (uint64_t k = 0; k < part->count; k++) {
+        uint64_t s = part->pieces[k].segment;
+        if (s == last)
+            continue;
+        last = s;
+        assert(s < sp->num_segments);
+        const sh_segment *seg = &sp->segments[s];
+        for (uint32_t i = 0; i < seg->units; i++) {
+            uint64_t unit = sp->unit_order[seg->first + i];
+            assert(unit < sp->num_units);
+            atomic_fetch_or(&p->read_here[unit / 64], (uint64_t)1 << (unit % 64));
+        }
+    }
+    atomic_store(&p->parts_noted, 1); /* after the bits: a unit is never taken for unread */
+}
+
+int yfs_plan_read_here(const yfs_plan *p, uint64_t unit)
+{
+    assert(unit < p->plan.num_units);
+    return !atomic_load(&p->parts_noted) ||
+           (int)(atomic_load(&p->read_here[unit / 64]) >> (unit % 64) & 1);
+}
+
 static void plan_free(yfs_plans *c, yfs_plan *p)
 {
     yfs_budget_release(c->budget, yfs_plan_bytes(p), YFS_MEM_PLANS, NULL);
     free(p->built);
+    free(p->read_here);
     yfs_loads_destroy(&p->loads);
     sh_plan_free(&p->plan);
     free(p);
@@ -123,13 +152,16 @@ int yfs_plans_get(yfs_plans *c, uint64_t epoch, yfs_plan **out, pq_error *err)
                                                &p->plan)
                           : sh_plan_build(c->params, c->pages, c->cut, c->stored, c->num_pages,
                                           epoch, &p->plan)) == 0;
-    if (built && !(p->built = calloc(built_words(&p->plan), sizeof *p->built))) {
+    if (built && (!(p->built = calloc(built_words(&p->plan), sizeof *p->built)) ||
+                  !(p->read_here = calloc(built_words(&p->plan), sizeof *p->read_here)))) {
+        free(p->built);
         sh_plan_free(&p->plan);
         built = 0;
     }
     if (!built || yfs_loads_init(&p->loads, p->plan.schedule.num_loads, p->plan.num_pages) < 0) {
         if (built) {
             free(p->built);
+            free(p->read_here);
             sh_plan_free(&p->plan);
         }
         free(p);

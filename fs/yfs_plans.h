@@ -23,6 +23,9 @@ typedef struct yfs_plan {
     sh_plan plan;
     yfs_loads loads;   /* progress of the plan's I/O schedule */
     _Atomic uint64_t *built; /* a bit per unit: framed into a segment (yfs_plan_mark_built) */
+    _Atomic uint64_t *read_here; /* a bit per unit: a file opened on the mount reads it
+                                    (yfs_plan_note_part) */
+    _Atomic int parts_noted;     /* yfs_plan_note_part was called */
     int refs;          /* guarded by the cache mutex */
     uint64_t last_use; /* guarded by the cache mutex */
 } yfs_plan;
@@ -49,5 +52,18 @@ uint64_t yfs_plan_bytes(const yfs_plan *p);
  * read needs it again, and then frames it again: only the work differs). */
 void yfs_plan_mark_built(yfs_plan *p, uint64_t unit);
 int yfs_plan_built(const yfs_plan *p, uint64_t unit);
+
+/* A file of the plan's epoch was opened on this mount and reads `part`:
+ * the units of the part's segments are noted as read here (a segment a
+ * piece cuts counts whole). Nothing is ever un-noted: a file closed may be
+ * opened again. Units no open file reads are not worth framing in passing
+ * (yfs_units.c): on a node that reads one part of n (a cluster's ranks,
+ * each its own mount), a stream that passed the units of the other parts
+ * to reach its own read and decoded n times what the node serves. Only the
+ * work differs, never the bytes. A plan whose segments are built with no
+ * part noted (a caller that builds them directly) reads every unit.
+ * Thread-safe (atomic bits). */
+void yfs_plan_note_part(yfs_plan *p, const sh_part *part);
+int yfs_plan_read_here(const yfs_plan *p, uint64_t unit);
 
 #endif

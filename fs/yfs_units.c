@@ -160,6 +160,14 @@ static yfs_unit *claim_wanted(yfs_mount *m, uint32_t v, const sh_unit *u)
     return slot;
 }
 
+/* Whether unit v is still to be framed for a file open on this mount: not
+ * built yet, and read here (yfs_plan_note_part). Only such units are worth
+ * framing in passing, parking or leaving a copy at. */
+static int still_wanted(const yfs_plan *plan, uint64_t v)
+{
+    return !yfs_plan_built(plan, v) && yfs_plan_read_here(plan, v);
+}
+
 /* The page's other units, framed from the same decode: into the blocks of
  * the builds that want them (yfs_wants.h), else parked for the builds that
  * serve them later, as far as memory allows without waiting. */
@@ -169,7 +177,7 @@ static void park_others(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_un
     const yfs_unit_map *map = &m->units;
     for (uint64_t v = map->cut.first_unit[want->page]; v < map->cut.first_unit[want->page + 1];
          v++) {
-        if (v == unit || yfs_plan_built(plan, v))
+        if (v == unit || !still_wanted(plan, v))
             continue;
         sh_unit u = sh_unit_at(m->page_summary, &map->cut, m->ix->num_pages, (uint32_t)v);
         pq_error ignored; /* whoever needs the unit frames it again, and reports */
@@ -444,12 +452,12 @@ static int stream_grows(void *ctx, size_t more, int may_refuse, pq_error *err)
     return 0;
 }
 
-/* Whether the units [from, unit) are built already: a stream there would
- * pass them for nothing. */
-static int built_between(yfs_plan *plan, uint64_t from, uint64_t unit)
+/* Whether none of the units [from, unit) is still wanted: a stream there
+ * would pass them for nothing. */
+static int nothing_wanted_between(const yfs_plan *plan, uint64_t from, uint64_t unit)
 {
     for (uint64_t v = from; v < unit; v++)
-        if (!yfs_plan_built(plan, v))
+        if (still_wanted(plan, v))
             return 0;
     return 1;
 }
@@ -495,7 +503,7 @@ static int stream_for(yfs_mount *m, yfs_plan *plan, const sh_unit *u, uint32_t u
     ps->hold = hold;
     ps->s = yfs_streams_take(m->streams, u->page, unit, first_unit, hold, &ps->from, &ps->dict,
                              &ps->charged);
-    if (unit > ps->from && (!ps->s || built_between(plan, ps->from, unit))) {
+    if (unit > ps->from && (!ps->s || nothing_wanted_between(plan, ps->from, unit))) {
         int marked = stream_from_mark(m, u, unit, hold, ps, err);
         if (marked != 0)
             return marked < 0 ? -1 : 0;
@@ -608,15 +616,15 @@ static int frame_streamed(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_
             block[k] = wanted[k]->block;
         } else if (v > unit) {
             break; /* the stream pauses here */
-        } else if (!yfs_plan_built(plan, v) && parked + size <= share &&
+        } else if (still_wanted(plan, v) && parked + size <= share &&
                    (block[k] = park_block_new(m, size, YFS_TRY, hold))) {
             parked += size;
-        } else if (!yfs_plan_built(plan, v)) { /* kept nowhere: one copy for a run */
+        } else if (still_wanted(plan, v)) { /* kept nowhere: one copy for a run */
             copy[k].wanted = !lost && !yfs_streams_marked(m->streams, v);
             lost = 1;
             continue;
         } else {
-            continue; /* built already: neither ends nor starts a run */
+            continue; /* built, or read by no file here: neither ends nor starts a run */
         }
         lost = 0;
     }

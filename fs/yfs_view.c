@@ -98,6 +98,7 @@ int yfs_view_open(yfs_mount *m, const yfs_name *n, yfs_view **out, pq_error *err
         free(v);
         return pq_error_set(err, "out of memory");
     }
+    yfs_plan_note_part(v->plan, &v->part);
     yfs_io_reader_at(m->io, v->plan, &v->part, 0, v);
     atomic_fetch_add_explicit(&m->readers, 1, memory_order_relaxed);
     *out = v;
