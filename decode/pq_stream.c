@@ -367,13 +367,16 @@ static int markable(const pq_stream *s, int codec)
 int pq_stream_mark_here(const pq_stream *s, pq_stream_mark *m)
 {
     uint64_t at, c, u;
-    if (s->state != 0 || !markable(s, page_section(s->h, s->col, &s->o).codec))
+    section sec = page_section(s->h, s->col, &s->o);
+    if (s->state != 0 || !markable(s, sec.codec))
         return 0;
     at = pq_inflate_offset(s->f);
     if (pq_inflate_restart(s->f, at, &c, &u) < 0)
         return 0;
+    int v1 = s->h->type == PQ_PAGE_DATA;
     *m = (pq_stream_mark){ .pos = s->pos, .seen = s->seen, .present = s->present,
-                           .value_at = at, .restart_c = c, .restart_u = u };
+                           .value_at = at, .restart_c = c, .restart_u = u,
+                           .body_at = (v1 ? 0 : sec.levels) + c };
     return 1;
 }
 
@@ -387,7 +390,8 @@ static int resume(pq_stream *s, pq_stream_read_fn read, pq_stream_seek_fn seek, 
     if (!markable(s, sec.codec))
         return pq_error_set(err, "its values have no marks (not resumable)");
     if (m->pos > s->entries || m->present > s->entries || m->seen > m->present ||
-        m->seen > m->pos || m->restart_u > m->value_at || m->value_at > sec.ulen)
+        m->seen > m->pos || m->restart_u > m->value_at || m->value_at > sec.ulen ||
+        m->body_at != (v1 ? 0 : sec.levels) + m->restart_c)
         return pq_error_set(err, "a mark at entry %u is not one of this page's (not resumable)",
                             m->pos);
     if (open_levels(s, read, ctx, err) < 0)
@@ -404,7 +408,7 @@ static int resume(pq_stream *s, pq_stream_read_fn read, pq_stream_seek_fn seek, 
         pq_inflate_close(s->f);
         s->f = NULL;
     }
-    if (seek(ctx, (v1 ? 0 : sec.levels) + m->restart_c, err) < 0 ||
+    if (seek(ctx, m->body_at, err) < 0 ||
         !(s->f = pq_inflate_open_at(sec.codec, sec.clen, sec.ulen, sec.value_need, &s->o, read,
                                     ctx, m->restart_c, m->restart_u, err)))
         return -1;

@@ -171,6 +171,8 @@ typedef struct pq_stream_mark {
     uint64_t value_at;   /* decompressed offset of the next value in the section */
     uint64_t restart_c;  /* the restart point: compressed offset in the section */
     uint64_t restart_u;  /* and decompressed offset, <= value_at */
+    uint64_t body_at;    /* the body byte a stream resumed here reads its values from
+                          * (v2: the levels before the section, then restart_c) */
 } pq_stream_mark;
 /* 1 and *m set when s can be marked where it stands, else 0. */
 int pq_stream_mark_here(const pq_stream *s, pq_stream_mark *m);

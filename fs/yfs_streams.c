@@ -408,6 +408,17 @@ int yfs_streams_marked(yfs_streams *st, uint64_t unit)
     return found;
 }
 
+int yfs_streams_mark_offset(yfs_streams *st, uint64_t unit, uint64_t *offset)
+{
+    int found;
+    pthread_mutex_lock(&st->lock);
+    size_t at = mark_slot(st, unit, &found);
+    if (found)
+        *offset = st->marks[at].m.body_offset;
+    pthread_mutex_unlock(&st->lock);
+    return found;
+}
+
 void yfs_streams_mark(yfs_streams *st, uint64_t unit, ix_stream_mark *m)
 {
     uint64_t bytes = ix_stream_mark_bytes(m);

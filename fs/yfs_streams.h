@@ -102,6 +102,9 @@ int yfs_streams_wait(yfs_streams *st, uint32_t page, uint64_t unit, yfs_hold *ho
 void yfs_streams_mark(yfs_streams *st, uint64_t unit, ix_stream_mark *m);
 /* Whether a mark of the unit is kept. */
 int yfs_streams_marked(yfs_streams *st, uint64_t unit);
+/* 1 and the kept mark's body_offset (ix_stream.h) in *offset, or 0 when the
+ * unit has no mark kept. */
+int yfs_streams_mark_offset(yfs_streams *st, uint64_t unit, uint64_t *offset);
 /* When no paused stream of `page` is at `unit` itself but a mark of the unit
  * is kept: 1, a copy of the mark in *m (the caller frees it) and the unit's
  * stream in use (yfs_streams_end with `unit`), as yfs_streams_take's. Else

@@ -51,6 +51,13 @@ struct ix_stream {
      * and not yet used (a header probe reads on into the body). */
     uint64_t pos, end;
     ix_ahead *ahead;     /* the range's next windows in flight (NULL: read directly) */
+    uint64_t ahead_stop; /* where the open reads ahead end (<= end) */
+    uint64_t ahead_until; /* reads ahead opened from now on stop here (0: at end) */
+    /* A resumed stream over slow storage: its body's reads ahead, opened at
+     * the mark's body_offset before the header and levels are read, taken
+     * over at the seek there (one round trip for both, not two). */
+    ix_ahead *ahead_early;
+    uint64_t early_at, early_stop;
     uint8_t *buf;
     size_t buf_cap, have, at;
     uint32_t crc;  /* zlib crc32 of the bytes read so far */
@@ -125,6 +132,13 @@ static void start_ahead(ix_stream *s)
     s->ahead_state = AHEAD_NEVER;
     if (s->end - s->pos <= s->window)
         return;
+    if (s->ahead_until && s->ahead_until <= s->pos)
+        s->ahead_until = 0; /* passed: the rest of the range is read ahead */
+    uint64_t stop = s->ahead_until && s->ahead_until < s->end ? s->ahead_until : s->end;
+    if (stop - s->pos <= s->window) { /* read directly up to it, ahead again after */
+        s->ahead_state = AHEAD_SHED;
+        return;
+    }
     if (commit(s, ix_ahead_bytes(s->window, s->ahead_depth), 1, &ignored) < 0) {
         if (s->ahead_depth == IX_AHEAD_WINDOWS ||
             commit(s, ix_ahead_bytes(s->window, IX_AHEAD_WINDOWS), 1, &ignored) < 0) {
@@ -133,8 +147,9 @@ static void start_ahead(ix_stream *s)
         }
         s->ahead_depth = IX_AHEAD_WINDOWS;
     }
-    s->ahead = ix_ahead_open(s->ix, s->file_index, s->pos, s->end - s->pos, s->window,
+    s->ahead = ix_ahead_open(s->ix, s->file_index, s->pos, stop - s->pos, s->window,
                              s->ahead_depth, &ignored);
+    s->ahead_stop = stop;
     if (s->ahead)
         s->ahead_state = AHEAD_ON;
 }
@@ -161,6 +176,16 @@ static int read_on(ix_stream *s, uint8_t *dst, size_t n, pq_error *err)
     int moved = 0;
     if (n == 0)
         return 0;
+    if (s->ahead_state == AHEAD_ON && s->pos + n > s->ahead_stop) {
+        /* the reads ahead end here (ix_stream_ahead_until): take what they
+         * hold, then open them again from where they stopped */
+        size_t head = (size_t)(s->ahead_stop - s->pos);
+        if (read_on(s, dst, head, err) < 0)
+            return -1;
+        ix_stream_shed(s);
+        s->ahead_until = 0;
+        return read_on(s, dst + head, n - head, err);
+    }
     if (s->ahead_state == AHEAD_SHED)
         start_ahead(s);
     if (s->ahead_state == AHEAD_ON) {
@@ -264,6 +289,20 @@ static int seek_body(void *ctx, uint64_t offset, pq_error *err)
     s->at = s->have = 0;
     s->body_left = (uint64_t)s->h.compressed_size - offset;
     ix_stream_shed(s);
+    if (s->ahead_early) { /* in flight since the resume began, if it starts here */
+        assert(s->ahead_state != AHEAD_ON);
+        int here = s->early_at == s->pos;
+        if (here) {
+            s->ahead = s->ahead_early;
+            s->ahead_stop = s->early_stop;
+            s->ahead_state = AHEAD_ON;
+        } else {
+            ix_ahead_close(s->ahead_early);
+        }
+        s->ahead_early = NULL;
+        if (here)
+            return 0;
+    }
     if (s->resume_at) { /* the resumed page's body from the mark's block on */
         s->ahead_state = s->ahead_after_seek;
         if (s->ahead_state == AHEAD_ON)
@@ -602,7 +641,8 @@ size_t ix_stream_cap(void)
 /* What the reads ahead hold: they are open only while AHEAD_ON. */
 static size_t ahead_held(const ix_stream *s)
 {
-    return s->ahead_state == AHEAD_ON ? ix_ahead_bytes(s->window, s->ahead_depth) : 0;
+    return s->ahead_state == AHEAD_ON || s->ahead_early ? ix_ahead_bytes(s->window, s->ahead_depth)
+                                                        : 0;
 }
 
 /* A stream over entry `page`, its shares of the cap set, committed for
@@ -652,6 +692,7 @@ static ix_stream *stream_new(const ix_index *ix, uint64_t page, const ix_dict_so
      * and the rest for the page's stream, of which a quarter each at most
      * for one value and for the levels. */
     s->window = opts && opts->window ? opts->window : IX_AHEAD_WINDOW;
+    s->ahead_until = opts ? opts->ahead_until : 0;
     int ahead = opts ? opts->ahead : 0;
     s->ahead_state = AHEAD_NEVER;
     if (ahead >= 0 && s->entry->length > s->window &&
@@ -733,6 +774,20 @@ ix_stream *ix_stream_resume(const ix_index *ix, uint64_t page, const ix_dict_sou
                               ? AHEAD_ON
                               : s->ahead_state;
     s->ahead_state = AHEAD_NEVER;
+    if (s->ahead_after_seek == AHEAD_ON && m->body_offset > s->pos && m->body_offset < s->end) {
+        /* the body's reads ahead from where the seek will go, at once */
+        uint64_t page_at = s->pos;
+        s->pos = m->body_offset;
+        start_ahead(s);
+        if (s->ahead_state == AHEAD_ON) {
+            s->ahead_early = s->ahead;
+            s->early_at = m->body_offset;
+            s->early_stop = s->ahead_stop;
+            s->ahead = NULL;
+        }
+        s->ahead_state = AHEAD_NEVER;
+        s->pos = page_at;
+    }
     s->resume_at = &m->at;
     if (open_page(s, err) < 0) {
         fail(s, err);
@@ -766,6 +821,7 @@ int ix_stream_mark_here(const ix_stream *s, ix_stream_mark *m)
                            .has_pending = s->has_pending };
     if (!pq_stream_mark_here(s->ps, &m->at))
         return 0;
+    m->body_offset = s->page_offset + s->h.header_len + m->at.body_at;
     if (s->has_pending) {
         m->rep = s->pending.rep;
         m->def = s->pending.def;
@@ -858,6 +914,11 @@ size_t ix_stream_shed(ix_stream *s)
     return freed;
 }
 
+void ix_stream_ahead_until(ix_stream *s, uint64_t offset)
+{
+    s->ahead_until = offset;
+}
+
 int ix_stream_pausable(const ix_stream *s)
 {
     return s->state == RUNNING && !s->moved && !(s->ps && s->check_body_crc);
@@ -872,6 +933,7 @@ ix_stream *ix_stream_fork(const ix_stream *s, pq_error *err)
                                            : "in the middle of a row");
         return NULL;
     }
+    assert(!s->ahead_early); /* taken over or closed at the resumed page's seek */
     ix_stream *f = malloc(sizeof *f);
     uint8_t *buf = s->buf_cap ? malloc(s->buf_cap) : NULL;
     if (!f || (s->buf_cap && !buf)) {
@@ -934,6 +996,7 @@ void ix_stream_close(ix_stream *s)
         return;
     pq_stream_close(s->ps);
     ix_ahead_close(s->ahead);
+    ix_ahead_close(s->ahead_early);
     ix_row_free(&s->row);
     free(s->pending_value);
     free(s->buf);

@@ -77,6 +77,8 @@ typedef struct ix_stream_opts {
     ix_stream_grow_fn grow; /* NULL: the caller reserved cap */
     void *grow_ctx;
     ix_entry_head *head;    /* the entry's first bytes, taken over at open; or NULL */
+    uint64_t ahead_until;   /* file offset where reads ahead stop (ix_stream_ahead_until);
+                             * 0: the entry's end */
 } ix_stream_opts;
 
 /* What a stream holds besides its reads ahead, which it may have only when
@@ -187,6 +189,9 @@ ix_stream *ix_stream_fork(const ix_stream *s, pq_error *err);
 #define IX_STREAM_MARK_VALUE_MAX ((uint32_t)64 << 10)
 typedef struct ix_stream_mark {
     uint64_t page_offset;   /* the marked page's header, in the file */
+    uint64_t body_offset;   /* where a stream resumed here reads its values from, in the
+                             * file (the SNAPPY block of the mark): the records before
+                             * the mark end in the bytes before it or in that block */
     unsigned page_no;       /* its place in the entry (0: the first) */
     uint32_t rows, records; /* handed out before the mark */
     pq_stream_mark at;
@@ -235,6 +240,14 @@ void ix_stream_charge(ix_stream *s, ix_stream_grow_fn grow, void *ctx, size_t gr
 size_t ix_stream_shed(ix_stream *s);
 /* What ix_stream_shed would free now. */
 size_t ix_stream_sheddable(const ix_stream *s);
+/* Reads ahead opened from now on stop at file offset `offset` (0: at the
+ * entry's end), where a caller knows its stream pauses (the start of the
+ * next unit it keeps nowhere: ix_stream_mark.body_offset): reading ahead
+ * past it fetches bytes the stream is let go before using. Reads ahead
+ * open already are not cut. A stream that reads on past the offset reads
+ * the bytes before it from its reads ahead, then reads ahead again from
+ * there to the entry's end (a round trip later): only the pace differs. */
+void ix_stream_ahead_until(ix_stream *s, uint64_t offset);
 
 /* Release everything. NULL is fine. */
 void ix_stream_close(ix_stream *s);
