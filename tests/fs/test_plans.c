@@ -1,11 +1,13 @@
 /* The plan cache (yfs_plans.h): one plan per epoch shared by its readers,
  * the same plan after it was dropped and rebuilt, at most 8 kept without
- * readers, and every live plan charged to the accountant at its size. */
+ * readers, every live plan charged to the accountant at its size, and the
+ * units the files opened read. */
 #include <criterion/criterion.h>
 #include <string.h>
 
 #include "yfs_budget.h"
 #include "yfs_mount.h"
+#include "sh_deal.h"
 #include "yfs_plans.h"
 #include "tfs.h"
 
@@ -91,5 +93,52 @@ Test(plans, built_units_are_marked_per_epoch)
     }
     yfs_plans_put(m->plans, a);
     yfs_plans_put(m->plans, b);
+    yfs_mount_close(m);
+}
+
+/* Part `part` of `parts` of the plan's epoch, laid out (its pieces are
+ * whole segments). */
+static void part_of(const yfs_plan *p, uint64_t part, uint64_t parts, sh_part *out)
+{
+    sh_pieces pieces;
+    cr_assert_eq(sh_deal_part(&p->plan, part, parts, SH_EVEN_OFF, &pieces), 0);
+    cr_assert_eq(sh_part_build(&p->plan, pieces.v, pieces.n, NULL, NULL, out), 0);
+}
+
+/* The units a file opened on the mount reads (yfs_plan_note_part): before
+ * any part is noted every unit counts as read here; once part 1 of 3 is,
+ * exactly the units of its segments (1, 4, 7, ...); then part 0 of 3 adds
+ * its own, and nothing noted is forgotten. */
+Test(plans, the_units_of_the_parts_opened_are_read_here)
+{
+    yfs_mount *m = tfs_open_sample("cache=none,buffer=50", NULL, 0);
+    pq_error err;
+    yfs_plan *p;
+    cr_assert_eq(yfs_plans_get(m->plans, 0, &p, &err), 0);
+    const sh_plan *sp = &p->plan;
+    cr_assert_gt(sp->num_segments, 6, "several segments per part");
+    for (uint64_t u = 0; u < sp->num_units; u++)
+        cr_assert(yfs_plan_read_here(p, u), "no part noted: every unit is read here");
+    sh_part one, zero;
+    part_of(p, 1, 3, &one);
+    yfs_plan_note_part(p, &one);
+    uint64_t read = 0;
+    for (uint64_t s = 0; s < sp->num_segments; s++)
+        for (uint32_t i = 0; i < sp->segments[s].units; i++) {
+            uint64_t u = sp->unit_order[sp->segments[s].first + i];
+            cr_assert_eq(yfs_plan_read_here(p, u), s % 3 == 1, "unit %llu of segment %llu",
+                         (unsigned long long)u, (unsigned long long)s);
+            read += s % 3 == 1;
+        }
+    cr_assert(read > 0 && read < sp->num_units);
+    part_of(p, 0, 3, &zero);
+    yfs_plan_note_part(p, &zero);
+    for (uint64_t s = 0; s < sp->num_segments; s++)
+        for (uint32_t i = 0; i < sp->segments[s].units; i++)
+            cr_assert_eq(yfs_plan_read_here(p, sp->unit_order[sp->segments[s].first + i]),
+                         s % 3 != 2);
+    sh_part_free(&one);
+    sh_part_free(&zero);
+    yfs_plans_put(m->plans, p);
     yfs_mount_close(m);
 }

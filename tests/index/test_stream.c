@@ -818,3 +818,93 @@ Test(stream, a_resumed_stream_catches_a_changed_byte_before_its_mark)
 {
     resume_after_ctime_moved(1);
 }
+
+/* The records of entry p from a stream opened with opts, from its start or
+ * (m not NULL) resumed at m after record `after`, against w. */
+static void same_records_from(ix_index *ix, uint64_t p, const ix_dict_source *dicts,
+                              const ix_stream_opts *opts, ix_stream_mark *m, uint32_t after,
+                              const whole_entry *w)
+{
+    pq_error err;
+    void *dict = NULL;
+    uint64_t read = 0;
+    ix_stream *s = m ? ix_stream_resume(ix, p, dicts, &dict, opts, m, &read, &err)
+                     : ix_stream_open(ix, p, dicts, &dict, opts, &read, &err);
+    cr_assert_not_null(s, "entry %llu: %s", (unsigned long long)p, err.msg);
+    ix_record r;
+    uint32_t k = m ? after : 0;
+    int rc;
+    for (; (rc = ix_stream_next(s, &r, &err)) == 1; k++) {
+        cr_assert_lt(k, w->count);
+        assert_same_record(ix, &r, &w->recs[k], p, k);
+    }
+    cr_assert_eq(rc, 0, "entry %llu: %s", (unsigned long long)p, err.msg);
+    cr_assert_eq(k, w->count);
+    ix_stream_close(s);
+    tix_free_dictionary(dict);
+}
+
+/* A stream told to stop reading ahead at an offset of its entry
+ * (ix_stream_ahead_until: where its caller expects to pause) reads on past
+ * it all the same, with the same records: stops inside the first window,
+ * a few windows in, halfway; opened at the entry's start or resumed from a
+ * mark (whose reads ahead open with its header probe), on text, numbers,
+ * and rows that continue over many pages. */
+Test(stream, a_stream_that_stops_reading_ahead_reads_on_with_the_same_records)
+{
+    static const struct { const char *path, *column; } files[] = {
+        { FIXTURES "stream_none.parquet", "text" },
+        { YFS_SOURCE_DIR "/tests/data/stream/snappy_big_pages.parquet", "text" },
+        { YFS_SOURCE_DIR "/tests/data/stream/snappy_big_pages.parquet", "ids" },
+        { YFS_SOURCE_DIR "/tests/data/stream/legacy_two_level_7.parquet", "ids" },
+    };
+    const size_t window = 8192;
+    for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
+        ix_index *ix = build(files[f].path, files[f].column);
+        ix_dict_source dicts = { tix_load_dictionary, ix };
+        uint32_t resumed = 0;
+        for (uint64_t p = 0; p < ix->num_pages; p++) {
+            whole_entry w;
+            whole_entry_read(ix, p, &dicts, &w);
+            const ix_page *e = &ix->pages[p];
+            const uint64_t deltas[] = { 1, window / 2, 3 * window, e->length / 2 };
+            for (size_t d = 0; d < sizeof deltas / sizeof *deltas; d++) {
+                ix_stream_opts opts = { .read_size = 4096, .window = window, .ahead = 1,
+                                        .ahead_until = e->offset + deltas[d] };
+                same_records_from(ix, p, &dicts, &opts, NULL, 0, &w);
+            }
+            /* a mark halfway, resumed with stops just past its body offset */
+            pq_error err;
+            void *dict = NULL;
+            uint64_t read = 0;
+            ix_stream_opts plain = { .read_size = 4096, .window = window, .ahead = -1 };
+            ix_stream *s = ix_stream_open(ix, p, &dicts, &dict, &plain, &read, &err);
+            cr_assert_not_null(s, "%s", err.msg);
+            ix_record r;
+            uint32_t k = 0;
+            for (; k < w.count / 2; k++)
+                cr_assert_eq(ix_stream_next(s, &r, &err), 1, "%s", err.msg);
+            ix_stream_mark m;
+            if (ix_stream_mark_here(s, &m)) {
+                cr_assert_geq(m.body_offset, m.page_offset);
+                cr_assert_leq(m.body_offset, e->offset + e->length);
+                for (size_t d = 0; d < 3; d++) {
+                    ix_stream_mark copy;
+                    cr_assert_eq(ix_stream_mark_copy(&copy, &m), 0);
+                    ix_stream_opts opts = { .read_size = 4096, .window = window, .ahead = 1,
+                                            .ahead_until = m.body_offset + deltas[d] };
+                    same_records_from(ix, p, &dicts, &opts, &copy, k, &w);
+                    ix_stream_mark_free(&copy);
+                }
+                ix_stream_mark_free(&m);
+                resumed++;
+            }
+            ix_stream_close(s);
+            tix_free_dictionary(dict);
+            whole_entry_free(&w);
+        }
+        if (!strstr(files[f].path, "stream_none"))
+            cr_assert_gt(resumed, 0, "%s %s: no mark resumed", files[f].path, files[f].column);
+        ix_free(ix);
+    }
+}
