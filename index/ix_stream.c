@@ -36,6 +36,8 @@ struct ix_stream {
     size_t read_size;
     size_t window;      /* of the reads ahead */
     unsigned ahead_depth;     /* windows in flight, or to be when opened again */
+    unsigned ahead_open;      /* windows the open reads ahead hold: ahead_depth, or
+                               * fewer when their range is shorter */
     unsigned ahead_depth_max; /* what the cap leaves room for */
     /* ahead is open when ON; WHEN_SLOW until the first read decides; SHED:
      * the reads ahead were let go (ix_stream_shed), and the next read opens
@@ -139,16 +141,20 @@ static void start_ahead(ix_stream *s)
         s->ahead_state = AHEAD_SHED;
         return;
     }
-    if (commit(s, ix_ahead_bytes(s->window, s->ahead_depth), 1, &ignored) < 0) {
-        if (s->ahead_depth == IX_AHEAD_WINDOWS ||
-            commit(s, ix_ahead_bytes(s->window, IX_AHEAD_WINDOWS), 1, &ignored) < 0) {
+    uint64_t windows = (stop - s->pos + s->window - 1) / s->window; /* > 1 */
+    unsigned open = s->ahead_depth < windows ? s->ahead_depth : (unsigned)windows;
+    if (commit(s, ix_ahead_bytes(s->window, open), 1, &ignored) < 0) {
+        unsigned least = IX_AHEAD_WINDOWS < windows ? IX_AHEAD_WINDOWS : (unsigned)windows;
+        if (open == least || commit(s, ix_ahead_bytes(s->window, least), 1, &ignored) < 0) {
             s->ahead_state = AHEAD_SHED;
             return;
         }
         s->ahead_depth = IX_AHEAD_WINDOWS;
+        open = least;
     }
-    s->ahead = ix_ahead_open(s->ix, s->file_index, s->pos, stop - s->pos, s->window,
-                             s->ahead_depth, &ignored);
+    s->ahead = ix_ahead_open(s->ix, s->file_index, s->pos, stop - s->pos, s->window, open,
+                             &ignored);
+    s->ahead_open = open;
     s->ahead_stop = stop;
     if (s->ahead)
         s->ahead_state = AHEAD_ON;
@@ -163,10 +169,13 @@ static void deepen_ahead(ix_stream *s)
 {
     pq_error ignored;
     unsigned more = s->ahead_depth / 4 ? s->ahead_depth / 4 : 1;
-    while (more-- > 0 && s->ahead_depth < s->ahead_depth_max &&
-           s->end - s->pos > (uint64_t)s->ahead_depth * s->window &&
-           commit(s, s->window, 1, &ignored) == 0 && ix_ahead_deepen(s->ahead) == 0)
-        s->ahead_depth++;
+    while (more-- > 0 && s->ahead_open < s->ahead_depth_max &&
+           s->ahead_stop - s->pos > (uint64_t)s->ahead_open * s->window &&
+           commit(s, s->window, 1, &ignored) == 0 && ix_ahead_deepen(s->ahead) == 0) {
+        s->ahead_open++;
+        if (s->ahead_depth < s->ahead_open)
+            s->ahead_depth = s->ahead_open;
+    }
 }
 
 /* Read the next n bytes of the range (n <= what is left) into dst, checked,
@@ -641,7 +650,7 @@ size_t ix_stream_cap(void)
 /* What the reads ahead hold: they are open only while AHEAD_ON. */
 static size_t ahead_held(const ix_stream *s)
 {
-    return s->ahead_state == AHEAD_ON || s->ahead_early ? ix_ahead_bytes(s->window, s->ahead_depth)
+    return s->ahead_state == AHEAD_ON || s->ahead_early ? ix_ahead_bytes(s->window, s->ahead_open)
                                                         : 0;
 }
 
