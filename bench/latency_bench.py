@@ -86,13 +86,7 @@ def main():
     readers = [int(r) for r in args.readers.split(",")]
     limit = args.limit_mb * 1000000 or None
     rows = []
-    for name in args.shapes.split(","):
-        shape = make_shapes.SHAPES[name]
-        dataset = os.path.join(args.data, name)
-        if not os.path.isdir(dataset):
-            print(f"{name}: no data at {dataset} (bench/make_shapes.py makes it)",
-                  file=sys.stderr)
-            continue
+    for name, shape, dataset in make_shapes.present(args.data, args.shapes):
         with tempfile.TemporaryDirectory(prefix="yfs-lat-") as cache_root:
             rows += run_shape(args, bins, name, shape, dataset, cache_root, delays, readers,
                               limit)

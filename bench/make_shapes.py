@@ -93,6 +93,18 @@ TOKENS = 64 << 20               # ids per file of (d): 512M in all
 TOKENS_E = 32 << 20             # ids per file of (e): ~1.5 GB of jsonl in all
 
 
+def present(data, names):
+    """(name, Shape, dataset directory) of each shape named (a comma-separated list) whose
+    data is under `data`; a shape with none is said on stderr and left out."""
+    for name in names.split(","):
+        dataset = os.path.join(data, name)
+        if os.path.isdir(dataset):
+            yield name, SHAPES[name], dataset
+        else:
+            print(f"{name}: no data at {dataset} (bench/make_shapes.py makes it)",
+                  file=sys.stderr)
+
+
 def log(msg):
     print(f"[make_shapes {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 

@@ -88,13 +88,7 @@ def main():
     if args.old_bin:
         bins["old"] = os.path.abspath(args.old_bin)
     rows = []
-    for name in args.shapes.split(","):
-        shape = make_shapes.SHAPES[name]
-        dataset = os.path.join(args.data, name)
-        if not os.path.isdir(dataset):
-            print(f"{name}: no data at {dataset} (bench/make_shapes.py makes it)",
-                  file=sys.stderr)
-            continue
+    for name, shape, dataset in make_shapes.present(args.data, args.shapes):
         with tempfile.TemporaryDirectory(prefix="yfs-node-") as cache_root:
             caches = {tag: os.path.join(cache_root, tag) for tag in bins}
             opts = {tag: f"{shape.mount_options()},mem={args.mem},epochs=2,"
