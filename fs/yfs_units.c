@@ -514,8 +514,10 @@ static int stream_from_mark(yfs_mount *m, const sh_unit *u, uint32_t unit, uint6
 /* The stream of the page paused at the latest unit up to `unit`, or a new
  * one over the page (positioned at its first unit); but the unit's mark
  * (yfs_streams.h) instead of a new stream, or of a paused one that would
- * pass only built units. Returns 1 when the page is better decoded whole
- * after all (its first header says it is small enough), 0, or -1. */
+ * pass only units no file here still wants (still_wanted); its reads ahead
+ * stop where it is likely to pause (ahead_stop). Returns 1 when the page is
+ * better decoded whole after all (its first header says it is small
+ * enough), 0, or -1. */
 static int stream_for(yfs_mount *m, yfs_plan *plan, const sh_unit *u, uint32_t unit,
                       uint64_t first_unit, uint64_t end_unit, yfs_hold *hold, page_stream *ps,
                       pq_error *err)

@@ -170,7 +170,9 @@ ix_stream *ix_stream_fork(const ix_stream *s, pq_error *err);
  * from it reads the marked page's header and level bytes again, then the
  * page's body only from the 64 KiB block of its mark on (SNAPPY as every
  * writer checked writes it; UNCOMPRESSED from the mark's byte), and hands
- * out the records the marked stream would have handed out next. A page of
+ * out the records the marked stream would have handed out next; told that
+ * storage is slow (opts->ahead 1), it reads ahead from the mark's
+ * body_offset at once, beside its read of the header and levels. A page of
  * DuckDB's (25 MB to 125 MB) is so read from the unit a build needs, where a
  * stream with no paused copy near it reads the page from its start.
  *
