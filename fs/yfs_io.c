@@ -314,8 +314,7 @@ static void *io_thread(void *arg)
         pthread_mutex_unlock(&io->lock);
         int ran = q.alone ? yfs_loads_run_page(m, &q.plan->plan, &q.plan->loads, q.need,
                                                  q.urgent, &hold)
-                          : yfs_loads_run(m, &q.plan->plan, &q.plan->loads, q.load,
-                                            q.need, q.urgent, &hold);
+                          : yfs_loads_run(m, q.plan, q.load, q.need, q.urgent, &hold);
         pthread_mutex_lock(&io->lock);
         if (ran < 0 && q.urgent && !q.alone)
             queue_wanted(io, &q);

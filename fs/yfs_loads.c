@@ -7,7 +7,9 @@
 #include "ix_read.h"
 #include "yfs_mount.h"
 #include "yfs_pages.h"
+#include "yfs_plans.h"
 #include "yfs_records.h"
+#include "yfs_units.h"
 
 /* A load's states: NOT_STARTED -> (QUEUED ->) LOADING -> DONE; QUEUED may
  * go back to NOT_STARTED (the engine let it go). */
@@ -149,29 +151,35 @@ static void park_from_load(yfs_mount *m, const sh_plan *plan, yfs_loads *l, uint
                                                      pos, raw, len, hold);
 }
 
-/* Run load l: read its chunk, hand the page at `want` (an order position;
- * UINT64_MAX: none) to the caller in *raw (charged to hold) and park the
- * other pages it brings. *raw stays NULL when the chunk could not be read
- * whole or the accountant refused the memory. Returns 1 when the chunk was
- * read, 0 when it could not be (its pages are read alone, which reports
- * any error), -1 when the accountant refused its buffer. */
-static int execute(yfs_mount *m, const sh_plan *plan, yfs_loads *loads, uint64_t l,
-                   uint64_t want, yfs_hold *hold, uint8_t **raw)
+/* Run load l of owner's plan: read its chunk, hand the page at `want` (an
+ * order position; UINT64_MAX: none) to the caller in *raw (charged to hold)
+ * and park the other pages it brings. *raw stays NULL when the chunk could
+ * not be read whole, is not worth it (yfs_page_fetch) or the accountant
+ * refused the memory. Returns 1 when the chunk was read, 0 when it is not
+ * (its pages are read alone, which reports any error), -1 when the
+ * accountant refused its buffer. */
+static int execute(yfs_mount *m, yfs_plan *owner, uint64_t l, uint64_t want, yfs_hold *hold,
+                   uint8_t **raw)
 {
     const ix_index *ix = m->ix;
+    const sh_plan *plan = &owner->plan;
+    yfs_loads *loads = &owner->loads;
     const sh_schedule *sched = &plan->schedule;
     const sh_load *load = &sched->loads[l];
     uint64_t start, end;
     *raw = NULL;
     if (chunk_range(ix, load, &start, &end) < 0)
         return 0;
-    /* The pages it serves are reserved with its buffer, all or nothing: a
-     * load that parked only some would leave the others to be read alone,
-     * one storage round trip each. */
+    /* The pages it serves to the files open here are reserved with its
+     * buffer, all or nothing: a load that parked only some would leave the
+     * others to be read alone, one storage round trip each. A load that
+     * brings more than twice those is not read whole (yfs_page_fetch). */
     uint64_t served = 0;
     for (uint32_t q = load->first_page; q < load->first_page + load->pages; q++)
-        if (sched->source[sched->position[q]] == l)
+        if (sched->source[sched->position[q]] == l && yfs_page_read_here(m, owner, q))
             served += ix->pages[q].length;
+    if (2 * served < end - start)
+        return 0;
     if (yfs_budget_reserve(m->budget, end - start, YFS_MEM_CHUNKS, YFS_PREFETCH, hold) < 0)
         return -1;
     if (yfs_budget_reserve(m->budget, served, YFS_MEM_RAW, YFS_PREFETCH, hold) < 0) {
@@ -190,8 +198,8 @@ static int execute(yfs_mount *m, const sh_plan *plan, yfs_loads *loads, uint64_t
         yfs_count(&m->stats.chunk_loads, 1);
         for (uint32_t q = load->first_page; q < load->first_page + load->pages; q++) {
             uint32_t pos = sched->position[q];
-            if (sched->source[pos] != l)
-                continue; /* read, but served by another load */
+            if (sched->source[pos] != l || !yfs_page_read_here(m, owner, q))
+                continue; /* read, but served by another load, or of no file here */
             const ix_page *p = &ix->pages[q];
             uint8_t *copy = malloc(p->length ? p->length : 1);
             if (!copy)
@@ -285,31 +293,35 @@ static int read_and_park(yfs_mount *m, const sh_plan *plan, yfs_loads *l, uint64
     return raw ? 1 : -1;
 }
 
-int yfs_loads_run(yfs_mount *m, const sh_plan *plan, yfs_loads *l, uint64_t load,
-                  uint64_t pos, int for_build, yfs_hold *hold)
+int yfs_loads_run(yfs_mount *m, yfs_plan *owner, uint64_t load, uint64_t pos, int for_build,
+                  yfs_hold *hold)
 {
+    const sh_plan *plan = &owner->plan;
+    yfs_loads *l = &owner->loads;
     if (!take_queued(l, &l->state[load], LOADING))
         return 0;
     uint8_t *none;
-    int rc = execute(m, plan, l, load, UINT64_MAX, hold, &none);
+    int rc = execute(m, owner, load, UINT64_MAX, hold, &none);
     assert(!none);
-    if (rc > 0)
+    if (rc > 0) {
         yfs_count(&m->stats.loads_ahead, 1);
-    if (rc >= 0) {
         finish(l, &l->state[load], DONE);
         return 1;
     }
-    /* Refused: the page alone, now, in the same step as the load goes back
-     * (a build waiting for the load then waits for the page). */
+    /* Not read whole (its pages are read alone from now on: the engine
+     * queues each when its segment comes) or refused (it may run later for
+     * its other pages): the page alone, now, in the same step as the load
+     * leaves LOADING (a build waiting for the load then waits for the
+     * page). */
     pthread_mutex_lock(&l->lock);
-    l->state[load] = NOT_STARTED;
-    int mine = l->alone[pos] == NOT_STARTED;
+    l->state[load] = rc == 0 ? DONE : NOT_STARTED;
+    int mine = pos != UINT64_MAX && l->alone[pos] == NOT_STARTED;
     if (mine)
         l->alone[pos] = LOADING;
     pthread_cond_broadcast(&l->finished);
     pthread_mutex_unlock(&l->lock);
     yfs_mem_mode mode = for_build ? YFS_TRY : YFS_PREFETCH;
-    return mine ? read_and_park(m, plan, l, pos, mode, hold) : -1;
+    return mine ? read_and_park(m, plan, l, pos, mode, hold) : rc == 0 ? 1 : -1;
 }
 
 int yfs_loads_queue_page(yfs_mount *m, const sh_plan *plan, yfs_loads *l, uint64_t pos)
@@ -521,9 +533,11 @@ int yfs_loads_run_page(yfs_mount *m, const sh_plan *plan, yfs_loads *l, uint64_t
     return rc != 0 ? rc : read_and_park(m, plan, l, pos, mode, hold);
 }
 
-int yfs_page_fetch(yfs_mount *m, const sh_plan *sp, yfs_loads *l, uint64_t pos,
-                   yfs_hold *hold, uint8_t **raw, uint32_t *len, pq_error *err)
+int yfs_page_fetch(yfs_mount *m, yfs_plan *owner, uint64_t pos, yfs_hold *hold, uint8_t **raw,
+                   uint32_t *len, pq_error *err)
 {
+    const sh_plan *sp = &owner->plan;
+    yfs_loads *l = &owner->loads;
     uint32_t page = sp->order[pos];
     if (sp->schedule.num_loads == 0)
         return yfs_page_read(m, page, hold, raw, len, err);
@@ -544,7 +558,7 @@ int yfs_page_fetch(yfs_mount *m, const sh_plan *sp, yfs_loads *l, uint64_t pos,
             waiting_since = yfs_now_ns();
         /* Refused for memory, it may run later for the pages it serves
          * after this one (read alone now): else each would be read alone. */
-        int ran = execute(m, sp, l, load, pos, hold, raw);
+        int ran = execute(m, owner, load, pos, hold, raw);
         *len = m->ix->pages[page].length;
         finish(l, &l->state[load], ran < 0 ? NOT_STARTED : DONE);
     } else {

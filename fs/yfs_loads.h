@@ -36,6 +36,7 @@
 #include "yfs_budget.h"
 
 typedef struct yfs_mount yfs_mount;
+typedef struct yfs_plan yfs_plan;
 
 /* The most pages one read of pages queued alone brings (yfs_loads_run_page). */
 #define YFS_LOADS_TOGETHER_MAX 32
@@ -55,12 +56,17 @@ int yfs_loads_init(yfs_loads *l, uint64_t num_loads, uint64_t num_positions);
 void yfs_loads_destroy(yfs_loads *l);
 
 /* The raw bytes (header and compressed body: the page's ix_page.length) of
- * the page at order position `pos` of the plan, whose loads' progress is
- * `loads`, malloc'ed for the caller and charged to hold (entered by the
- * caller) as *len bytes of YFS_MEM_RAW: the caller frees them and releases
- * the charge. */
-int yfs_page_fetch(yfs_mount *m, const sh_plan *plan, yfs_loads *loads, uint64_t pos,
-                   yfs_hold *hold, uint8_t **raw, uint32_t *len, pq_error *err);
+ * the page at order position `pos` of the plan (its loads' progress in
+ * plan->loads), malloc'ed for the caller and charged to hold (entered by
+ * the caller) as *len bytes of YFS_MEM_RAW: the caller frees them and
+ * releases the charge.
+ * A load whose pages the files open on the mount read (yfs_page_read_here)
+ * hold less than half its bytes is not read whole: its pages are read
+ * alone, those the engine queues near each other together (a node that
+ * reads one part of 8 of 64 KiB pages fetched all the files, 816 MB, for
+ * its 205 MB). */
+int yfs_page_fetch(yfs_mount *m, yfs_plan *plan, uint64_t pos, yfs_hold *hold, uint8_t **raw,
+                   uint32_t *len, pq_error *err);
 /* The same for global page `page`, read on its own. */
 int yfs_page_read(yfs_mount *m, uint64_t page, yfs_hold *hold, uint8_t **raw, uint32_t *len,
                   pq_error *err);
@@ -83,10 +89,13 @@ void yfs_loads_unqueue(yfs_loads *loads, uint64_t l);
  * pages one after another: 8 parts of 64 KiB pages at 50 ms a read and
  * mem=256M served 0.3 x their figure without latency, 0.44 x with this;
  * bench/results/latency_budget.md.) Returns
- * 1 when the load, or the page, was read; 0 when the load was no longer
- * queued (a build took it); -1 when neither was read (a build will). */
-int yfs_loads_run(yfs_mount *m, const sh_plan *plan, yfs_loads *loads, uint64_t l,
-                  uint64_t pos, int for_build, yfs_hold *hold);
+ * 1 when the load, or the page, was read (or the load is not read whole:
+ * yfs_page_fetch); 0 when the load was no longer queued (a build took it);
+ * -1 when neither was read (a build will). A load not read whole reads the
+ * page at `pos` alone the same way, and is done: its other pages are read
+ * alone when queued (yfs_loads_queue_page). */
+int yfs_loads_run(yfs_mount *m, yfs_plan *plan, uint64_t l, uint64_t pos, int for_build,
+                  yfs_hold *hold);
 
 /* After load l, queued for a build under way, was refused memory
  * (yfs_loads_run returned -1): mark the other pages it serves that a build

@@ -87,8 +87,7 @@ static int fetch(yfs_mount *m, yfs_plan *plan, uint32_t page, yfs_hold *hold, ui
 {
     const sh_schedule *sched = &plan->plan.schedule;
     if (sched->num_loads)
-        return yfs_page_fetch(m, &plan->plan, &plan->loads, sched->position[page], hold, raw,
-                              len, err);
+        return yfs_page_fetch(m, plan, sched->position[page], hold, raw, len, err);
     return yfs_page_read(m, page, hold, raw, len, err);
 }
 
@@ -293,6 +292,17 @@ static int worth_weighing(const yfs_mount *m, uint32_t page)
     uint64_t share = whole_decode_share(m);
     const ix_page *p = &m->ix->pages[page];
     return p->length > share / 16 || p->framed > share / 16 || !units_park(m, page);
+}
+
+int yfs_page_read_here(const yfs_mount *m, const yfs_plan *plan, uint32_t page)
+{
+    const uint64_t *first = m->units.cut.first_unit;
+    if (!first)
+        return yfs_plan_read_here(plan, page); /* a unit a page */
+    for (uint64_t u = first[page]; u < first[page + 1]; u++)
+        if (yfs_plan_read_here(plan, u))
+            return 1;
+    return 0;
 }
 
 uint32_t yfs_unit_page(const yfs_mount *m, uint32_t unit)

@@ -79,6 +79,9 @@ int yfs_unit_get(yfs_mount *m, yfs_plan *plan, uint32_t unit, yfs_hold *hold, yf
 uint64_t yfs_unit_block_size(const yfs_mount *m, uint32_t unit);
 /* The page unit `unit` is (a part of). */
 uint32_t yfs_unit_page(const yfs_mount *m, uint32_t unit);
+/* Whether a file open on the mount reads records of global page `page`
+ * (some unit of it is read here: yfs_plan_read_here). */
+int yfs_page_read_here(const yfs_mount *m, const yfs_plan *plan, uint32_t page);
 /* The unit's page in *page, and 1 when that page is likely decoded whole
  * (its raw bytes fetched through the plan's loads), 0 when it is likely
  * streamed in windows (a page large for mem). A guess for reading ahead: a

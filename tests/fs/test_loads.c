@@ -16,6 +16,7 @@
 #include "yfs_pages.h"
 #include "yfs_plans.h"
 #include "yfs_records.h"
+#include "sh_deal.h"
 #include "tfs.h"
 
 static yfs_budget_snapshot snap(yfs_mount *m)
@@ -53,7 +54,7 @@ static uint64_t fetch_all(yfs_mount *m)
     for (uint64_t pos = 0; pos < plan->plan.num_pages; pos++) {
         uint8_t *raw;
         uint32_t len;
-        cr_assert_eq(yfs_page_fetch(m, &plan->plan, &plan->loads, pos, &h, &raw, &len, &err), 0, "%s", err.msg);
+        cr_assert_eq(yfs_page_fetch(m, plan, pos, &h, &raw, &len, &err), 0, "%s", err.msg);
         uint32_t page = plan->plan.order[pos];
         cr_assert_eq(len, m->ix->pages[page].length);
         cr_assert_eq(snap(m).bytes[YFS_MEM_RAW], len, "the raw page is not charged at its length");
@@ -95,12 +96,75 @@ Test(loads, refused_chunk_memory_means_pages_read_alone)
     yfs_mount_close(m);
 }
 
-/* A file of many small pages (pages of 7 level entries) in chunks of 4K,
- * and its epoch 0's plan (*plan, referenced). */
+/* A file of many small pages (pages of 7 level entries), in chunks of 4K. */
+#define SMALL_CHUNKS YFS_SOURCE_DIR "/tests/data/stream/legacy_two_level_7.parquet"
+#define SMALL_CHUNKS_OPTIONS "cache=none,chunk=4K,column=ids"
+
+/* Fetch the pages of part `part` of `parts` of epoch 0, noted as the part a
+ * file opened on the mount reads (yfs_plan_note_part), in part order: the
+ * bytes on disk. Returns the bytes the mount read from storage. */
+static uint64_t fetch_part(yfs_mount *m, uint64_t part, uint64_t parts)
+{
+    yfs_plan *plan;
+    pq_error err;
+    cr_assert_eq(yfs_plans_get(m->plans, 0, &plan, &err), 0);
+    sh_pieces pieces;
+    sh_part pt;
+    cr_assert_eq(sh_deal_part(&plan->plan, part, parts, SH_EVEN_OFF, &pieces), 0);
+    cr_assert_eq(sh_part_build(&plan->plan, pieces.v, pieces.n, NULL, NULL, &pt), 0);
+    yfs_plan_note_part(plan, &pt);
+    yfs_hold h = { 0 };
+    yfs_hold_enter(m->budget, &h);
+    for (uint64_t k = 0; k < pt.count; k++) {
+        const sh_segment *seg = &plan->plan.segments[pt.pieces[k].segment];
+        for (uint32_t i = 0; i < seg->units; i++) {
+            uint32_t page = plan->plan.unit_order[seg->first + i];
+            uint8_t *raw;
+            uint32_t len;
+            cr_assert_eq(yfs_page_fetch(m, plan, plan->plan.schedule.position[page], &h, &raw,
+                                        &len, &err), 0, "%s", err.msg);
+            uint8_t *want = on_disk(m, page);
+            cr_assert_eq(len, m->ix->pages[page].length);
+            cr_assert_eq(memcmp(raw, want, len), 0, "page %u: other bytes than on disk", page);
+            free(want);
+            free(raw);
+            yfs_budget_release(m->budget, len, YFS_MEM_RAW, &h);
+        }
+    }
+    yfs_hold_leave(m->budget, &h);
+    sh_part_free(&pt);
+    yfs_plans_put(m->plans, plan);
+    return yfs_counter(&m->stats.bytes_read);
+}
+
+/* A mount whose files read one part of 8 reads no chunk whose pages they
+ * read hold less than half its bytes, and parks no page they do not read:
+ * it fetches its pages alone or with the chunks mostly of them (a node of a
+ * cluster read all the files for its eighth), the bytes on disk. The whole
+ * epoch as one part loads chunks as before. */
+Test(loads, chunks_mostly_of_pages_no_file_here_reads_are_not_loaded)
+{
+    yfs_mount *m = tfs_open(SMALL_CHUNKS, SMALL_CHUNKS_OPTIONS ",buffer=5", NULL, 0);
+    uint64_t before = yfs_counter(&m->stats.bytes_read); /* the mount's own reads */
+    uint64_t read = fetch_part(m, 3, 8) - before;
+    uint64_t pages = 0;
+    for (uint64_t q = 0; q < m->ix->num_pages; q++)
+        pages += m->ix->pages[q].length;
+    cr_assert_gt(yfs_counter(&m->stats.pages_read_alone), 0, "no chunk left unread");
+    cr_assert_lt(read, pages / 4, "read %llu of %llu page bytes for one part of 8",
+                 (unsigned long long)read, (unsigned long long)pages);
+    cr_assert_eq(snap(m).bytes[YFS_MEM_PARKED], 0, "other parts' pages parked");
+    yfs_mount_close(m);
+    m = tfs_open(SMALL_CHUNKS, SMALL_CHUNKS_OPTIONS ",buffer=5", NULL, 0);
+    fetch_part(m, 0, 1);
+    cr_assert_gt(yfs_counter(&m->stats.chunk_loads), 0, "the whole epoch loads chunks");
+    yfs_mount_close(m);
+}
+
+/* SMALL_CHUNKS, and its epoch 0's plan (*plan, referenced). */
 static yfs_mount *open_small_chunks(yfs_plan **plan)
 {
-    yfs_mount *m = tfs_open(YFS_SOURCE_DIR "/tests/data/stream/legacy_two_level_7.parquet",
-                            "cache=none,chunk=4K,column=ids", NULL, 0);
+    yfs_mount *m = tfs_open(SMALL_CHUNKS, SMALL_CHUNKS_OPTIONS, NULL, 0);
     pq_error err;
     cr_assert_eq(yfs_plans_get(m->plans, 0, plan, &err), 0, "%s", err.msg);
     return m;
@@ -142,13 +206,13 @@ Test(loads, a_build_refused_its_chunk_gets_its_page_alone_at_once)
     yfs_hold_enter(m->budget, &h);
 
     cr_assert_eq(yfs_loads_queue(&plan->loads, load), 1);
-    cr_assert_eq(yfs_loads_run(m, &plan->plan, &plan->loads, load, pos, 0, &h), -1,
+    cr_assert_eq(yfs_loads_run(m, plan, load, pos, 0, &h), -1,
                  "a prefetch's page was read although memory refused it");
     cr_assert_eq(yfs_counter(&m->stats.pages_read_alone), 0);
 
     yfs_loads_want(&plan->loads, pos);
     cr_assert_eq(yfs_loads_queue(&plan->loads, load), 1, "the refused load is not free again");
-    cr_assert_eq(yfs_loads_run(m, &plan->plan, &plan->loads, load, pos, 1, &h), 1);
+    cr_assert_eq(yfs_loads_run(m, plan, load, pos, 1, &h), 1);
     cr_assert_eq(yfs_counter(&m->stats.chunk_loads), 0);
     cr_assert_eq(yfs_counter(&m->stats.pages_read_alone), 1);
     cr_assert(yfs_pages_holds(m->loaded, 0, page), "the build's page is not parked");
@@ -157,7 +221,7 @@ Test(loads, a_build_refused_its_chunk_gets_its_page_alone_at_once)
     /* the build takes it from the store: no other read */
     uint8_t *raw, *want = on_disk(m, page);
     uint32_t len;
-    cr_assert_eq(yfs_page_fetch(m, &plan->plan, &plan->loads, pos, &h, &raw, &len, &err), 0,
+    cr_assert_eq(yfs_page_fetch(m, plan, pos, &h, &raw, &len, &err), 0,
                  "%s", err.msg);
     cr_assert_eq(yfs_counter(&m->stats.pages_read_alone), 1);
     cr_assert_eq(yfs_counter(&m->stats.chunk_loads), 0);
@@ -168,7 +232,7 @@ Test(loads, a_build_refused_its_chunk_gets_its_page_alone_at_once)
 
     /* the load runs for the other pages, and parks them but not that one */
     cr_assert_eq(yfs_loads_queue(&plan->loads, load), 1);
-    cr_assert_eq(yfs_loads_run(m, &plan->plan, &plan->loads, load, UINT64_MAX, 0, &h), 1);
+    cr_assert_eq(yfs_loads_run(m, plan, load, UINT64_MAX, 0, &h), 1);
     cr_assert_eq(yfs_counter(&m->stats.chunk_loads), 1);
     cr_assert_not(yfs_pages_holds(m->loaded, 0, page), "the page was parked twice");
     for (uint32_t q = sched->loads[load].first_page;
@@ -215,7 +279,7 @@ Test(loads, a_refused_loads_other_wanted_pages_are_queued_alone)
     cr_assert_eq(yfs_loads_queue(&plan->loads, load), 1);
     cr_assert_eq(yfs_loads_queue_wanted(&plan->plan, &plan->loads, load, got, 8), 0,
                  "queued alone while the load is queued");
-    cr_assert_eq(yfs_loads_run(m, &plan->plan, &plan->loads, load, pos, 1, &h), 1);
+    cr_assert_eq(yfs_loads_run(m, plan, load, pos, 1, &h), 1);
     cr_assert_eq(yfs_counter(&m->stats.chunk_loads), 0, "memory did not refuse the load");
     cr_assert_eq(yfs_loads_queue_wanted(&plan->plan, &plan->loads, load, got, 8), 2,
                  "not the two other wanted pages");
@@ -227,7 +291,7 @@ Test(loads, a_refused_loads_other_wanted_pages_are_queued_alone)
     /* the build fetches the second itself before the engine reads it */
     uint8_t *raw, *want = on_disk(m, plan->plan.order[second]);
     uint32_t len;
-    cr_assert_eq(yfs_page_fetch(m, &plan->plan, &plan->loads, second, &h, &raw, &len, &err), 0,
+    cr_assert_eq(yfs_page_fetch(m, plan, second, &h, &raw, &len, &err), 0,
                  "%s", err.msg);
     cr_assert_eq(memcmp(raw, want, len), 0, "other bytes than on disk");
     free(raw);
@@ -246,14 +310,14 @@ Test(loads, a_refused_loads_other_wanted_pages_are_queued_alone)
     yfs_budget_release(m->budget, filler, YFS_MEM_PLANS, NULL);
 
     uint8_t *parked;
-    cr_assert_eq(yfs_page_fetch(m, &plan->plan, &plan->loads, first, &h, &parked, &len, &err), 0,
+    cr_assert_eq(yfs_page_fetch(m, plan, first, &h, &parked, &len, &err), 0,
                  "%s", err.msg);
     cr_assert_eq(yfs_counter(&m->stats.pages_read_alone), alone + 1,
                  "the parked page read again");
     free(parked);
     yfs_budget_release(m->budget, len, YFS_MEM_RAW, &h);
     /* the build of pos takes its page too */
-    cr_assert_eq(yfs_page_fetch(m, &plan->plan, &plan->loads, pos, &h, &parked, &len, &err), 0,
+    cr_assert_eq(yfs_page_fetch(m, plan, pos, &h, &parked, &len, &err), 0,
                  "%s", err.msg);
     free(parked);
     yfs_budget_release(m->budget, len, YFS_MEM_RAW, &h);
@@ -288,7 +352,7 @@ static void fetch_same_as_disk(yfs_mount *m, yfs_plan *plan, const uint64_t *pos
         uint8_t *raw, *want = on_disk(m, plan->plan.order[pos[i]]);
         uint32_t len;
         pq_error err;
-        cr_assert_eq(yfs_page_fetch(m, &plan->plan, &plan->loads, pos[i], h, &raw, &len, &err),
+        cr_assert_eq(yfs_page_fetch(m, plan, pos[i], h, &raw, &len, &err),
                      0, "%s", err.msg);
         cr_assert_eq(memcmp(raw, want, len), 0, "position %llu: other bytes than on disk",
                      (unsigned long long)pos[i]);
@@ -317,7 +381,7 @@ Test(loads, a_loads_pages_queued_alone_are_read_together)
     for (size_t i = 0; i < n; i++)
         yfs_loads_want(&plan->loads, served[i]);
     cr_assert_eq(yfs_loads_queue(&plan->loads, load), 1);
-    cr_assert_eq(yfs_loads_run(m, &plan->plan, &plan->loads, load, served[0], 1, &h), 1);
+    cr_assert_eq(yfs_loads_run(m, plan, load, served[0], 1, &h), 1);
     yfs_budget_release(m->budget, filler, YFS_MEM_PLANS, NULL);
     uint64_t got[SH_CHUNK_MAX_PAGES];
     cr_assert_eq(yfs_loads_queue_wanted(&plan->plan, &plan->loads, load, got, n), n - 1);
@@ -362,7 +426,7 @@ Test(loads, pages_far_apart_for_their_size_are_read_alone)
     yfs_hold h = { 0 };
     yfs_hold_enter(m->budget, &h);
     cr_assert_eq(yfs_loads_queue(&plan->loads, load), 1);
-    cr_assert_eq(yfs_loads_run(m, &plan->plan, &plan->loads, load, UINT64_MAX, 0, &h), 1);
+    cr_assert_eq(yfs_loads_run(m, plan, load, UINT64_MAX, 0, &h), 1);
     uint64_t ends[2] = { served[0], served[n - 1] };
     for (size_t i = 0; i < 2; i++) { /* the store lets them go: queued to be read alone */
         uint32_t len;
