@@ -3,6 +3,7 @@ hold exactly the epoch's records, pairwise disjoint; their sizes add up to the e
 Out-of-range or malformed part names give ENOENT."""
 
 import errno
+import json
 import os
 from collections import Counter
 
@@ -78,3 +79,35 @@ def test_out_of_range_part_cat_fails(ds, cat):
         p = cat(ds.path(BASIC), name, check=False)
         assert p.returncode != 0, f"cat {name} succeeded"
         assert p.stderr.strip(), f"cat {name}: no message on stderr"
+
+
+def test_a_part_read_by_a_mount_of_its_own_is_the_same_and_fetches_its_share(tmp_path, mount):
+    """Each rank of a cluster mounts the dataset itself and reads one part: the mount fetches
+    about its share of the files, not every chunk (fs/yfs_loads.h: a chunk load whose pages no
+    file open here reads hold more than half its bytes is not read whole; its pages are read
+    alone), and the part is the bytes the same part gives on a mount that reads every part.
+    Pages of ~8 KiB in chunks of 64 KiB, over storage of 1 ms a read (the I/O engine reads
+    ahead)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    d = tmp_path / "small_pages"
+    d.mkdir()
+    for f in range(3):
+        text = [f"f{f} r{r} " + "word " * (r % 40) for r in range(20000)]
+        pq.write_table(pa.table({"text": text}), str(d / f"part-{f}.parquet"),
+                       data_page_size=8192, use_dictionary=False, compression="snappy")
+    files = sum(os.path.getsize(d / n) for n in os.listdir(d))
+    opts = "column=text,chunk=64K,buffer=500,cache=none"
+    names = [f"epoch-0.part-{i}-of-8.jsonl" for i in range(8)]
+    with mount(str(d), opts) as m:
+        every = [m.read(n) for n in names]
+        epoch = m.read("epoch-0.jsonl")
+    assert Counter(split_records(b"".join(every), "jsonl")) == \
+        Counter(split_records(epoch, "jsonl"))
+    for i in (0, 5):
+        with mount(str(d), opts, env={"YOUMUFS_READ_DELAY_US": "1000"}) as m:
+            before = json.loads(m.read(".youmufs/stats.json"))["bytes_read"]  # the mount's
+            got = m.read(names[i], chunk=64 << 10)
+            read = json.loads(m.read(".youmufs/stats.json"))["bytes_read"] - before
+        assert got == every[i], f"part {i} of 8 read alone differs"
+        assert read < files / 3, (i, read, files)
