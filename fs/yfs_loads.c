@@ -151,13 +151,62 @@ static void park_from_load(yfs_mount *m, const sh_plan *plan, yfs_loads *l, uint
                                                      pos, raw, len, hold);
 }
 
-/* Run load l of owner's plan: read its chunk, hand the page at `want` (an
- * order position; UINT64_MAX: none) to the caller in *raw (charged to hold)
- * and park the other pages it brings. *raw stays NULL when the chunk could
- * not be read whole, is not worth it (yfs_page_fetch) or the accountant
- * refused the memory. Returns 1 when the chunk was read, 0 when it is not
- * (its pages are read alone, which reports any error), -1 when the
- * accountant refused its buffer. */
+/* The end of the last byte of pages [from, to] of one run (offsets
+ * ascend, lengths come from the file: the furthest end, not the last's). */
+static uint64_t pages_end(const ix_index *ix, uint32_t from, uint32_t to)
+{
+    uint64_t end = 0;
+    for (uint32_t q = from; q <= to; q++)
+        if (ix->pages[q].offset + ix->pages[q].length > end)
+            end = ix->pages[q].offset + ix->pages[q].length;
+    return end;
+}
+
+/* Whether global page q is one that load l brings for the files open on
+ * the mount: served by l (not by another load) and read here. */
+static int brings(const yfs_mount *m, const yfs_plan *owner, uint64_t l, uint32_t q)
+{
+    const sh_schedule *sched = &owner->plan.schedule;
+    return sched->source[sched->position[q]] == l && yfs_page_read_here(m, owner, q);
+}
+
+/* The pages of load l from page `first` on that one read brings: up to
+ * *last, which grows while the read's range (the first page's offset to
+ * the furthest end) stays within twice the bytes of the pages it brings
+ * (whole when the load brings that much in all). Its range in *start,
+ * *end. */
+static void next_run(const yfs_mount *m, const yfs_plan *owner, uint64_t l, uint32_t first,
+                     uint32_t *last, uint64_t *start, uint64_t *end)
+{
+    const ix_index *ix = m->ix;
+    const sh_load *load = &owner->plan.schedule.loads[l];
+    uint64_t bytes = ix->pages[first].length;
+    *start = ix->pages[first].offset;
+    *end = *start + ix->pages[first].length;
+    *last = first;
+    for (uint32_t q = first + 1; q < load->first_page + load->pages; q++) {
+        if (!brings(m, owner, l, q))
+            continue;
+        uint64_t e = pages_end(ix, *last + 1, q);
+        e = e > *end ? e : *end;
+        if (e - *start > 2 * (bytes + ix->pages[q].length))
+            break;
+        bytes += ix->pages[q].length;
+        *end = e;
+        *last = q;
+    }
+}
+
+/* Run load l of owner's plan: read the pages it brings for the files open
+ * on the mount (brings), hand the page at `want` (an order position;
+ * UINT64_MAX: none) to the caller in *raw (charged to hold) and park the
+ * others. A load that brings at least half its chunk's bytes reads the
+ * chunk in one I/O; else each run of its pages near each other is read in
+ * one (a rank that reads one part of 8 of 64 KiB pages fetched the whole
+ * files in chunks, 816 MB for its 205). *raw stays NULL when the chunk could
+ * not be read or the accountant refused the memory. Returns 1 when read, 0
+ * when its offsets do not ascend (its pages are read alone, which reports
+ * any error), -1 when the accountant refused its buffers. */
 static int execute(yfs_mount *m, yfs_plan *owner, uint64_t l, uint64_t want, yfs_hold *hold,
                    uint8_t **raw)
 {
@@ -170,52 +219,68 @@ static int execute(yfs_mount *m, yfs_plan *owner, uint64_t l, uint64_t want, yfs
     *raw = NULL;
     if (chunk_range(ix, load, &start, &end) < 0)
         return 0;
-    /* The pages it serves to the files open here are reserved with its
-     * buffer, all or nothing: a load that parked only some would leave the
-     * others to be read alone, one storage round trip each. A load that
-     * brings more than twice those is not read whole (yfs_page_fetch). */
-    uint64_t served = 0;
+    /* The pages it brings are reserved with its buffers, all or nothing: a
+     * load that parked only some would leave the others to be read alone,
+     * one storage round trip each. */
+    uint64_t served = 0, buffers = 0;
     for (uint32_t q = load->first_page; q < load->first_page + load->pages; q++)
-        if (sched->source[sched->position[q]] == l && yfs_page_read_here(m, owner, q))
-            served += ix->pages[q].length;
-    if (2 * served < end - start)
-        return 0;
-    if (yfs_budget_reserve(m->budget, end - start, YFS_MEM_CHUNKS, YFS_PREFETCH, hold) < 0)
+        served += brings(m, owner, l, q) ? ix->pages[q].length : 0;
+    int whole = 2 * served >= end - start;
+    for (uint32_t q = load->first_page; !whole && q < load->first_page + load->pages; q++) {
+        uint64_t s, e;
+        if (brings(m, owner, l, q)) {
+            next_run(m, owner, l, q, &q, &s, &e);
+            buffers += e - s;
+        }
+    }
+    if (whole)
+        buffers = end - start;
+    if (yfs_budget_reserve(m->budget, buffers, YFS_MEM_CHUNKS, YFS_PREFETCH, hold) < 0)
         return -1;
     if (yfs_budget_reserve(m->budget, served, YFS_MEM_RAW, YFS_PREFETCH, hold) < 0) {
-        yfs_budget_release(m->budget, end - start, YFS_MEM_CHUNKS, hold);
+        yfs_budget_release(m->budget, buffers, YFS_MEM_CHUNKS, hold);
         return -1;
     }
-    /* Mapped, not malloc'ed: many loads in flight at once left holes in
-     * the heap that stayed resident after they were freed. */
-    uint8_t *buf = yfs_segment_alloc(end - start);
     pq_error ignored; /* the pages are then read alone, which reports the error */
     uint32_t file = ix->chunks[ix_locate(ix, load->first_page)].file;
-    int rc = buf ? storage_read(m, file, start, buf, end - start, load->first_page, load->pages,
-                                NULL, &ignored)
-                 : -1;
-    if (rc == 0) {
-        yfs_count(&m->stats.chunk_loads, 1);
-        for (uint32_t q = load->first_page; q < load->first_page + load->pages; q++) {
-            uint32_t pos = sched->position[q];
-            if (sched->source[pos] != l || !yfs_page_read_here(m, owner, q))
+    int read = 0;
+    for (uint32_t q = load->first_page; q < load->first_page + load->pages; q++) {
+        uint32_t last = load->first_page + load->pages - 1;
+        if (!whole) {
+            if (!brings(m, owner, l, q))
+                continue;
+            next_run(m, owner, l, q, &last, &start, &end);
+        }
+        /* Mapped, not malloc'ed: many loads in flight at once left holes
+         * in the heap that stayed resident after they were freed. */
+        uint8_t *buf = yfs_segment_alloc(end - start);
+        int rc = buf ? storage_read(m, file, start, buf, end - start, q, last - q + 1, NULL,
+                                    &ignored)
+                     : -1;
+        for (uint32_t r = q; rc == 0 && r <= last; r++) {
+            if (!brings(m, owner, l, r))
                 continue; /* read, but served by another load, or of no file here */
-            const ix_page *p = &ix->pages[q];
+            const ix_page *p = &ix->pages[r];
             uint8_t *copy = malloc(p->length ? p->length : 1);
             if (!copy)
                 continue;
             served -= p->length; /* its share goes with it */
             memcpy(copy, buf + (p->offset - start), p->length);
+            uint32_t pos = sched->position[r];
             if (pos == want)
                 *raw = copy;
             else
                 park_from_load(m, plan, loads, pos, copy, p->length, hold);
         }
+        yfs_segment_free(buf, end - start);
+        read |= rc == 0;
+        q = last;
     }
-    yfs_segment_free(buf, end - start);
+    if (read)
+        yfs_count(&m->stats.chunk_loads, 1);
     yfs_budget_release(m->budget, served, YFS_MEM_RAW, hold); /* what was not handed out */
-    yfs_budget_release(m->budget, end - start, YFS_MEM_CHUNKS, hold);
-    return rc == 0;
+    yfs_budget_release(m->budget, buffers, YFS_MEM_CHUNKS, hold);
+    return read;
 }
 
 /* The state machines below are one byte each, of a load (l->state) or of
@@ -308,7 +373,7 @@ int yfs_loads_run(yfs_mount *m, yfs_plan *owner, uint64_t load, uint64_t pos, in
         finish(l, &l->state[load], DONE);
         return 1;
     }
-    /* Not read whole (its pages are read alone from now on: the engine
+    /* Not readable (its pages are read alone from now on: the engine
      * queues each when its segment comes) or refused (it may run later for
      * its other pages): the page alone, now, in the same step as the load
      * leaves LOADING (a build waiting for the load then waits for the
@@ -375,16 +440,6 @@ int yfs_loads_page_queued(yfs_loads *l, uint64_t pos)
     return queued;
 }
 
-/* The end of the last byte of pages [from, to] of one run (offsets
- * ascend, lengths come from the file: the furthest end, not the last's). */
-static uint64_t pages_end(const ix_index *ix, uint32_t from, uint32_t to)
-{
-    uint64_t end = 0;
-    for (uint32_t q = from; q <= to; q++)
-        if (ix->pages[q].offset + ix->pages[q].length > end)
-            end = ix->pages[q].offset + ix->pages[q].length;
-    return end;
-}
 
 /* Take, besides pos (LOADING already), the pages of its load the engine has
  * queued to read alone that lie near it on storage (lock not held): they

@@ -60,11 +60,11 @@ void yfs_loads_destroy(yfs_loads *l);
  * plan->loads), malloc'ed for the caller and charged to hold (entered by
  * the caller) as *len bytes of YFS_MEM_RAW: the caller frees them and
  * releases the charge.
- * A load whose pages the files open on the mount read (yfs_page_read_here)
- * hold less than half its bytes is not read whole: its pages are read
- * alone, those the engine queues near each other together (a node that
- * reads one part of 8 of 64 KiB pages fetched all the files, 816 MB, for
- * its 205 MB). */
+ * A load brings only the pages the files open on the mount read
+ * (yfs_page_read_here): when they hold less than half its chunk's bytes it
+ * reads each run of them near each other in one read instead of the chunk
+ * (a node that reads one part of 8 of 64 KiB pages fetched all the files,
+ * 816 MB, for its 205 MB). */
 int yfs_page_fetch(yfs_mount *m, yfs_plan *plan, uint64_t pos, yfs_hold *hold, uint8_t **raw,
                    uint32_t *len, pq_error *err);
 /* The same for global page `page`, read on its own. */
@@ -89,11 +89,11 @@ void yfs_loads_unqueue(yfs_loads *loads, uint64_t l);
  * pages one after another: 8 parts of 64 KiB pages at 50 ms a read and
  * mem=256M served 0.3 x their figure without latency, 0.44 x with this;
  * bench/results/latency_budget.md.) Returns
- * 1 when the load, or the page, was read (or the load is not read whole:
- * yfs_page_fetch); 0 when the load was no longer queued (a build took it);
- * -1 when neither was read (a build will). A load not read whole reads the
- * page at `pos` alone the same way, and is done: its other pages are read
- * alone when queued (yfs_loads_queue_page). */
+ * 1 when the load, or the page, was read (or the load cannot be read: its
+ * page offsets do not ascend); 0 when the load was no longer queued (a
+ * build took it); -1 when neither was read (a build will). A load that
+ * cannot be read reads the page at `pos` alone the same way, and is done:
+ * its other pages are read alone when queued (yfs_loads_queue_page). */
 int yfs_loads_run(yfs_mount *m, yfs_plan *plan, uint64_t l, uint64_t pos, int for_build,
                   yfs_hold *hold);
 
