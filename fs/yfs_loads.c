@@ -172,9 +172,8 @@ static int brings(const yfs_mount *m, const yfs_plan *owner, uint64_t l, uint32_
 
 /* The pages of load l from page `first` on that one read brings: up to
  * *last, which grows while the read's range (the first page's offset to
- * the furthest end) stays within twice the bytes of the pages it brings
- * (whole when the load brings that much in all). Its range in *start,
- * *end. */
+ * the furthest end) stays within twice the bytes of the pages it brings.
+ * Its range in *start, *end. */
 static void next_run(const yfs_mount *m, const yfs_plan *owner, uint64_t l, uint32_t first,
                      uint32_t *last, uint64_t *start, uint64_t *end)
 {
@@ -205,8 +204,9 @@ static void next_run(const yfs_mount *m, const yfs_plan *owner, uint64_t l, uint
  * one (a rank that reads one part of 8 of 64 KiB pages fetched the whole
  * files in chunks, 816 MB for its 205). *raw stays NULL when the chunk could
  * not be read or the accountant refused the memory. Returns 1 when read, 0
- * when its offsets do not ascend (its pages are read alone, which reports
- * any error), -1 when the accountant refused its buffers. */
+ * when its offsets do not ascend or its reads failed (its pages are read
+ * alone, which reports any error), -1 when the accountant refused its
+ * buffers. */
 static int execute(yfs_mount *m, yfs_plan *owner, uint64_t l, uint64_t want, yfs_hold *hold,
                    uint8_t **raw)
 {
