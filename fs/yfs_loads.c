@@ -440,7 +440,6 @@ int yfs_loads_page_queued(yfs_loads *l, uint64_t pos)
     return queued;
 }
 
-
 /* Take, besides pos (LOADING already), the pages of its load the engine has
  * queued to read alone that lie near it on storage (lock not held): they
  * go LOADING, and `group` gets pos and them, in storage order; returns how

@@ -56,10 +56,11 @@ struct ix_stream {
     uint64_t ahead_stop; /* where the open reads ahead end (<= end) */
     uint64_t ahead_until; /* reads ahead opened from now on stop here (0: at end) */
     /* A resumed stream over slow storage: its body's reads ahead, opened at
-     * the mark's body_offset before the header and levels are read, taken
-     * over at the seek there (one round trip for both, not two). */
+     * the mark's body_offset (early_at) before the header and levels are
+     * read, taken over at the seek there (one round trip for both, not
+     * two); ahead_stop is theirs meanwhile. */
     ix_ahead *ahead_early;
-    uint64_t early_at, early_stop;
+    uint64_t early_at;
     uint8_t *buf;
     size_t buf_cap, have, at;
     uint32_t crc;  /* zlib crc32 of the bytes read so far */
@@ -300,17 +301,14 @@ static int seek_body(void *ctx, uint64_t offset, pq_error *err)
     ix_stream_shed(s);
     if (s->ahead_early) { /* in flight since the resume began, if it starts here */
         assert(s->ahead_state != AHEAD_ON);
-        int here = s->early_at == s->pos;
-        if (here) {
-            s->ahead = s->ahead_early;
-            s->ahead_stop = s->early_stop;
-            s->ahead_state = AHEAD_ON;
-        } else {
-            ix_ahead_close(s->ahead_early);
-        }
+        ix_ahead *early = s->ahead_early;
         s->ahead_early = NULL;
-        if (here)
+        if (s->early_at == s->pos) {
+            s->ahead = early;
+            s->ahead_state = AHEAD_ON;
             return 0;
+        }
+        ix_ahead_close(early);
     }
     if (s->resume_at) { /* the resumed page's body from the mark's block on */
         s->ahead_state = s->ahead_after_seek;
@@ -791,7 +789,6 @@ ix_stream *ix_stream_resume(const ix_index *ix, uint64_t page, const ix_dict_sou
         if (s->ahead_state == AHEAD_ON) {
             s->ahead_early = s->ahead;
             s->early_at = m->body_offset;
-            s->early_stop = s->ahead_stop;
             s->ahead = NULL;
         }
         s->ahead_state = AHEAD_NEVER;
