@@ -29,9 +29,10 @@ typedef struct slot {
 struct ix_ahead {
     const ix_index *ix;
     uint32_t file;
-    uint64_t offset, length;
+    uint64_t offset;
+    uint64_t length;     /* guarded by lock: the consumer extends it (ix_ahead_extend) */
     size_t window;
-    uint64_t windows;    /* in the range */
+    uint64_t windows;    /* in the range; guarded by lock, like length */
     pthread_mutex_t lock; /* guards the slots' state and window, issued and closing */
     pthread_cond_t change; /* a slot filled or emptied, or closing */
     int closing;
@@ -64,9 +65,9 @@ static void *read_ahead(void *arg)
         s->state = READING;
         s->window = a->issued++;
         uint64_t from = s->window * a->window;
+        s->len = a->length - from < a->window ? (size_t)(a->length - from) : a->window;
         pthread_mutex_unlock(&a->lock);
         /* unlocked: the consumer leaves a slot alone until it is FULL */
-        s->len = a->length - from < a->window ? (size_t)(a->length - from) : a->window;
         s->read = 0;
         s->moved = 0;
         s->rc = ix_read_checked(a->ix, a->file, a->offset + from, s->buf, s->len, &s->read,
@@ -122,6 +123,18 @@ int ix_ahead_deepen(ix_ahead *a)
     if (a->depth >= IX_AHEAD_WINDOWS_MAX || a->next + a->depth >= a->windows)
         return -1;
     return add_slot(a);
+}
+
+int ix_ahead_extend(ix_ahead *a, uint64_t length)
+{
+    if (length <= a->length || a->length % a->window != 0)
+        return -1;
+    pthread_mutex_lock(&a->lock);
+    a->length = length;
+    a->windows = (length + a->window - 1) / a->window;
+    pthread_cond_broadcast(&a->change); /* idle slots take the new windows */
+    pthread_mutex_unlock(&a->lock);
+    return 0;
 }
 
 unsigned ix_ahead_depth(const ix_ahead *a)

@@ -69,6 +69,12 @@ int ix_ahead_read(ix_ahead *a, void *dst, size_t n, uint64_t *bytes_read, int *m
  * when every window of the range is in flight or read already, or out of
  * memory or threads: the reads go on as they were. */
 int ix_ahead_deepen(ix_ahead *a);
+/* The range goes on to `length` bytes from its offset (more than it had):
+ * windows past the old end are read ahead as the consumer frees slots, in
+ * the same windows a range opened that long would have. -1, and nothing
+ * changes, when the old range ended in a short window (its bytes are read
+ * to that end already, or being read). */
+int ix_ahead_extend(ix_ahead *a, uint64_t length);
 /* Windows kept in flight. */
 unsigned ix_ahead_depth(const ix_ahead *a);
 

@@ -53,7 +53,7 @@ struct ix_stream {
      * and not yet used (a header probe reads on into the body). */
     uint64_t pos, end;
     ix_ahead *ahead;     /* the range's next windows in flight (NULL: read directly) */
-    uint64_t ahead_stop; /* where the open reads ahead end (<= end) */
+    uint64_t ahead_from, ahead_stop; /* where the open reads ahead begin and end (<= end) */
     uint64_t ahead_until; /* reads ahead opened from now on stop here (0: at end) */
     /* A resumed stream over slow storage: its body's reads ahead, opened at
      * the mark's body_offset (early_at) before the header and levels are
@@ -126,6 +126,19 @@ static int row_grows(void *ctx, size_t more, pq_error *err)
     return commit(ctx, more, 0, err);
 }
 
+/* Where reads ahead opened at `from` end for a stop at `until` (0: none):
+ * the entry's end, or `until` rounded up to whole windows from `from`, so
+ * that every window but the entry's last is whole and the reads can go on
+ * past it (ix_ahead_extend). */
+static uint64_t ahead_end(const ix_stream *s, uint64_t from, uint64_t until)
+{
+    if (!until || until >= s->end)
+        return s->end;
+    uint64_t windows = until > from ? (until - from + s->window - 1) / s->window : 1;
+    uint64_t stop = from + windows * s->window;
+    return stop < s->end ? stop : s->end;
+}
+
 /* Start reading the rest of the range ahead (ix_stream.h says when). Out of
  * memory or threads, the stream reads on directly: only speed differs.
  * Refused room, it tries again at its next read. */
@@ -137,7 +150,7 @@ static void start_ahead(ix_stream *s)
         return;
     if (s->ahead_until && s->ahead_until <= s->pos)
         s->ahead_until = 0; /* passed: the rest of the range is read ahead */
-    uint64_t stop = s->ahead_until && s->ahead_until < s->end ? s->ahead_until : s->end;
+    uint64_t stop = ahead_end(s, s->pos, s->ahead_until);
     if (stop - s->pos <= s->window) { /* read directly up to it, ahead again after */
         s->ahead_state = AHEAD_SHED;
         return;
@@ -156,6 +169,7 @@ static void start_ahead(ix_stream *s)
     s->ahead = ix_ahead_open(s->ix, s->file_index, s->pos, stop - s->pos, s->window, open,
                              &ignored);
     s->ahead_open = open;
+    s->ahead_from = s->pos;
     s->ahead_stop = stop;
     if (s->ahead)
         s->ahead_state = AHEAD_ON;
@@ -193,7 +207,6 @@ static int read_on(ix_stream *s, uint8_t *dst, size_t n, pq_error *err)
         if (read_on(s, dst, head, err) < 0)
             return -1;
         ix_stream_shed(s);
-        s->ahead_until = 0;
         return read_on(s, dst + head, n - head, err);
     }
     if (s->ahead_state == AHEAD_SHED)
@@ -923,6 +936,11 @@ size_t ix_stream_shed(ix_stream *s)
 void ix_stream_ahead_until(ix_stream *s, uint64_t offset)
 {
     s->ahead_until = offset;
+    /* the reads ahead open go on to the new stop, from where they began */
+    ix_ahead *open = s->ahead_state == AHEAD_ON ? s->ahead : s->ahead_early;
+    uint64_t stop = open ? ahead_end(s, s->ahead_from, offset) : 0;
+    if (open && stop > s->ahead_stop && ix_ahead_extend(open, stop - s->ahead_from) == 0)
+        s->ahead_stop = stop;
 }
 
 int ix_stream_pausable(const ix_stream *s)

@@ -242,13 +242,16 @@ void ix_stream_charge(ix_stream *s, ix_stream_grow_fn grow, void *ctx, size_t gr
 size_t ix_stream_shed(ix_stream *s);
 /* What ix_stream_shed would free now. */
 size_t ix_stream_sheddable(const ix_stream *s);
-/* Reads ahead opened from now on stop at file offset `offset` (0: at the
- * entry's end), where a caller knows its stream pauses (the start of the
- * next unit it keeps nowhere: ix_stream_mark.body_offset): reading ahead
- * past it fetches bytes the stream is let go before using. Reads ahead
- * open already are not cut. A stream that reads on past the offset reads
- * the bytes before it from its reads ahead, then reads ahead again from
- * there to the entry's end (a round trip later): only the pace differs. */
+/* Reads ahead stop at file offset `offset` (0: at the entry's end),
+ * rounded up to whole windows, where a caller knows its stream pauses (the
+ * start of the next unit it keeps nowhere: ix_stream_mark.body_offset; the
+ * end of the next unit it frames): reading ahead past it fetches bytes the
+ * stream is let go before using, and a paused stream holds them. Reads
+ * ahead open already are not cut, but go on to a later stop without a
+ * break. A stream that reads on past the stop reads the bytes before it
+ * from its reads ahead, then reads ahead again from there (to a later stop
+ * set meanwhile, else to the entry's end; a round trip later): only the
+ * pace differs. */
 void ix_stream_ahead_until(ix_stream *s, uint64_t offset);
 
 /* Release everything. NULL is fine. */

@@ -70,6 +70,60 @@ Test(ahead, reads_of_any_size_give_the_files_bytes_in_order)
     ix_free(ix);
 }
 
+/* A range extended while it is read (ix_ahead_extend: a stream whose stop
+ * moves on, ix_stream_ahead_until) hands over the bytes a range opened that
+ * long would have, counted once each, at whatever point it is extended:
+ * before any read, in the middle, at the old end; one that ended in a
+ * short window is not extended and keeps its bytes. */
+Test(ahead, an_extended_range_gives_the_bytes_of_the_longer_one)
+{
+    ix_index *ix = build(TIX_SAMPLE);
+    const size_t window = 4096;
+    uint64_t offset = 4, length = ix->files[0].size - 12;
+    uint64_t first = 3 * window; /* the range opened: whole windows */
+    cr_assert_gt(length, first + window);
+    uint8_t *want = file_bytes(ix, TIX_SAMPLE, offset, length);
+    uint8_t *got = malloc(length);
+    const uint64_t extend_at[] = { 0, window + 5, first };
+    for (size_t e = 0; e < sizeof extend_at / sizeof *extend_at; e++) {
+        pq_error err;
+        ix_ahead *a = ix_ahead_open(ix, 0, offset, first, window, 2, &err);
+        cr_assert_not_null(a, "%s", err.msg);
+        uint64_t read = 0, at = 0, end = first;
+        int moved = 0, waited = 0;
+        while (at < length) {
+            if (at == extend_at[e] && end == first) {
+                cr_assert_eq(ix_ahead_extend(a, length), 0);
+                end = length;
+            }
+            uint64_t stop = end > extend_at[e] && at < extend_at[e] ? extend_at[e] : end;
+            size_t n = stop - at < 1000 ? (size_t)(stop - at) : 1000;
+            cr_assert_eq(ix_ahead_read(a, got + at, n, &read, &moved, &waited, &err), 0, "%s",
+                         err.msg);
+            at += n;
+        }
+        ix_ahead_close(a);
+        cr_assert(memcmp(got, want, length) == 0, "extended at %llu: bytes differ",
+                  (unsigned long long)extend_at[e]);
+        cr_assert_eq(read, length, "extended at %llu: every window counted once",
+                     (unsigned long long)extend_at[e]);
+    }
+    pq_error err;
+    ix_ahead *a = ix_ahead_open(ix, 0, offset, first + 100, window, 2, &err);
+    cr_assert_not_null(a, "%s", err.msg);
+    cr_assert_eq(ix_ahead_extend(a, length), -1, "a short last window is not extended");
+    cr_assert_eq(ix_ahead_extend(a, first), -1, "nor a range shortened");
+    uint64_t read = 0;
+    int moved = 0, waited = 0;
+    cr_assert_eq(ix_ahead_read(a, got, first + 100, &read, &moved, &waited, &err), 0, "%s",
+                 err.msg);
+    cr_assert(memcmp(got, want, first + 100) == 0);
+    ix_ahead_close(a);
+    free(got);
+    free(want);
+    ix_free(ix);
+}
+
 /* Storage slower than the consumer (2 ms a window): the consumer waits,
  * deepens at each wait up to the most, and gets the same bytes; a range of
  * fewer windows than that stops deepening once every window is in flight. */

@@ -847,9 +847,10 @@ static void same_records_from(ix_index *ix, uint64_t p, const ix_dict_source *di
 /* A stream told to stop reading ahead at an offset of its entry
  * (ix_stream_ahead_until: where its caller expects to pause) reads on past
  * it all the same, with the same records: stops inside the first window,
- * a few windows in, halfway; opened at the entry's start or resumed from a
- * mark (whose reads ahead open with its header probe), on text, numbers,
- * and rows that continue over many pages. */
+ * a few windows in, halfway, and stops moved on as it reads; opened at the
+ * entry's start or resumed from a mark (whose reads ahead open with its
+ * header probe), on text, numbers, and rows that continue over many
+ * pages. */
 Test(stream, a_stream_that_stops_reading_ahead_reads_on_with_the_same_records)
 {
     static const struct { const char *path, *column; } files[] = {
@@ -872,6 +873,33 @@ Test(stream, a_stream_that_stops_reading_ahead_reads_on_with_the_same_records)
                 ix_stream_opts opts = { .read_size = 4096, .window = window, .ahead = 1,
                                         .ahead_until = e->offset + deltas[d] };
                 same_records_from(ix, p, &dicts, &opts, NULL, 0, &w);
+            }
+            /* a stop moved on as the stream goes (as a build frames one unit
+             * after another: fs/yfs_units.c), before or after the stream
+             * reaches it: the reads ahead go on without a break, or open
+             * again past it */
+            for (size_t d = 0; d < 2; d++) {
+                const uint64_t step = d ? window / 3 : e->length / 8 + 1;
+                ix_stream_opts opts = { .read_size = 4096, .window = window, .ahead = 1,
+                                        .ahead_until = e->offset + step };
+                pq_error err;
+                void *dict = NULL;
+                uint64_t read = 0;
+                ix_stream *s = ix_stream_open(ix, p, &dicts, &dict, &opts, &read, &err);
+                cr_assert_not_null(s, "%s", err.msg);
+                ix_record r;
+                uint32_t k = 0;
+                int rc;
+                for (; (rc = ix_stream_next(s, &r, &err)) == 1; k++) {
+                    cr_assert_lt(k, w.count);
+                    assert_same_record(ix, &r, &w.recs[k], p, k);
+                    if (k % 7 == 6)
+                        ix_stream_ahead_until(s, e->offset + step * (2 + k / 7));
+                }
+                cr_assert_eq(rc, 0, "entry %llu: %s", (unsigned long long)p, err.msg);
+                cr_assert_eq(k, w.count);
+                ix_stream_close(s);
+                tix_free_dictionary(dict);
             }
             /* a mark halfway, resumed with stops just past its body offset */
             pq_error err;
