@@ -391,15 +391,58 @@ static void note_mark(yfs_mount *m, const ix_stream *s, uint64_t unit)
         yfs_streams_mark(m->streams, unit, &mark);
 }
 
+/* Past the SNAPPY block a mark is in, by more than a block's compressed
+ * size (64 KiB of values, a few bytes more at worst). */
+#define AHEAD_STOP_SLACK ((uint64_t)128 << 10)
+
+/* The file offset near which unit v's bytes begin in its page: its mark's
+ * block, when a mark is kept, else where its framed bytes begin scaled to
+ * the entry's bytes (a guess: the entry's records compress about alike). */
+static uint64_t unit_begins(yfs_mount *m, uint64_t v, uint64_t first_unit)
+{
+    uint64_t at;
+    if (yfs_streams_mark_offset(m->streams, v, &at))
+        return at;
+    const sh_cut *cut = &m->units.cut;
+    uint32_t page = yfs_unit_page(m, (uint32_t)v);
+    const ix_page *p = &m->ix->pages[page];
+    uint64_t before = 0;
+    for (uint64_t w = first_unit; w < v; w++)
+        before += sh_unit_at(m->page_summary, cut, m->ix->num_pages, (uint32_t)w).bytes;
+    return p->offset + (p->framed ? (uint64_t)((double)p->length * before / p->framed) : 0);
+}
+
+/* Where a stream framing `unit` of its page stops reading ahead
+ * (ix_stream_ahead_until), moved on at each later unit it frames
+ * (frame_stream): past the next unit when a file here still wants it (the
+ * stream likely pauses at it for the build that frames it next, its bytes
+ * read ahead meanwhile), else at that unit's start, where it pauses at the
+ * latest (unless a running build claims that unit); 0, no stop, at the
+ * page's last units. Without a stop a stream read ahead to its depth (4 to
+ * 16 MiB) wherever it paused: on a node that reads one part of 8 of
+ * DuckDB's text at 50 ms a read, its second epoch fetched 399 MB for a part
+ * of 195 MB, 194 with these stops (bench/results/node_parts.md). */
+static uint64_t ahead_stop(yfs_mount *m, const yfs_plan *plan, uint64_t unit,
+                           uint64_t first_unit, uint64_t end_unit)
+{
+    uint64_t next = unit + 1;
+    if (next < end_unit && still_wanted(plan, next))
+        next++;
+    return next < end_unit ? unit_begins(m, next, first_unit) + AHEAD_STOP_SLACK : 0;
+}
+
 /* Frame `units` units of the page from the stream s, positioned at the
  * first record of unit `from`, into the blocks given (block[k] for unit
  * from + k; NULL: passed over), leaving a copy of s at each unit whose
- * copy[k] is wanted. Stops after the last unit that has a block, and
- * returns how many units it went through, or -1. */
-static int64_t frame_stream(yfs_mount *m, ix_stream *s, uint64_t from, uint32_t units,
-                            uint8_t **block, stream_copy *copy, yfs_hold *hold, pq_error *err)
+ * copy[k] is wanted; from the build's unit `unit` on, the reads ahead go
+ * on to each unit's stop (ahead_stop). Stops after the last unit that has
+ * a block, and returns how many units it went through, or -1. */
+static int64_t frame_stream(yfs_mount *m, const yfs_plan *plan, ix_stream *s, uint64_t unit,
+                            uint64_t from, uint32_t units, uint8_t **block, stream_copy *copy,
+                            yfs_hold *hold, pq_error *err)
 {
     const sh_cut *cut = m->units.cut.first_unit ? &m->units.cut : NULL;
+    uint64_t first_unit = cut ? cut->first_unit[yfs_unit_page(m, (uint32_t)from)] : from;
     uint32_t last = units;
     while (last > 0 && !block[last - 1])
         last--;
@@ -412,6 +455,8 @@ static int64_t frame_stream(yfs_mount *m, ix_stream *s, uint64_t from, uint32_t 
         if (copy[k].wanted)
             copy_stream(m, s, hold, &copy[k]);
         note_mark(m, s, from + k);
+        if (from + k > unit)
+            ix_stream_ahead_until(s, ahead_stop(m, plan, from + k, first_unit, from + units));
         for (uint32_t r = 0; rc > 0 && r < u.records; r++) {
             ix_record rec;
             rc = ix_stream_next(s, &rec, err);
@@ -462,36 +507,16 @@ static int stream_grows(void *ctx, size_t more, int may_refuse, pq_error *err)
     return 0;
 }
 
-/* Whether none of the units [from, unit) is still wanted: a stream there
- * would pass them for nothing. */
-static int nothing_wanted_between(const yfs_plan *plan, uint64_t from, uint64_t unit)
+/* Whether no running build waits for any of the units [from, unit) (each
+ * read here, the builds that frame them yet to start): a stream paused
+ * there would frame them for nobody now on its way to the unit, parking
+ * them as room allows, and no longer wait there for their builds. */
+static int nothing_wanted_between(yfs_mount *m, uint64_t from, uint64_t unit)
 {
     for (uint64_t v = from; v < unit; v++)
-        if (still_wanted(plan, v))
+        if (yfs_wants_waiting(m->wants, (uint32_t)v))
             return 0;
     return 1;
-}
-
-/* Past the SNAPPY block a mark is in, by more than a block's compressed
- * size (64 KiB of values, a few bytes more at worst). */
-#define AHEAD_STOP_SLACK ((uint64_t)128 << 10)
-
-/* Where a stream going through `unit` of its page stops reading ahead
- * (ix_stream_ahead_until): at the mark of the first later unit that no
- * file here still wants, where it pauses at the latest (unless a running
- * build claims that unit meanwhile); 0, no stop, when that unit has no
- * mark or the page's units are all wanted. On a node that reads one part
- * of 8, the next unit is another part's: a stream resumed at its unit read
- * 4 MiB ahead for 1.3 MB of DuckDB's text. */
-static uint64_t ahead_stop(yfs_mount *m, const yfs_plan *plan, uint64_t unit, uint64_t end_unit)
-{
-    for (uint64_t v = unit + 1; v < end_unit; v++) {
-        if (still_wanted(plan, v))
-            continue;
-        uint64_t at;
-        return yfs_streams_mark_offset(m->streams, v, &at) ? at + AHEAD_STOP_SLACK : 0;
-    }
-    return 0;
 }
 
 /* When the unit's mark is kept: what yfs_streams_take handed over in ps goes
@@ -524,7 +549,8 @@ static int stream_from_mark(yfs_mount *m, const sh_unit *u, uint32_t unit, uint6
 /* The stream of the page paused at the latest unit up to `unit`, or a new
  * one over the page (positioned at its first unit); but the unit's mark
  * (yfs_streams.h) instead of a new stream, or of a paused one that would
- * pass only units no file here still wants (still_wanted); its reads ahead
+ * pass only units no running build waits for (nothing_wanted_between: the
+ * paused stream stays where their builds will want it); its reads ahead
  * stop where it is likely to pause (ahead_stop). Returns 1 when the page is
  * better decoded whole after all (its first header says it is small
  * enough), 0, or -1. */
@@ -532,14 +558,14 @@ static int stream_for(yfs_mount *m, yfs_plan *plan, const sh_unit *u, uint32_t u
                       uint64_t first_unit, uint64_t end_unit, yfs_hold *hold, page_stream *ps,
                       pq_error *err)
 {
-    uint64_t stop = ahead_stop(m, plan, unit, end_unit);
+    uint64_t stop = ahead_stop(m, plan, unit, first_unit, end_unit);
     ps->src = (yfs_dict_source){ m->dicts, hold };
     ps->dicts = yfs_dicts_source(&ps->src);
     ps->budget = m->budget;
     ps->hold = hold;
     ps->s = yfs_streams_take(m->streams, u->page, unit, first_unit, hold, &ps->from, &ps->dict,
                              &ps->charged);
-    if (unit > ps->from && (!ps->s || nothing_wanted_between(plan, ps->from, unit))) {
+    if (unit > ps->from && (!ps->s || nothing_wanted_between(m, ps->from, unit))) {
         int marked = stream_from_mark(m, u, unit, stop, hold, ps, err);
         if (marked != 0)
             return marked < 0 ? -1 : 0;
@@ -666,7 +692,8 @@ static int frame_streamed(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_
         }
         lost = 0;
     }
-    int64_t through = rc == 0 ? frame_stream(m, ps.s, ps.from, units, block, copy, hold, err)
+    int64_t through = rc == 0 ? frame_stream(m, plan, ps.s, unit, ps.from, units, block, copy,
+                                           hold, err)
                               : -1;
     if (rc == 0 && through < 0)
         rc = -1;
@@ -678,6 +705,8 @@ static int frame_streamed(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_
     int pause = rc == 0 && through < units;
     if (pause && !ix_stream_pausable(ps.s))
         rc = ix_stream_finish(ps.s, err);
+    if (pause && rc == 0)
+        note_mark(m, ps.s, ps.from + (uint64_t)through);
     /* before the stream is let go: a build waiting for it (yfs_streams_wait)
      * looks for a paused stream at or before its unit once it is */
     keep_copies(m, u->page, ps.from, units, copy, rc == 0, hold);

@@ -110,6 +110,15 @@ void *yfs_wants_claim(yfs_wants *w, uint32_t unit)
     return slot;
 }
 
+int yfs_wants_waiting(yfs_wants *w, uint32_t unit)
+{
+    pthread_mutex_lock(&w->lock);
+    want *e = find(w, unit);
+    int waiting = e && e->state == WANTED;
+    pthread_mutex_unlock(&w->lock);
+    return waiting;
+}
+
 int yfs_wants_begin(yfs_wants *w, uint32_t unit, const void *slot, yfs_hold *hold)
 {
     pthread_mutex_lock(&w->lock);

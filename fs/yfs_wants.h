@@ -45,6 +45,9 @@ void yfs_wants_remove(yfs_wants *w, uint32_t unit, const void *slot, yfs_hold *h
  * (who alone may touch it until yfs_wants_end), or NULL when it is not
  * WANTED. */
 void *yfs_wants_claim(yfs_wants *w, uint32_t unit);
+/* Whether a running build waits for the unit to be framed (its slot is
+ * registered and nobody frames it yet): what yfs_wants_claim would claim. */
+int yfs_wants_waiting(yfs_wants *w, uint32_t unit);
 /* The owner's own unit, to be framed into slot: 1 when it is FILLED
  * already (nothing to do), else 0 and the caller frames it (FILLING for it
  * if registered), waiting first while another frames it. */
