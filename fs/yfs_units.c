@@ -414,21 +414,22 @@ static uint64_t unit_begins(yfs_mount *m, uint64_t v, uint64_t first_unit)
 
 /* Where a stream framing `unit` of its page stops reading ahead
  * (ix_stream_ahead_until), moved on at each later unit it frames
- * (frame_stream): past the next unit when a file here still wants it (the
- * stream likely pauses at it for the build that frames it next, its bytes
- * read ahead meanwhile), else at that unit's start, where it pauses at the
- * latest (unless a running build claims that unit); 0, no stop, at the
- * page's last units. Without a stop a stream read ahead to its depth (4 to
- * 16 MiB) wherever it paused: on a node that reads one part of 8 of
- * DuckDB's text at 50 ms a read, its second epoch fetched 399 MB for a part
- * of 195 MB, 194 with these stops (bench/results/node_parts.md). */
+ * (frame_stream): at the start of the first later unit no file here still
+ * wants, where it pauses at the latest (unless a running build claims that
+ * unit meanwhile); 0, no stop, when every later unit of the page is
+ * wanted: the stream goes through them all, and its reads ahead deepen as
+ * its framing needs (one reader of DuckDB's text at 50 ms a read lost a
+ * tenth with a stop past the next unit). On a node that reads one part of
+ * 8 the next unit is another part's: without a stop a stream resumed at its
+ * unit read 4 MiB ahead for 1.3 MB of DuckDB's text, and one that read on
+ * past its stop read ahead to its entry's end (bench/results/node_parts.md). */
 static uint64_t ahead_stop(yfs_mount *m, const yfs_plan *plan, uint64_t unit,
                            uint64_t first_unit, uint64_t end_unit)
 {
-    uint64_t next = unit + 1;
-    if (next < end_unit && still_wanted(plan, next))
-        next++;
-    return next < end_unit ? unit_begins(m, next, first_unit) + AHEAD_STOP_SLACK : 0;
+    for (uint64_t v = unit + 1; v < end_unit; v++)
+        if (!still_wanted(plan, v))
+            return unit_begins(m, v, first_unit) + AHEAD_STOP_SLACK;
+    return 0;
 }
 
 /* Frame `units` units of the page from the stream s, positioned at the
