@@ -432,18 +432,18 @@ static uint64_t ahead_stop(yfs_mount *m, const yfs_plan *plan, uint64_t unit,
     return 0;
 }
 
-/* Frame `units` units of the page from the stream s, positioned at the
- * first record of unit `from`, into the blocks given (block[k] for unit
- * from + k; NULL: passed over), leaving a copy of s at each unit whose
+/* Frame `units` units of the page (whose first unit is first_unit) from
+ * the stream s, positioned at the first record of unit `from`, into the
+ * blocks given (block[k] for unit from + k; NULL: passed over), leaving a
+ * copy of s at each unit whose
  * copy[k] is wanted; from the build's unit `unit` on, the reads ahead go
  * on to each unit's stop (ahead_stop). Stops after the last unit that has
  * a block, and returns how many units it went through, or -1. */
 static int64_t frame_stream(yfs_mount *m, const yfs_plan *plan, ix_stream *s, uint64_t unit,
-                            uint64_t from, uint32_t units, uint8_t **block, stream_copy *copy,
-                            yfs_hold *hold, pq_error *err)
+                            uint64_t first_unit, uint64_t from, uint32_t units, uint8_t **block,
+                            stream_copy *copy, yfs_hold *hold, pq_error *err)
 {
     const sh_cut *cut = m->units.cut.first_unit ? &m->units.cut : NULL;
-    uint64_t first_unit = cut ? cut->first_unit[yfs_unit_page(m, (uint32_t)from)] : from;
     uint32_t last = units;
     while (last > 0 && !block[last - 1])
         last--;
@@ -508,10 +508,10 @@ static int stream_grows(void *ctx, size_t more, int may_refuse, pq_error *err)
     return 0;
 }
 
-/* Whether no running build waits for any of the units [from, unit) (each
- * read here, the builds that frame them yet to start): a stream paused
- * there would frame them for nobody now on its way to the unit, parking
- * them as room allows, and no longer wait there for their builds. */
+/* Whether no running build waits for any of the units [from, unit): a
+ * stream paused at `from` would frame them for nobody now on its way to
+ * the unit (parking them as room allows), and would no longer be there for
+ * the builds that need them later. */
 static int nothing_wanted_between(yfs_mount *m, uint64_t from, uint64_t unit)
 {
     for (uint64_t v = from; v < unit; v++)
@@ -693,8 +693,8 @@ static int frame_streamed(yfs_mount *m, yfs_plan *plan, uint32_t unit, const sh_
         }
         lost = 0;
     }
-    int64_t through = rc == 0 ? frame_stream(m, plan, ps.s, unit, ps.from, units, block, copy,
-                                           hold, err)
+    int64_t through = rc == 0 ? frame_stream(m, plan, ps.s, unit, first_unit, ps.from, units, block,
+                                           copy, hold, err)
                               : -1;
     if (rc == 0 && through < 0)
         rc = -1;
