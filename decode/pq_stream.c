@@ -662,6 +662,11 @@ pq_stream *pq_stream_fork(const pq_stream *s, const pq_page_header *h, void *ctx
     return t;
 }
 
+uint32_t pq_stream_present(const pq_stream *s)
+{
+    return s->present;
+}
+
 uint32_t pq_stream_position(const pq_stream *s)
 {
     return s->pos;

@@ -193,6 +193,9 @@ pq_stream *pq_stream_resume(const pq_column_desc *col, const pq_page_header *h,
  * page valid as far as is known, so that streaming it from its start
  * serves instead. */
 int pq_stream_resume_instead(const pq_error *err);
+/* Values the page's definition levels call for (its entries that are not
+ * null), counted when it opened. */
+uint32_t pq_stream_present(const pq_stream *s);
 /* Entries handed out or skipped so far, and in all (h->num_values). */
 uint32_t pq_stream_position(const pq_stream *s);
 uint32_t pq_stream_entries(const pq_stream *s);

@@ -264,8 +264,33 @@ fail:
     return -1;
 }
 
+/* The marks the page pass left at units (ix_unit_mark) go to the store of
+ * paused streams, as if a stream had passed each: a build resumes its unit
+ * from its mark from the first epoch on. Kept as far as the store's share
+ * for marks goes (yfs_streams.h), the units in index order. */
+static void seed_marks(yfs_mount *m)
+{
+    const ix_index *ix = m->ix;
+    const yfs_unit_map *u = &m->units;
+    if (!ix->unit_marks || !u->first_unit)
+        return;
+    uint64_t cut = 0; /* position in ix->unit_marks, as in map_units */
+    for (uint64_t p = 0; p < ix->num_pages; p++) {
+        uint64_t first = u->first_unit[p], count = u->first_unit[p + 1] - first;
+        if (count == 1)
+            continue;
+        for (uint64_t k = 0; k < count; k++) {
+            ix_stream_mark mark;
+            if (ix_unit_mark_get(ix, p, cut + k, &mark))
+                yfs_streams_mark(m->streams, first + k, &mark);
+        }
+        cut += count;
+    }
+}
+
 int yfs_mount_start(yfs_mount *m, pq_error *err)
 {
+    seed_marks(m);
     if (m->mix && yfs_mix_start(m->mix, err) < 0)
         return -1;
     if (yfs_io_start(m->io, err) < 0)

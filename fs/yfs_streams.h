@@ -40,6 +40,10 @@
  * stream at the unit itself is taken before a mark. Marks serve any epoch;
  * they are charged as YFS_MEM_PARKED, kept while they take no more than an
  * eighth of the store's cap, and never reclaimed (a few hundred bytes each).
+ * The page pass leaves marks too (index/ix_index.h, ix_unit_mark), kept in
+ * the persistent index: a mount puts them here when it starts
+ * (yfs_mount_start), the units in index order, as if a stream had passed
+ * every unit of those pages.
  */
 #ifndef YFS_STREAMS_H
 #define YFS_STREAMS_H

@@ -206,21 +206,27 @@ static void place_pages(const build *b, uint32_t c, ix_page *dst)
 }
 
 /* The units of chunk c's cut entries (ix_index.h), at dst, after checking
- * that they are as many as its entries call for and add up to their bytes. */
+ * that they are as many as its entries call for and add up to their bytes;
+ * their marks at marks_dst (NULL: the index keeps none; zeroed: none
+ * made). */
 static int place_units(const build *b, uint32_t c, const ix_page *pages, uint64_t *dst,
-                       pq_error *err)
+                       ix_unit_mark *marks_dst, pq_error *err)
 {
     const ix_scan *scan = &b->scans[c];
     const ix_chunk *ch = &b->ix->chunks[c];
     if (!ch->cut)
         return 0;
     const uint64_t *units = scan->unit_bytes;
+    const ix_unit_mark *marks = scan->unit_marks;
     uint64_t n = scan->num_units, at = 0;
     if (scan->src->cached) {
         const ix_cache_chunk *cc = &scan->src->cached->chunks[ch->row_group];
         units = cc->unit_bytes;
+        marks = cc->unit_marks;
         n = cc->num_units;
     }
+    if (marks_dst && marks)
+        memcpy(marks_dst, marks, n * sizeof *marks);
     for (uint32_t k = 0; k < scan->num_pages; k++) {
         uint32_t count = ix_units_of(&pages[k]);
         if (count == 1)
@@ -240,6 +246,19 @@ static int place_units(const build *b, uint32_t c, const ix_page *pages, uint64_
         return pq_error_set(err, "%s: row group %u: %llu shuffle units for %llu",
                             b->ix->files[ch->file].name, ch->row_group, (unsigned long long)n,
                             (unsigned long long)at);
+    return 0;
+}
+
+/* Whether a chunk brings marks at its units (ix_unit_mark). */
+static int any_marks(const build *b)
+{
+    for (uint32_t c = 0; c < b->ix->num_chunks; c++) {
+        const ix_scan *scan = &b->scans[c];
+        const ix_cache_file *cached = scan->src->cached;
+        if (cached ? cached->chunks[b->ix->chunks[c].row_group].unit_marks != NULL
+                   : scan->unit_marks != NULL)
+            return 1;
+    }
     return 0;
 }
 
@@ -319,6 +338,8 @@ static int assemble(build *b, pq_error *err)
     ix->unit_bytes = malloc((units ? units : 1) * sizeof *ix->unit_bytes);
     if (!ix->pages || !ix->unit_bytes)
         return pq_error_set(err, "out of memory for %llu pages", (unsigned long long)total);
+    if (any_marks(b) && !(ix->unit_marks = calloc(units ? units : 1, sizeof *ix->unit_marks)))
+        return pq_error_set(err, "out of memory for %llu shuffle units", (unsigned long long)units);
 
     uint64_t page = 0;
     for (uint32_t c = 0; c < ix->num_chunks; c++) {
@@ -348,7 +369,8 @@ static int assemble(build *b, pq_error *err)
         ch->dict_claims = scan->dict_claims;
         ch->has_offset_index = scan->has_offset_index;
         ch->cut = scan->src->cached ? scan->src->cached->chunks[ch->row_group].cut : scan->cut;
-        if (place_units(b, c, pages, ix->unit_bytes + ix->num_units, err) < 0)
+        if (place_units(b, c, pages, ix->unit_bytes + ix->num_units,
+                        ix->unit_marks ? ix->unit_marks + ix->num_units : NULL, err) < 0)
             return -1;
         ix->num_units += chunk_units(b, c);
         ix->offset_index_chunks += scan->has_offset_index;
@@ -622,6 +644,7 @@ done:
     for (uint32_t c = 0; b.scans && c < ix->num_chunks; c++) {
         free(b.scans[c].pages);
         free(b.scans[c].unit_bytes);
+        free(b.scans[c].unit_marks);
     }
     free(b.scans);
     free(b.todo);
@@ -652,6 +675,7 @@ void ix_free(ix_index *ix)
     free(ix->chunks);
     free(ix->pages);
     free(ix->unit_bytes);
+    free(ix->unit_marks);
     free(ix->column.path);
     ix_framing_free(&ix->framing);
     if (ix->columns)
@@ -693,5 +717,6 @@ uint64_t ix_memory_bytes(const ix_index *ix)
     return sizeof *ix + ix->num_files * sizeof *ix->files +
            ix->num_chunks * sizeof *ix->chunks + ix->num_pages * sizeof *ix->pages +
            ix->num_units * sizeof *ix->unit_bytes +
+           (ix->unit_marks ? ix->num_units * sizeof *ix->unit_marks : 0) +
            (ix->columns ? ix_columns_bytes(ix->columns) : 0);
 }

@@ -26,6 +26,7 @@ struct ix_cache {
     ix_cache_chunk *chunks; /* of all files, in file order */
     ix_page *pages;        /* of all chunks, in chunk order */
     uint64_t *units;       /* the shuffle units of all chunks, in chunk order */
+    ix_unit_mark *marks;   /* beside them: the chunks' marks at units, or zeros */
     size_t entries_at;     /* where the first entry starts in buf */
     size_t *entry_ends;    /* num_files: where each entry ends in buf (a merge copies them) */
 };
@@ -47,6 +48,7 @@ void ix_cache_free(ix_cache *c)
     free(c->chunks);
     free(c->pages);
     free(c->units);
+    free(c->marks);
     free(c->entry_ends);
     free(c->buf);
     free(c->path);
@@ -101,6 +103,7 @@ typedef struct sink {
     ix_cache_chunk *chunks;
     ix_page *pages;
     uint64_t *units;
+    ix_unit_mark *marks;    /* beside units */
     size_t *entry_ends;     /* with base: where each entry ends, from base */
     const uint8_t *base;
     size_t num_chunks, num_pages, num_units; /* used so far */
@@ -148,6 +151,24 @@ static int parse_chunk(pq_cursor *cur, uint64_t file_size, sink *s)
         if (units)
             units[u] = bytes;
     }
+    /* their marks (ix_unit_mark): a resumed stream checks the rest of each */
+    uint32_t has_marks;
+    if (u32(cur, &has_marks) < 0 || has_marks > 1)
+        return -1;
+    ix_unit_mark *marks = has_marks && s->marks ? s->marks + s->num_units : NULL;
+    for (uint32_t u = 0; has_marks && u < num_units; u++) {
+        ix_unit_mark m = { 0 };
+        if (u64(cur, &m.body_offset) < 0 || m.body_offset > file_size)
+            return -1;
+        if (m.body_offset &&
+            (u32(cur, &m.rows) < 0 || u32(cur, &m.records) < 0 || u32(cur, &m.at.pos) < 0 ||
+             u32(cur, &m.at.seen) < 0 || u32(cur, &m.at.present) < 0 ||
+             u64(cur, &m.at.value_at) < 0 || u64(cur, &m.at.restart_c) < 0 ||
+             u64(cur, &m.at.restart_u) < 0 || u64(cur, &m.at.body_at) < 0))
+            return -1;
+        if (marks)
+            marks[u] = m;
+    }
     ix_chunk_bounds bounds; /* what its pages may claim (ix_claims.h) */
     if (i64(cur, &bounds.uncompressed) < 0 || bounds.uncompressed < 0 ||
         i64(cur, &bounds.values) < 0 || bounds.values < 0)
@@ -172,6 +193,7 @@ static int parse_chunk(pq_cursor *cur, uint64_t file_size, sink *s)
             .cut = (int)cut,
             .num_units = num_units,
             .unit_bytes = units,
+            .unit_marks = marks,
         };
     s->num_chunks++;
     s->num_pages += num_pages;
@@ -242,15 +264,17 @@ static int parse(ix_cache *c, uint8_t *buf, size_t len)
         .chunks = malloc((count.num_chunks ? count.num_chunks : 1) * sizeof *fill.chunks),
         .pages = malloc((count.num_pages ? count.num_pages : 1) * sizeof *fill.pages),
         .units = malloc((count.num_units ? count.num_units : 1) * sizeof *fill.units),
+        .marks = calloc(count.num_units ? count.num_units : 1, sizeof *fill.marks),
         .entry_ends = malloc((n ? n : 1) * sizeof *fill.entry_ends),
         .base = buf,
     };
-    if (!fill.files || !fill.chunks || !fill.pages || !fill.units || !fill.entry_ends ||
-        parse_entries(cur, n, &fill) < 0) {
+    if (!fill.files || !fill.chunks || !fill.pages || !fill.units || !fill.marks ||
+        !fill.entry_ends || parse_entries(cur, n, &fill) < 0) {
         free(fill.files);
         free(fill.chunks);
         free(fill.pages);
         free(fill.units);
+        free(fill.marks);
         free(fill.entry_ends);
         return -1;
     }
@@ -262,6 +286,7 @@ static int parse(ix_cache *c, uint8_t *buf, size_t len)
     c->chunks = fill.chunks;
     c->pages = fill.pages;
     c->units = fill.units;
+    c->marks = fill.marks;
     return 0;
 }
 
@@ -430,6 +455,32 @@ static void put_header(out *o, const char *key, uint32_t num_files)
     put_u32(o, num_files);
 }
 
+/* A chunk's marks at its units (ix_unit_mark; NULL: none): a flag, then
+ * per unit its body offset (0: no mark) and, after one that is not 0, the
+ * rest of the mark. */
+static void put_marks(out *o, const ix_unit_mark *marks, uint64_t units)
+{
+    int any = 0;
+    for (uint64_t u = 0; marks && u < units && !any; u++)
+        any = marks[u].body_offset != 0;
+    put_u32(o, (uint32_t)any);
+    for (uint64_t u = 0; any && u < units; u++) {
+        const ix_unit_mark *m = &marks[u];
+        put_u64(o, m->body_offset);
+        if (!m->body_offset)
+            continue;
+        put_u32(o, m->rows);
+        put_u32(o, m->records);
+        put_u32(o, m->at.pos);
+        put_u32(o, m->at.seen);
+        put_u32(o, m->at.present);
+        put_u64(o, m->at.value_at);
+        put_u64(o, m->at.restart_c);
+        put_u64(o, m->at.restart_u);
+        put_u64(o, m->at.body_at);
+    }
+}
+
 /* The entry of the index's file i (its key k); *unit: where its chunks'
  * units start in ix->unit_bytes (the chunks' units follow each other). */
 static void put_file(out *o, const ix_index *ix, uint32_t i, const ix_cache_key *k,
@@ -474,6 +525,7 @@ static void put_file(out *o, const ix_index *ix, uint32_t i, const ix_cache_key 
         put_u32(o, (uint32_t)units);
         for (uint64_t u = 0; u < units; u++)
             put_u64(o, ix->unit_bytes[*unit + u]);
+        put_marks(o, ix->unit_marks ? ix->unit_marks + *unit : NULL, units);
         *unit += units;
         put_u64(o, (uint64_t)ch->bounds.uncompressed);
         put_u64(o, (uint64_t)ch->bounds.values);

@@ -31,9 +31,9 @@
 
 #include "ix_index.h"
 
-#define IX_CACHE_VERSION 7 /* 4: page and dictionary checksums, ctime, device and inode;
+#define IX_CACHE_VERSION 8 /* 4: page and dictionary checksums, ctime, device and inode;
                               5: shuffle units; 6: entries of any size are cut;
-                              7: the dictionary page's claims */
+                              7: the dictionary page's claims; 8: marks at units */
 
 /* A file's identity as the cache keys it. */
 typedef struct ix_cache_key {
@@ -67,6 +67,7 @@ typedef struct ix_cache_chunk {
     int cut;              /* as ix_chunk.cut */
     uint32_t num_units;   /* the framed bytes of its cut entries' units (ix_index.h) */
     const uint64_t *unit_bytes;
+    const ix_unit_mark *unit_marks; /* num_units entries, or NULL: none made */
 } ix_cache_chunk;
 
 /* One file's entry. Every page and dictionary lies inside `size` bytes. */

@@ -67,6 +67,12 @@ typedef struct scan_state {
     /* several columns: the others' values of the records measured, read
      * through one window (their rows are consecutive) */
     ix_others_window *window;
+    /* The marks at the units of the flat page streaming (ix_unit_mark), its
+     * units' first records split from the values its levels call for;
+     * they become the entry's once it is measured with that many records. */
+    ix_unit_mark *page_marks; /* page_units entries (the first never set), or NULL */
+    uint32_t page_units, page_records, next_mark;
+    uint64_t page_body; /* the file offset of the page's body */
 } scan_state;
 
 static int add_page(scan_state *st, const ix_page *pg, pq_error *err)
@@ -186,12 +192,31 @@ static int add_units(scan_state *st, const ix_page *e, const uint32_t *sizes, ui
 {
     ix_scan *scan = st->scan;
     uint32_t units = ix_units_of(e);
+    const ix_unit_mark *marks = st->page_marks && st->page_units == units &&
+                                        st->page_records == e->records
+                                    ? st->page_marks
+                                    : NULL;
+    int marked = 0; /* a page pq_stream cannot mark (a dictionary's, say) brings none */
+    for (uint32_t k = 1; marks && k < units && !marked; k++)
+        marked = marks[k].body_offset != 0;
+    if (!marked)
+        marks = NULL;
     if (units == 1)
         return 0;
     uint64_t *grown = realloc(scan->unit_bytes, (scan->num_units + units) * sizeof *grown);
     if (!grown)
         return pq_error_set(err, "out of memory for the shuffle units");
     scan->unit_bytes = grown;
+    if (marks || scan->unit_marks) { /* the units before the first marked have none */
+        ix_unit_mark *m = realloc(scan->unit_marks, (scan->num_units + units) * sizeof *m);
+        if (!m)
+            return pq_error_set(err, "out of memory for the shuffle units");
+        if (!scan->unit_marks)
+            memset(m, 0, scan->num_units * sizeof *m);
+        scan->unit_marks = m;
+        for (uint32_t k = 0; k < units; k++)
+            m[scan->num_units + k] = marks ? marks[k] : (ix_unit_mark){ 0 };
+    }
     for (uint32_t k = 0; k < units; k++) {
         uint32_t a = ix_unit_first_record(e->records, units, k);
         uint32_t b = ix_unit_first_record(e->records, units, k + 1);
@@ -425,6 +450,30 @@ static int should_stream(const scan_state *st, const pq_page_header *h, uint64_t
     return total + (uint64_t)h->uncompressed_size + entries * WHOLE_BYTES_PER_ENTRY > limit;
 }
 
+/* A flat page streaming in s is at `records` records: when that is the
+ * first record of its next unit, mark it there (ix_unit_mark). */
+static void mark_unit_start(scan_state *st, const pq_stream *s, const ix_page *pg,
+                            uint32_t records)
+{
+    if (!st->page_marks || st->next_mark >= st->page_units ||
+        records != ix_unit_first_record(st->page_records, st->page_units, st->next_mark))
+        return;
+    pq_stream_mark m;
+    ix_unit_mark *um = &st->page_marks[st->next_mark++];
+    if (pq_stream_mark_here(s, &m))
+        *um = (ix_unit_mark){ .body_offset = st->page_body + m.body_at, .rows = pg->rows,
+                              .records = records, .at = m };
+}
+
+/* The page's marks are let go (consumed by its entry, or the page did not
+ * stream after all). */
+static void drop_page_marks(scan_state *st)
+{
+    free(st->page_marks);
+    st->page_marks = NULL;
+    st->page_units = 0;
+}
+
 /* The entries of the streaming page s, rows assembled (repeated columns)
  * or taken one per entry (flat), into pg and st->page_sizes (*num sizes).
  * *started: a row starts in the page. Rows continued from the page before
@@ -436,7 +485,11 @@ static int stream_rows(scan_state *st, pq_stream *s, ix_page *pg, uint32_t *num,
     int repeated = st->scan->desc.max_rep > 0;
     pq_stream_entry e;
     int rc;
-    while ((rc = pq_stream_next(s, &e, err)) == 1) {
+    for (;;) {
+        if (!repeated)
+            mark_unit_start(st, s, pg, *num);
+        if ((rc = pq_stream_next(s, &e, err)) != 1)
+            break;
         if (!repeated) {
             ix_record rec;
             if (ix_flat_record(&f->shape, pq_value_list_of(&e.value), &e.def, pg->first_row + pg->rows, &rec) &&
@@ -504,6 +557,18 @@ static int stream_page(scan_state *st, const pq_page_header *h, uint64_t off, ui
         pq_stream_close(s);
         return 0;
     }
+    assert(!st->page_marks);
+    /* not a page whose CRC is verified: a stream reads its body whole */
+    if (scan->desc.max_rep == 0 && !(scan->verify_crc && h->has_crc)) {
+        uint32_t present = pq_stream_present(s);
+        uint32_t units = ix_units_of(&(ix_page){ .records = present });
+        if (units > 1 && (st->page_marks = calloc(units, sizeof *st->page_marks))) {
+            st->page_units = units;
+            st->page_records = present;
+            st->next_mark = 1;
+            st->page_body = off + h->header_len;
+        }
+    }
 
     /* What the page may change before it is done: the open row grows (put
      * back as it was if the page cannot stream after all). */
@@ -517,6 +582,7 @@ static int stream_page(scan_state *st, const pq_page_header *h, uint64_t off, ui
     if (rc == 0)
         rc = ix_body_check_crc(h, &r, err);
     if (rc < 0) {
+        drop_page_marks(st);
         ix_row_clear(&st->row);
         if (!pq_stream_whole_instead(err)) {
             ix_body_blame_crc(h, &r, err);
@@ -570,9 +636,9 @@ static int stream_page(scan_state *st, const pq_page_header *h, uint64_t off, ui
     if (add_page(st, pg, err) < 0)
         return -1;
     /* a repeated column's entry is measured once its last row ends */
-    if (scan->desc.max_rep == 0 && entry_measured(st, scan->num_pages - 1, err) < 0)
-        return -1;
-    return 1;
+    rc = scan->desc.max_rep == 0 ? entry_measured(st, scan->num_pages - 1, err) : 0;
+    drop_page_marks(st);
+    return rc < 0 ? -1 : 1;
 }
 
 /* Handle the page whose header starts at `off`; *next is where the following
@@ -844,6 +910,7 @@ int ix_scan_chunk(ix_scan *scan, pq_error *err)
     scan->pages = NULL;
     scan->num_pages = 0;
     scan->unit_bytes = NULL;
+    scan->unit_marks = NULL;
     scan->num_units = 0;
     scan->cut = 1;
     scan->dict_offset = -1;
@@ -887,10 +954,13 @@ int ix_scan_chunk(ix_scan *scan, pq_error *err)
     ix_row_free(&st.row);
     free(st.sizes);
     free(st.page_sizes);
+    drop_page_marks(&st);
     ix_others_window_free(st.window);
     if (rc < 0 || !scan->cut) {
         free(scan->unit_bytes);
         scan->unit_bytes = NULL;
+        free(scan->unit_marks);
+        scan->unit_marks = NULL;
         scan->num_units = 0;
     }
     if (rc == 0 && !scan->from_metadata && (int64_t)st.rows_seen != m->num_values &&

@@ -57,6 +57,7 @@
 #include "pq_column.h"
 #include "pq_error.h"
 #include "pq_meta.h"
+#include "pq_stream.h"
 
 typedef struct ix_file {
     char *path;         /* as opened */
@@ -131,6 +132,18 @@ static inline uint32_t ix_units_of(const ix_page *p)
                                        : 1;
 }
 
+/* Where a stream resumes at the first record of a unit (ix_stream.h, marks),
+ * left by the page pass: at every unit but the first of each cut entry that
+ * is one page of a flat column, streamed at mount (large pages: DuckDB's,
+ * of 25-125 MB), where pq_stream could mark it. A node that reads one part
+ * of n then reads its units' bytes from the first epoch on, where without
+ * them it streamed every page from its start to reach its units. */
+typedef struct ix_unit_mark {
+    uint64_t body_offset;   /* the mark's SNAPPY block in the file; 0: no mark */
+    uint32_t rows, records; /* of the entry, before the mark */
+    pq_stream_mark at;
+} ix_unit_mark;
+
 /* The first record of unit k (k <= units: k == units gives records). */
 static inline uint32_t ix_unit_first_record(uint32_t records, uint32_t units, uint32_t k)
 {
@@ -187,6 +200,7 @@ typedef struct ix_index {
     uint64_t framed_bytes;   /* sum of pages[].framed: the whole epoch's size */
     uint64_t num_units;
     uint64_t *unit_bytes;    /* the shuffle units of cut entries, in entry order (above) */
+    ix_unit_mark *unit_marks; /* num_units entries, unit_bytes' order; NULL: none made */
     uint64_t bytes_scanned;  /* bytes read from storage while building */
     int offset_index_chunks; /* chunks whose pages came from an OffsetIndex */
     int metadata_sized_chunks; /* ... and whose sizes came from it too: no page decoded */

@@ -120,6 +120,7 @@ typedef struct ix_scan {
     uint32_t pages_streamed; /* pages decoded entry by entry (pq_stream.h), not whole */
     int cut;             /* the entries of many records are cut into units (ix_index.h) */
     uint64_t *unit_bytes;/* cut: the units' framed bytes, in entry order (malloc'ed) */
+    ix_unit_mark *unit_marks; /* num_units entries beside them, or NULL: none made */
     uint64_t num_units;
     uint64_t bytes_read;
 } ix_scan;

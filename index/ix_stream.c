@@ -827,6 +827,18 @@ static int dup_value(ix_stream_mark *m, const uint8_t *value, uint32_t len)
     return 0;
 }
 
+int ix_unit_mark_get(const ix_index *ix, uint64_t page, uint64_t unit, ix_stream_mark *m)
+{
+    assert(page < ix->num_pages && unit < ix->num_units);
+    const ix_unit_mark *um = ix->unit_marks ? &ix->unit_marks[unit] : NULL;
+    if (!um || !um->body_offset)
+        return 0;
+    /* a flat page's entry is that page: the mark is in its first page */
+    *m = (ix_stream_mark){ .page_offset = ix->pages[page].offset, .body_offset = um->body_offset,
+                           .rows = um->rows, .records = um->records, .at = um->at };
+    return 1;
+}
+
 int ix_stream_mark_here(const ix_stream *s, ix_stream_mark *m)
 {
     if (!ix_stream_pausable(s) || !s->ps || s->leading || s->last_row ||

@@ -936,3 +936,103 @@ Test(stream, a_stream_that_stops_reading_ahead_reads_on_with_the_same_records)
         ix_free(ix);
     }
 }
+
+/* The page pass leaves a mark at the first record of every unit but the
+ * first of a flat page it streams and cuts into units (ix_unit_mark): a
+ * node reading one part of n resumes its units there from the first epoch
+ * on. A stream resumed from each hands out the records of the whole
+ * decode from the unit's first on; the persistent index keeps the marks
+ * (a second build loads them); a list column's pages get none. */
+static ix_index *build_streaming(const char *dataset, const char *column, const char *cache)
+{
+    ix_options o = { .dataset = dataset, .column = column, .frame = { IX_FORMAT_JSONL },
+                     .threads = 1, .stream_page_bytes = 1, .cache_dir = cache };
+    ix_index *ix;
+    pq_error err;
+    cr_assert_eq(ix_build(&o, &ix, &err), 0, "%s: %s", dataset, err.msg);
+    return ix;
+}
+
+static uint64_t resume_at_unit_marks(ix_index *ix)
+{
+    ix_dict_source dicts = { tix_load_dictionary, ix };
+    ix_stream_opts opts = { .read_size = 4096, .window = 8192, .ahead = 1 };
+    uint64_t unit = 0, resumed = 0;
+    for (uint64_t p = 0; p < ix->num_pages; p++) {
+        uint32_t units = ix_units_of(&ix->pages[p]);
+        cr_assert(ix->chunks[ix_locate(ix, p)].cut);
+        if (units == 1)
+            continue;
+        whole_entry w;
+        whole_entry_read(ix, p, &dicts, &w);
+        for (uint32_t k = 0; k < units; k++) {
+            ix_stream_mark m;
+            int has = ix_unit_mark_get(ix, p, unit + k, &m);
+            cr_assert_eq(has, k > 0, "entry %llu, unit %u: a mark %s", (unsigned long long)p, k,
+                         k ? "is missing" : "at the entry's start");
+            if (!has)
+                continue;
+            uint32_t first = ix_unit_first_record(ix->pages[p].records, units, k);
+            cr_assert_eq(m.records, first);
+            pq_error err;
+            void *dict = NULL;
+            uint64_t read = 0;
+            ix_stream *s = ix_stream_resume(ix, p, &dicts, &dict, &opts, &m, &read, &err);
+            cr_assert_not_null(s, "entry %llu, unit %u: %s", (unsigned long long)p, k, err.msg);
+            ix_record r;
+            uint32_t j = first;
+            int rc;
+            for (; (rc = ix_stream_next(s, &r, &err)) == 1; j++) {
+                cr_assert_lt(j, w.count);
+                assert_same_record(ix, &r, &w.recs[j], p, j);
+            }
+            cr_assert_eq(rc, 0, "%s", err.msg);
+            cr_assert_eq(j, w.count);
+            if (k == units - 1) /* its mark's 64 KiB block is near the entry's end */
+                cr_assert_lt(read, ix->pages[p].length / 2, "entry %llu: the last unit's stream "
+                             "read %llu of %u bytes", (unsigned long long)p,
+                             (unsigned long long)read, ix->pages[p].length);
+            ix_stream_close(s);
+            tix_free_dictionary(dict);
+            resumed++;
+        }
+        whole_entry_free(&w);
+        unit += units;
+    }
+    cr_assert_eq(unit, ix->num_units);
+    return resumed;
+}
+
+Test(stream, the_page_pass_marks_the_units_it_cuts_and_a_stream_resumes_at_each)
+{
+    const char *path = YFS_SOURCE_DIR "/tests/data/stream/snappy_cut_pages.parquet";
+    char cache[TIX_PATH];
+    tix_temp_dir(cache, "unit-marks");
+    ix_index *first = build_streaming(path, "text", cache);
+    cr_assert_eq(first->files_cached, 0);
+    cr_assert_not_null(first->unit_marks);
+    cr_assert_eq(resume_at_unit_marks(first), 2 * 16, "two pages of 17 units each");
+    ix_index *again = build_streaming(path, "text", cache);
+    cr_assert_eq(again->files_cached, again->num_files, "the persistent index was not used");
+    cr_assert_eq(again->num_units, first->num_units);
+    cr_assert_not_null(again->unit_marks);
+    for (uint64_t u = 0; u < first->num_units; u++) { /* field by field: not the padding */
+        const ix_unit_mark *a = &first->unit_marks[u], *b = &again->unit_marks[u];
+        cr_assert(a->body_offset == b->body_offset && a->rows == b->rows &&
+                      a->records == b->records && a->at.pos == b->at.pos &&
+                      a->at.seen == b->at.seen && a->at.present == b->at.present &&
+                      a->at.value_at == b->at.value_at && a->at.restart_c == b->at.restart_c &&
+                      a->at.restart_u == b->at.restart_u && a->at.body_at == b->at.body_at,
+                  "unit %llu: the mark loaded is not the one made", (unsigned long long)u);
+    }
+    cr_assert_eq(resume_at_unit_marks(again), resume_at_unit_marks(first));
+    ix_free(first);
+    ix_free(again);
+    tix_remove("", cache);
+
+    ix_index *lists = build_streaming(YFS_SOURCE_DIR "/tests/data/stream/duckdb_tokens.parquet",
+                                      "input_ids", NULL);
+    cr_assert_gt(lists->num_units, 0);
+    cr_assert_null(lists->unit_marks, "a list's rows are known only once its page is read");
+    ix_free(lists);
+}

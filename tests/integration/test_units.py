@@ -147,14 +147,14 @@ def test_a_mount_warns_when_segments_mix_few_pages(big_pages, mount):
         assert "shuffle quality" not in m.stderr()
 
 
-def write_wide_pages(d, seed, compression):
-    """2 files of 2 pages of 20,000 strings of ~560 bytes, without a dictionary."""
+def write_wide_pages(d, seed, compression, words_per_row=90):
+    """2 files of 2 pages of 20,000 strings of ~6 bytes a word, without a dictionary."""
     rng = random.Random(seed)
     words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa"]
     row = 0
     for f in range(2):
         n = 40000
-        text = [f"r{row + i} " + " ".join(rng.choice(words) for _ in range(90))
+        text = [f"r{row + i} " + " ".join(rng.choice(words) for _ in range(words_per_row))
                 for i in range(n)]
         pq.write_table(pa.table({"text": text}), str(d / f"part-{f}.parquet"),
                        data_page_size=1 << 30, write_batch_size=20000, row_group_size=n,
@@ -200,14 +200,28 @@ def test_pages_whose_units_cannot_all_park_are_read_once(wide_pages, mount, cat)
 @pytest.fixture(scope="module")
 def snappy_wide_pages(tmp_path_factory):
     """wide_pages' shape compressed with SNAPPY, as DuckDB writes: 2 files of 2 pages of 20,000
-    strings of ~560 bytes, 40 units a page, streamed at mem=40M (a page's share of the framed
-    store, 1 MiB, holds 3 of its units)."""
+    strings of ~440 bytes, 40 units a page, streamed at mem=40M (a page's share of the framed
+    store, 1 MiB, holds 3 of its units). The page pass decodes them whole (under its 16 MiB),
+    so it leaves no marks at their units: what these tests see is the read path's own marks,
+    paused streams and their copies (huge_snappy_pages has the page pass's marks)."""
     d = tmp_path_factory.mktemp("wide_snappy")
-    write_wide_pages(d, 9, "snappy")
+    write_wide_pages(d, 9, "snappy", words_per_row=70)
     return str(d)
 
 
-def test_streams_leave_copies_at_units_they_pass_over(snappy_wide_pages, mount):
+def index_without_unit_marks(dataset, mount, tmp_path):
+    """A persistent index of the dataset's text built at mem=4G, where the page pass decodes its
+    pages whole and so leaves no marks at their units (at mem=40M it streams them and leaves
+    some: index/ix_index.h, ix_unit_mark). A mount at mem=40M over it reads them the same, but
+    its streams make every mark and copy: what the tests that use it are about."""
+    cache = tmp_path / "index"
+    cache.mkdir()
+    with mount(dataset, f"column=text,mem=4G,cache={cache}") as m:
+        assert json.loads(m.read(".youmufs/stats.json"))["units_marked"] == 0
+    return cache
+
+
+def test_streams_leave_copies_at_units_they_pass_over(snappy_wide_pages, mount, tmp_path):
     """8 parts read at once over storage of 2 ms a read: a page's stream passes over units of
     parts whose builds have not started, more than its share of the framed store parks, and
     leaves a paused copy of itself at the first of them (fs/yfs_units.c, ix_stream_fork), which
@@ -216,7 +230,7 @@ def test_streams_leave_copies_at_units_they_pass_over(snappy_wide_pages, mount):
     holds more than it was granted: reads ahead started by a first slow read inside a page's
     open once came out of that page's grant, index/ix_stream.c open_page.)"""
     names = [f"epoch-0.part-{i}-of-8.jsonl" for i in range(8)]
-    opts = "column=text,mem=40M,cache=none"
+    opts = f"column=text,mem=40M,cache={index_without_unit_marks(snappy_wide_pages, mount, tmp_path)}"
     with mount(snappy_wide_pages, opts) as m:
         alone = [m.read(n) for n in names]
     with mount(snappy_wide_pages, opts, env={"YOUMUFS_READ_DELAY_US": "2000"}) as m:
@@ -251,7 +265,7 @@ def test_builds_resume_from_the_marks_of_units_streams_passed(snappy_wide_pages,
 
 
 def test_a_node_reading_one_part_resumes_its_units_and_passes_no_others(snappy_wide_pages,
-                                                                          mount):
+                                                                          mount, tmp_path):
     """A cluster's rank mounts the dataset alone and reads one part of n: the units of the
     other parts are no file's here (fs/yfs_plans.h, yfs_plan_note_part). Its first epoch's
     streams pass them to reach its own (no marks yet) and park none; from the marks they
@@ -262,8 +276,10 @@ def test_a_node_reading_one_part_resumes_its_units_and_passes_no_others(snappy_w
     resumes from marks and reads under two thirds of what the first read (a resumed unit
     counts the 1 MiB window it starts in: 5.2-8.5 MB against 13.5-15.4 on a loaded machine,
     where 743b3d9 read 10.8 against 15.3), and both parts are the bytes the same parts give
-    on a mount with no delay."""
-    opts = "column=text,mem=40M,cache=none,buffer=2000"
+    on a mount with no delay. (With the page pass's marks its first epoch resumes its units
+    too: test_a_node_reads_its_share_in_its_first_epoch_from_the_marks_of_the_page_pass.)"""
+    cache = index_without_unit_marks(snappy_wide_pages, mount, tmp_path)
+    opts = f"column=text,mem=40M,cache={cache},buffer=2000"
     names = ["epoch-0.part-3-of-8.jsonl", "epoch-1.part-3-of-8.jsonl"]
     with mount(snappy_wide_pages, opts) as m:
         alone = [m.read(n) for n in names]
@@ -298,3 +314,54 @@ def test_pages_whose_units_cannot_all_park_stream_at_a_middling_mem(snappy_wide_
     assert stats["bytes_read"] < 1.5 * files, (stats["bytes_read"], files)
     leaf = td.leaf_oracle(snappy_wide_pages, "text")
     assert sorted(epoch.splitlines(keepends=True)) == sorted(leaf.expected_jsonl(rowid=False))
+
+
+@pytest.fixture(scope="module")
+def huge_snappy_pages(tmp_path_factory):
+    """2 files of 2 SNAPPY pages of 20,000 strings of ~1,000 bytes (about 20 MB framed a page,
+    as DuckDB's pages of text are 25-125 MB): pages whose whole decode passes the page pass's
+    16 MiB, so that it streams them, and cuts each into 40 units."""
+    d = tmp_path_factory.mktemp("huge_snappy")
+    rng = random.Random(12)
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa"]
+    row = 0
+    for f in range(2):
+        n = 40000
+        text = [f"r{row + i} " + " ".join(rng.choice(words) for _ in range(160))
+                for i in range(n)]
+        pq.write_table(pa.table({"text": text}), str(d / f"part-{f}.parquet"),
+                       data_page_size=1 << 30, write_batch_size=20000, row_group_size=n,
+                       use_dictionary=False, compression="snappy")
+        row += n
+    return str(d)
+
+
+def test_a_node_reads_its_share_in_its_first_epoch_from_the_marks_of_the_page_pass(
+        huge_snappy_pages, mount, cat, tmp_path):
+    """The page pass streams a page too large to decode whole and leaves a mark at each of its
+    units (index/ix_index.h, ix_unit_mark), kept in the persistent index: a rank that mounts
+    the dataset alone and reads one part of n resumes each of its units at its mark from the
+    first epoch on. Without them its first epoch streamed every page from its start to reach
+    its units (DuckDB's text, one part of 8: 704 MB fetched for a part whose pages hold 100).
+    Over storage of 2 ms a read, a re-mount from the persistent index: part 3 of 8 of epoch 0
+    reads under 0.6 of the files (0.41; a resumed unit reads from the 64 KiB block of its mark
+    to the window after its end; 8a7182f read 0.97), and it is the bytes the same part gives
+    with every page decoded whole (mem=4G)."""
+    files = sum(os.path.getsize(os.path.join(huge_snappy_pages, n))
+                for n in os.listdir(huge_snappy_pages))
+    cache = tmp_path / "index"
+    cache.mkdir()
+    opts = f"column=text,mem=40M,cache={cache}"
+    name = "epoch-0.part-3-of-8.jsonl"
+    with mount(huge_snappy_pages, opts) as m:  # builds the persistent index
+        pass
+    with mount(huge_snappy_pages, opts, env={"YOUMUFS_READ_DELAY_US": "2000"}) as m:
+        before = json.loads(m.read(".youmufs/stats.json"))
+        got = m.read(name, chunk=64 << 10)
+        after = json.loads(m.read(".youmufs/stats.json"))
+    read = after["bytes_read"] - before["bytes_read"]
+    assert read < files * 0.6, (read, files, after)
+    assert after["units_marked"] >= 4 * 39, after  # every unit but each page's first
+    assert after["streams_from_marks"] > 0, after
+    assert got == cat(huge_snappy_pages, name, {"column": "text", "mem": "4G",
+                                               "cache": "none"}).stdout

@@ -12,6 +12,10 @@ numpy, and node with @duckdb/node-api in tests/integration/writers):
   snappy_big_pages.parquet     pyarrow, SNAPPY, PLAIN, pages of about 1 MiB (many 64 KiB snappy
                                blocks each): text with nulls, and list<int64> with null and
                                empty lists (marks_fixture; tests/index/test_marks.c)
+  snappy_cut_pages.parquet     pyarrow, SNAPPY, PLAIN, v1 pages of 9,000 rows of text with
+                               nulls, one page to a row group: pages cut into units, with the
+                               marks the page pass leaves at them (cut_pages_fixture;
+                               tests/index/test_stream.c)
 """
 import os
 import random
@@ -71,8 +75,21 @@ def marks_fixture():
                    row_group_size=3000)
 
 
+def cut_pages_fixture():
+    rng = random.Random(13)
+    words = ["unit", "mark", "page", "cut", "resume", "node", "rank", "part"]
+    text = [None if k % 29 == 0 else
+            " ".join(rng.choice(words) + str(rng.randint(0, 999)) for _ in range(rng.randint(1, 12)))
+            for k in range(18000)]
+    pq.write_table(pa.table({"text": pa.array(text, pa.string())}),
+                   os.path.join(HERE, "snappy_cut_pages.parquet"), compression="snappy",
+                   use_dictionary=False, data_page_size=64 << 20, write_statistics=False,
+                   row_group_size=9000)
+
+
 def main():
     marks_fixture()
+    cut_pages_fixture()
     rng = random.Random(7)
     legacy_lists.write_legacy(os.path.join(HERE, "legacy_two_level_7.parquet"), "two_level",
                               rows(rng, 200), rows_per_group=70, entries_per_page=7)
