@@ -26,7 +26,8 @@ struct ix_cache {
     ix_cache_chunk *chunks; /* of all files, in file order */
     ix_page *pages;        /* of all chunks, in chunk order */
     uint64_t *units;       /* the shuffle units of all chunks, in chunk order */
-    ix_unit_mark *marks;   /* beside them: the chunks' marks at units, or zeros */
+    ix_unit_mark *marks;   /* beside them: the chunks' marks at units (zeros: none), or
+                            * NULL when no chunk has any */
     size_t entries_at;     /* where the first entry starts in buf */
     size_t *entry_ends;    /* num_files: where each entry ends in buf (a merge copies them) */
 };
@@ -107,6 +108,7 @@ typedef struct sink {
     size_t *entry_ends;     /* with base: where each entry ends, from base */
     const uint8_t *base;
     size_t num_chunks, num_pages, num_units; /* used so far */
+    int any_marks;          /* a chunk so far has marks */
 } sink;
 
 /* A dictionary (offset -1: none) and every page must lie inside the file. */
@@ -155,6 +157,7 @@ static int parse_chunk(pq_cursor *cur, uint64_t file_size, sink *s)
     uint32_t has_marks;
     if (u32(cur, &has_marks) < 0 || has_marks > 1)
         return -1;
+    s->any_marks |= has_marks != 0;
     ix_unit_mark *marks = has_marks && s->marks ? s->marks + s->num_units : NULL;
     for (uint32_t u = 0; has_marks && u < num_units; u++) {
         ix_unit_mark m = { 0 };
@@ -264,12 +267,13 @@ static int parse(ix_cache *c, uint8_t *buf, size_t len)
         .chunks = malloc((count.num_chunks ? count.num_chunks : 1) * sizeof *fill.chunks),
         .pages = malloc((count.num_pages ? count.num_pages : 1) * sizeof *fill.pages),
         .units = malloc((count.num_units ? count.num_units : 1) * sizeof *fill.units),
-        .marks = calloc(count.num_units ? count.num_units : 1, sizeof *fill.marks),
+        .marks = count.any_marks ? calloc(count.num_units, sizeof *fill.marks) : NULL,
         .entry_ends = malloc((n ? n : 1) * sizeof *fill.entry_ends),
         .base = buf,
     };
-    if (!fill.files || !fill.chunks || !fill.pages || !fill.units || !fill.marks ||
-        !fill.entry_ends || parse_entries(cur, n, &fill) < 0) {
+    if (!fill.files || !fill.chunks || !fill.pages || !fill.units ||
+        (count.any_marks && !fill.marks) || !fill.entry_ends ||
+        parse_entries(cur, n, &fill) < 0) {
         free(fill.files);
         free(fill.chunks);
         free(fill.pages);
