@@ -63,7 +63,14 @@ struct ix_stream {
     uint64_t early_at;
     uint8_t *buf;
     size_t buf_cap, have, at;
-    uint32_t crc;  /* zlib crc32 of the bytes read so far */
+    /* zlib crc32 of the bytes read so far, taken only while the entry's CRC
+     * is to be learned (unknown when a stream from the entry's start opened):
+     * a stream that knew it at open and then sees the file move compares by
+     * reading the entry again (vouch_by_rereading), as a resumed one does.
+     * The CRC of every byte a stream read took a fifth of the CPU that
+     * inflating SNAPPY did, for nothing once the CRC was known. */
+    uint32_t crc;
+    int crc_learning;
     int moved;     /* a read saw the ctime moved (ix_checked.h) */
 
     /* The page being decoded. */
@@ -231,7 +238,8 @@ static int read_on(ix_stream *s, uint8_t *dst, size_t n, pq_error *err)
             s->pos -= n;
         }
     }
-    s->crc = (uint32_t)crc32(s->crc, dst, (uInt)n);
+    if (s->crc_learning)
+        s->crc = (uint32_t)crc32(s->crc, dst, (uInt)n);
     s->moved |= moved;
     s->pos += n;
     return 0;
@@ -469,11 +477,11 @@ static int drain(ix_stream *s, pq_error *err)
     return pass_over(s, (s->have - s->at) + (s->end - s->pos), 0, err);
 }
 
-/* A resumed stream read part of the entry: it learns no CRC. When the bytes
- * must be compared (a read saw the ctime move and the CRC is known: a
- * chmod, say), it reads the whole entry again, undecoded, through its
- * header buffer. */
-static int vouch_resumed(ix_stream *s, pq_error *err)
+/* A stream that took no CRC (resumed: it read part of the entry; or one
+ * that knew the CRC at open) learns none. When the bytes must be compared
+ * (a read saw the ctime move and the CRC is known: a chmod, say), it reads
+ * the whole entry again, undecoded, through its header buffer. */
+static int vouch_by_rereading(ix_stream *s, pq_error *err)
 {
     if (!(s->moved && ix_crc_needed(1, &s->entry->crc)))
         return 0;
@@ -501,12 +509,12 @@ static int vouch_resumed(ix_stream *s, pq_error *err)
  * they must be compared. */
 static int vouch(ix_stream *s, pq_error *err)
 {
-    if (s->resumed)
-        return vouch_resumed(s, err);
-    int compare = s->moved && ix_crc_needed(1, &s->entry->crc);
-    int page_crc = s->ps && s->check_body_crc;
+    int compare = s->crc_learning && s->moved && ix_crc_needed(1, &s->entry->crc);
+    int page_crc = !s->resumed && s->ps && s->check_body_crc;
     if ((compare || page_crc) && drain(s, err) < 0)
         return -1;
+    if (!s->crc_learning)
+        return vouch_by_rereading(s, err);
     if (s->pos < s->end)
         return 0; /* stopped early; nothing to compare: the CRC is learned another time */
     return ix_crc_settle(s->file, s->moved, &s->entry->crc, s->crc ? s->crc : 1, "data page",
@@ -689,13 +697,15 @@ static ix_stream *stream_new(const ix_index *ix, uint64_t page, const ix_dict_so
     s->bytes_read = bytes_read;
     s->pos = s->entry->offset;
     s->end = s->entry->offset + s->entry->length;
+    s->crc_learning = ix_crc_needed(0, &s->entry->crc);
     ix_entry_head *head = opts ? opts->head : NULL;
     if (head && head->bytes) { /* read and checked already: as if by read_on */
         assert(head->len <= s->entry->length);
         s->buf = head->bytes;
         s->buf_cap = s->have = head->len;
         s->pos += head->len;
-        s->crc = (uint32_t)crc32(s->crc, s->buf, (uInt)s->have);
+        if (s->crc_learning)
+            s->crc = (uint32_t)crc32(s->crc, s->buf, (uInt)s->have);
         s->moved = head->moved;
         *head = (ix_entry_head){ 0 };
     }
@@ -779,6 +789,7 @@ ix_stream *ix_stream_resume(const ix_index *ix, uint64_t page, const ix_dict_sou
     s->records = m->records;
     s->leading = 0;
     s->resumed = 1;
+    s->crc_learning = 0; /* it reads part of the entry */
     if (m->has_pending) { /* its value is the stream's from now on */
         s->pending_value = m->value;
         s->pending = (pq_stream_entry){ .rep = m->rep, .def = m->def, .has_value = m->has_value,
