@@ -167,7 +167,10 @@ static void level_start(level_iter *l, int max, uint32_t count)
     l->n = l->i = 0;
 }
 
-static int level_next(level_iter *l, int max, uint16_t *out, const char *what, pq_error *err)
+/* The next batch of levels into l->buf (out of line: level_next's fast
+ * path is a load and a compare, inlined where each entry is taken). */
+static __attribute__((noinline)) int level_refill(level_iter *l, const char *what,
+                                                   pq_error *err)
 {
     while (l->i == l->n) {
         int64_t n = pq_rle_iter_read(&l->it, &l->c, l->buf, LEVEL_BATCH, err);
@@ -176,11 +179,55 @@ static int level_next(level_iter *l, int max, uint16_t *out, const char *what, p
         l->n = (uint32_t)n;
         l->i = 0;
     }
+    return 0;
+}
+
+static __attribute__((noinline, cold)) int level_over(const level_iter *l, uint32_t v, int max,
+                                                      const char *what, pq_error *err)
+{
+    return pq_error_set(err, "%s: level %u of entry %u exceeds the maximum %d", what, v,
+                        l->it.done - (l->n - l->i) - 1, max);
+}
+
+static inline int level_next(level_iter *l, int max, uint16_t *out, const char *what,
+                             pq_error *err)
+{
+    if (l->i == l->n && level_refill(l, what, err) < 0)
+        return -1;
     uint32_t v = l->buf[l->i++];
     if (v > (uint32_t)max)
-        return pq_error_set(err, "%s: level %u of entry %u exceeds the maximum %d", what, v,
-                            l->it.done - (l->n - l->i) - 1, max);
+        return level_over(l, v, max, what, err);
     *out = (uint16_t)v;
+    return 0;
+}
+
+/* How many of the next `count` levels equal `max`, each checked as
+ * level_next would (a batch at a time). */
+static int levels_at_max(level_iter *l, int max, uint32_t count, uint32_t *at_max,
+                         const char *what, pq_error *err)
+{
+    uint32_t k = 0;
+    while (count > 0) {
+        if (l->i == l->n && level_refill(l, what, err) < 0)
+            return -1;
+        uint32_t n = l->n - l->i < count ? l->n - l->i : count;
+        const uint32_t *b = l->buf + l->i;
+        uint32_t over = 0;
+        for (uint32_t j = 0; j < n; j++) {
+            k += b[j] == (uint32_t)max;
+            over |= b[j] > (uint32_t)max;
+        }
+        if (over) { /* the first one over, named as level_next names it */
+            uint32_t j = 0;
+            while (b[j] <= (uint32_t)max)
+                j++;
+            l->i += j + 1;
+            return level_over(l, b[j], max, what, err);
+        }
+        l->i += n;
+        count -= n;
+    }
+    *at_max = k;
     return 0;
 }
 
@@ -274,13 +321,9 @@ static int count_present(pq_stream *s, pq_error *err)
     s->present = s->entries;
     if (col->max_def > 0) {
         level_start(&s->def, col->max_def, s->entries);
-        s->present = 0;
-        for (uint32_t i = 0; i < s->entries; i++) {
-            uint16_t d = 0; /* set by level_next; -O3 cannot see it */
-            if (level_next(&s->def, col->max_def, &d, "definition levels", err) < 0)
-                return -1;
-            s->present += d == col->max_def;
-        }
+        if (levels_at_max(&s->def, col->max_def, s->entries, &s->present, "definition levels",
+                          err) < 0)
+            return -1;
         level_start(&s->def, col->max_def, s->entries);
     }
     if (col->max_rep > 0)

@@ -727,6 +727,68 @@ Test(stream, a_large_page_streams_within_its_bound)
     free(raw);
 }
 
+/* ---- levels over their maximum ---- */
+
+/* Append a v1 level section of 2-bit RLE runs {count, value} to at. */
+static uint8_t *level_section(uint8_t *at, const uint32_t (*runs)[2], int n)
+{
+    uint8_t *len_at = at;
+    at += 4;
+    for (int r = 0; r < n; r++) {
+        uint32_t h = runs[r][0] << 1;
+        do {
+            *at++ = (uint8_t)((h & 0x7f) | (h > 0x7f ? 0x80 : 0));
+            h >>= 7;
+        } while (h);
+        *at++ = (uint8_t)runs[r][1];
+    }
+    uint32_t len = (uint32_t)(at - len_at - 4);
+    memcpy(len_at, &len, 4);
+    return at;
+}
+
+/* A level past the column's maximum fails naming the levels, the entry and
+ * the level, at open for definition levels (they are counted there) and at
+ * the entry for repetition levels, the entries before it handed out. */
+Test(stream, a_level_over_the_maximum_fails_naming_its_entry)
+{
+    enum { N = 600, BAD = 300 };
+    static uint8_t body[N * 8 + 64];
+    const uint32_t good_defs[][2] = { { N, 2 } };
+    const uint32_t bad_defs[][2] = { { BAD, 2 }, { 1, 3 }, { N - BAD - 1, 2 } };
+    const uint32_t bad_reps[][2] = { { 1, 0 }, { BAD - 1, 1 }, { 1, 3 }, { N - BAD - 1, 1 } };
+    for (int rep = 0; rep < 2; rep++) {
+        pq_column_desc col = { PQ_INT64, 0, 2, rep ? 2 : 0, PQ_UNCOMPRESSED };
+        uint8_t *at = body;
+        if (rep)
+            at = level_section(at, bad_reps, 4);
+        at = rep ? level_section(at, good_defs, 1) : level_section(at, bad_defs, 3);
+        for (uint64_t i = 0; i < N; i++, at += 8)
+            memcpy(at, &i, 8);
+        size_t len = (size_t)(at - body);
+        pq_page_header h = { .type = PQ_PAGE_DATA, .uncompressed_size = (int32_t)len,
+                             .compressed_size = (int32_t)len, .num_values = N,
+                             .encoding = PQ_ENC_PLAIN, .def_encoding = PQ_ENC_RLE,
+                             .rep_encoding = PQ_ENC_RLE };
+        reader r = make_reader(body, len, 0);
+        pq_error err;
+        pq_stream *s = pq_stream_open(&col, &h, NULL, NULL, read_body, &r, &err);
+        const char *what = rep ? "repetition levels" : "definition levels";
+        uint32_t taken = 0;
+        if (s) {
+            cr_assert(rep, "the definition levels are counted at open");
+            pq_stream_entry e;
+            while (pq_stream_next(s, &e, &err) == 1)
+                taken++;
+            pq_stream_close(s);
+        }
+        cr_assert_eq(taken, rep ? BAD : 0);
+        char want[128];
+        snprintf(want, sizeof want, "%s: level 3 of entry %d exceeds the maximum 2", what, BAD);
+        cr_assert(strstr(err.msg, want), "%s (want %s)", err.msg, want);
+    }
+}
+
 Test(stream, refuses_what_does_not_stream)
 {
     pq_column_desc col = { PQ_INT64, 0, 0, 0, PQ_LZO };
