@@ -710,6 +710,29 @@ uint32_t pq_stream_present(const pq_stream *s)
     return s->present;
 }
 
+int pq_stream_rows_starting(const pq_stream *s, uint16_t min_def, uint32_t *rows,
+                            pq_error *err)
+{
+    const pq_column_desc *col = s->col;
+    /* copies: their bytes are held as long as s, walked from the start */
+    level_iter rep = s->rep, def = s->def;
+    if (col->max_rep > 0)
+        level_start(&rep, col->max_rep, s->entries);
+    if (col->max_def > 0)
+        level_start(&def, col->max_def, s->entries);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < s->entries; i++) {
+        uint16_t r = 0, d = 0;
+        if ((col->max_rep > 0 &&
+             level_next(&rep, col->max_rep, &r, "repetition levels", err) < 0) ||
+            (col->max_def > 0 && level_next(&def, col->max_def, &d, "definition levels", err) < 0))
+            return -1;
+        n += r == 0 && d >= min_def;
+    }
+    *rows = n;
+    return 0;
+}
+
 uint32_t pq_stream_position(const pq_stream *s)
 {
     return s->pos;

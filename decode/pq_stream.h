@@ -196,6 +196,12 @@ int pq_stream_resume_instead(const pq_error *err);
 /* Values the page's definition levels call for (its entries that are not
  * null), counted when it opened. */
 uint32_t pq_stream_present(const pq_stream *s);
+/* Entries of the page that start a row (repetition level 0; every entry of
+ * a column that does not repeat) defined at min_def or deeper (0: every
+ * row) into *rows, from the levels held since open, whatever the stream's
+ * position: a walk over them. -1 when they are malformed (err set). */
+int pq_stream_rows_starting(const pq_stream *s, uint16_t min_def, uint32_t *rows,
+                            pq_error *err);
 /* Entries handed out or skipped so far, and in all (h->num_values). */
 uint32_t pq_stream_position(const pq_stream *s);
 uint32_t pq_stream_entries(const pq_stream *s);

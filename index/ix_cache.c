@@ -112,6 +112,24 @@ typedef struct sink {
 } sink;
 
 /* A dictionary (offset -1: none) and every page must lie inside the file. */
+/* A mark's pending entry (lists; ix_unit_mark), as put_marks writes it. */
+static int pending_of(pq_cursor *cur, ix_unit_mark *m)
+{
+    uint32_t flags, levels, len;
+    const uint8_t *value;
+    if (u32(cur, &flags) < 0 || flags > 3 || u32(cur, &levels) < 0 || u32(cur, &len) < 0 ||
+        len > IX_UNIT_MARK_VALUE_MAX || !pq_cursor_slice(cur, len, &value))
+        return -1;
+    m->has_pending = flags & 1;
+    m->has_value = (flags >> 1) & 1;
+    m->rep = (uint16_t)levels;
+    m->def = (uint16_t)(levels >> 16);
+    m->value_len = (uint8_t)len;
+    if (len)
+        memcpy(m->value, value, len);
+    return 0;
+}
+
 static int parse_chunk(pq_cursor *cur, uint64_t file_size, sink *s)
 {
     uint32_t codec, type_length, dict_length, dict_crc, has_oi, num_pages;
@@ -167,7 +185,8 @@ static int parse_chunk(pq_cursor *cur, uint64_t file_size, sink *s)
             (u32(cur, &m.rows) < 0 || u32(cur, &m.records) < 0 || u32(cur, &m.at.pos) < 0 ||
              u32(cur, &m.at.seen) < 0 || u32(cur, &m.at.present) < 0 ||
              u64(cur, &m.at.value_at) < 0 || u64(cur, &m.at.restart_c) < 0 ||
-             u64(cur, &m.at.restart_u) < 0 || u64(cur, &m.at.body_at) < 0))
+             u64(cur, &m.at.restart_u) < 0 || u64(cur, &m.at.body_at) < 0 ||
+             pending_of(cur, &m) < 0))
             return -1;
         if (marks)
             marks[u] = m;
@@ -482,6 +501,10 @@ static void put_marks(out *o, const ix_unit_mark *marks, uint64_t units)
         put_u64(o, m->at.restart_c);
         put_u64(o, m->at.restart_u);
         put_u64(o, m->at.body_at);
+        put_u32(o, (uint32_t)m->has_pending | (uint32_t)m->has_value << 1);
+        put_u32(o, (uint32_t)m->rep | (uint32_t)m->def << 16);
+        put_u32(o, m->value_len);
+        put(o, m->value, m->value_len);
     }
 }
 

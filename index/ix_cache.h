@@ -31,9 +31,10 @@
 
 #include "ix_index.h"
 
-#define IX_CACHE_VERSION 8 /* 4: page and dictionary checksums, ctime, device and inode;
+#define IX_CACHE_VERSION 9 /* 4: page and dictionary checksums, ctime, device and inode;
                               5: shuffle units; 6: entries of any size are cut;
-                              7: the dictionary page's claims; 8: marks at units */
+                              7: the dictionary page's claims; 8: marks at units;
+                              9: lists' marks at units, with their pending entry */
 
 /* A file's identity as the cache keys it. */
 typedef struct ix_cache_key {

@@ -34,6 +34,21 @@
 #define STREAM_ROW_BYTES ((size_t)4 << 20)
 #define STREAM_CAP_BYTES ((size_t)32 << 20)
 
+/* The marks at the units of an entry (ix_unit_mark), made as its page
+ * streams: its units' first records split from the records its levels say
+ * start in the page (values a flat page's call for, rows a list's start). */
+typedef struct entry_marks {
+    ix_unit_mark *at; /* `units` entries (the first never set), or NULL */
+    uint32_t units, records;
+    uint32_t next;    /* the unit whose mark is to be made next */
+} entry_marks;
+
+static void entry_marks_drop(entry_marks *em)
+{
+    free(em->at);
+    *em = (entry_marks){ 0 };
+}
+
 typedef struct scan_state {
     ix_scan *scan;
     ix_window w;
@@ -67,11 +82,11 @@ typedef struct scan_state {
     /* several columns: the others' values of the records measured, read
      * through one window (their rows are consecutive) */
     ix_others_window *window;
-    /* The marks at the units of the flat page streaming (ix_unit_mark), its
-     * units' first records split from the values its levels call for;
-     * they become the entry's once it is measured with that many records. */
-    ix_unit_mark *page_marks; /* page_units entries (the first never set), or NULL */
-    uint32_t page_units, page_records, next_mark;
+    /* The marks at the units of the page streaming, and (lists) of the open
+     * entry, whose last row goes on in the pages after it: they are its
+     * units' once it is measured with as many records as they were split
+     * for. */
+    entry_marks page_marks, open_marks;
     uint64_t page_body; /* the file offset of the page's body */
 } scan_state;
 
@@ -188,14 +203,12 @@ static int take_row(scan_state *st, ix_row *r, ix_page *pg, uint32_t **sizes, ui
  * scan's, from the sizes of its records (NULL: each takes `uniform` bytes);
  * an entry of few records has one unit and nothing is appended. */
 static int add_units(scan_state *st, const ix_page *e, const uint32_t *sizes, uint64_t uniform,
-                     pq_error *err)
+                     const entry_marks *em, pq_error *err)
 {
     ix_scan *scan = st->scan;
     uint32_t units = ix_units_of(e);
-    const ix_unit_mark *marks = st->page_marks && st->page_units == units &&
-                                        st->page_records == e->records
-                                    ? st->page_marks
-                                    : NULL;
+    const ix_unit_mark *marks =
+        em && em->at && em->units == units && em->records == e->records ? em->at : NULL;
     int marked = 0; /* a page pq_stream cannot mark (a dictionary's, say) brings none */
     for (uint32_t k = 1; marks && k < units && !marked; k++)
         marked = marks[k].body_offset != 0;
@@ -230,12 +243,12 @@ static int add_units(scan_state *st, const ix_page *e, const uint32_t *sizes, ui
 
 /* The entry at `index` has all its records measured (st->sizes): note its
  * units and start over for the next. */
-static int entry_measured(scan_state *st, uint32_t index, pq_error *err)
+static int entry_measured(scan_state *st, uint32_t index, const entry_marks *em, pq_error *err)
 {
     const ix_page *e = &st->scan->pages[index];
     assert(st->num_sizes == e->records);
     st->num_sizes = 0;
-    return add_units(st, e, st->sizes, 0, err);
+    return add_units(st, e, st->sizes, 0, em, err);
 }
 
 /* An entry sized without measuring its records: its units are known when
@@ -250,7 +263,7 @@ static int entry_sized(scan_state *st, uint32_t index, pq_error *err)
         scan->cut = 0;
         return 0;
     }
-    return add_units(st, e, NULL, (uint64_t)one, err);
+    return add_units(st, e, NULL, (uint64_t)one, NULL, err);
 }
 
 /* Rows that span pages (repeated columns; v1 pages without a page index
@@ -274,10 +287,11 @@ static int close_row(scan_state *st, pq_error *err)
     if (rc == 0) {
         entry->records += row.records;
         entry->framed += row.framed;
-        rc = entry_measured(st, st->open_entry, err);
+        rc = entry_measured(st, st->open_entry, &st->open_marks, err);
     }
     pq_page_values_free(&st->open_row);
     ix_row_clear(&st->open);
+    entry_marks_drop(&st->open_marks);
     st->row_open = 0;
     return rc;
 }
@@ -450,28 +464,33 @@ static int should_stream(const scan_state *st, const pq_page_header *h, uint64_t
     return total + (uint64_t)h->uncompressed_size + entries * WHOLE_BYTES_PER_ENTRY > limit;
 }
 
-/* A flat page streaming in s is at `records` records: when that is the
- * first record of its next unit, mark it there (ix_unit_mark). */
+/* The page streaming in s is at `records` records, its next entry to hand
+ * out (a flat column's), or `pending`, read already (a list's: the entry
+ * that starts a row): when that is the first record of its next unit, mark
+ * it there (ix_unit_mark). */
 static void mark_unit_start(scan_state *st, const pq_stream *s, const ix_page *pg,
-                            uint32_t records)
+                            uint32_t records, const pq_stream_entry *pending)
 {
-    if (!st->page_marks || st->next_mark >= st->page_units ||
-        records != ix_unit_first_record(st->page_records, st->page_units, st->next_mark))
+    entry_marks *em = &st->page_marks;
+    if (!em->at || em->next >= em->units ||
+        records != ix_unit_first_record(em->records, em->units, em->next))
         return;
+    ix_unit_mark *um = &em->at[em->next++];
+    size_t len = pending && pending->has_value ? pending->value.len : 0;
     pq_stream_mark m;
-    ix_unit_mark *um = &st->page_marks[st->next_mark++];
-    if (pq_stream_mark_here(s, &m))
-        *um = (ix_unit_mark){ .body_offset = st->page_body + m.body_at, .rows = pg->rows,
-                              .records = records, .at = m };
-}
-
-/* The page's marks are let go (consumed by its entry, or the page did not
- * stream after all). */
-static void drop_page_marks(scan_state *st)
-{
-    free(st->page_marks);
-    st->page_marks = NULL;
-    st->page_units = 0;
+    if (len > IX_UNIT_MARK_VALUE_MAX || !pq_stream_mark_here(s, &m))
+        return;
+    *um = (ix_unit_mark){ .body_offset = st->page_body + m.body_at, .rows = pg->rows,
+                          .records = records, .at = m };
+    if (pending) {
+        um->has_pending = 1;
+        um->rep = pending->rep;
+        um->def = pending->def;
+        um->has_value = pending->has_value != 0;
+        um->value_len = (uint8_t)len;
+        if (len)
+            memcpy(um->value, pending->value.ptr, len);
+    }
 }
 
 /* The entries of the streaming page s, rows assembled (repeated columns)
@@ -487,7 +506,7 @@ static int stream_rows(scan_state *st, pq_stream *s, ix_page *pg, uint32_t *num,
     int rc;
     for (;;) {
         if (!repeated)
-            mark_unit_start(st, s, pg, *num);
+            mark_unit_start(st, s, pg, *num, NULL);
         if ((rc = pq_stream_next(s, &e, err)) != 1)
             break;
         if (!repeated) {
@@ -504,6 +523,7 @@ static int stream_rows(scan_state *st, pq_stream *s, ix_page *pg, uint32_t *num,
                 return -1;
             ix_row_clear(&st->row);
             *started = 1;
+            mark_unit_start(st, s, pg, *num, &e);
         } else if (!*started && !st->row_open) {
             return pq_error_set(err, "the page starts in the middle of a row, but no earlier "
                                 "page of the column chunk left one open");
@@ -557,15 +577,24 @@ static int stream_page(scan_state *st, const pq_page_header *h, uint64_t off, ui
         pq_stream_close(s);
         return 0;
     }
-    assert(!st->page_marks);
-    /* not a page whose CRC is verified: a stream reads its body whole */
-    if (scan->desc.max_rep == 0 && !(scan->verify_crc && h->has_crc)) {
-        uint32_t present = pq_stream_present(s);
-        uint32_t units = ix_units_of(&(ix_page){ .records = present });
-        if (units > 1 && (st->page_marks = calloc(units, sizeof *st->page_marks))) {
-            st->page_units = units;
-            st->page_records = present;
-            st->next_mark = 1;
+    assert(!st->page_marks.at);
+    /* Marks at its units (not a page whose CRC is verified: a stream reads
+     * its body whole), split for the records its levels call for: a flat
+     * page's values, a list's rows that start here and are not null (a row
+     * kept by another column's value makes one more: its marks are then
+     * dropped, as the records counted differ). */
+    uint32_t starting = 0;
+    pq_error ignored; /* malformed levels fail the page's stream itself */
+    int16_t null_def = scan->framing->shape.null_def;
+    if (!(scan->verify_crc && h->has_crc) &&
+        (scan->desc.max_rep == 0
+             ? (starting = pq_stream_present(s), 1)
+             : pq_stream_rows_starting(s, null_def > 0 ? (uint16_t)null_def : 0, &starting,
+                                       &ignored) == 0)) {
+        uint32_t units = ix_units_of(&(ix_page){ .records = starting });
+        entry_marks *em = &st->page_marks;
+        if (units > 1 && (em->at = calloc(units, sizeof *em->at))) {
+            *em = (entry_marks){ .at = em->at, .units = units, .records = starting, .next = 1 };
             st->page_body = off + h->header_len;
         }
     }
@@ -582,7 +611,7 @@ static int stream_page(scan_state *st, const pq_page_header *h, uint64_t off, ui
     if (rc == 0)
         rc = ix_body_check_crc(h, &r, err);
     if (rc < 0) {
-        drop_page_marks(st);
+        entry_marks_drop(&st->page_marks);
         ix_row_clear(&st->row);
         if (!pq_stream_whole_instead(err)) {
             ix_body_blame_crc(h, &r, err);
@@ -611,10 +640,14 @@ static int stream_page(scan_state *st, const pq_page_header *h, uint64_t off, ui
             entry->length = (uint32_t)(off + total - entry->offset);
             atomic_store(&entry->crc, 0);
         }
-        if (!started)
+        if (!started) {
+            entry_marks_drop(&st->page_marks);
             return 1;
-        if (close_row(st, err) < 0)
+        }
+        if (close_row(st, err) < 0) {
+            entry_marks_drop(&st->page_marks);
             return -1;
+        }
         pg->rows++; /* the last row, measured once it ends */
         ix_row swap = st->open;
         st->open = st->row;
@@ -622,6 +655,8 @@ static int stream_page(scan_state *st, const pq_page_header *h, uint64_t off, ui
         ix_row_clear(&st->row);
         st->row_open = 1;
         st->open_entry = scan->num_pages;
+        st->open_marks = st->page_marks; /* its entry is measured once its last row ends */
+        st->page_marks = (entry_marks){ 0 };
     }
     /* the page's record sizes become the entry's */
     assert(st->num_sizes == 0);
@@ -636,8 +671,9 @@ static int stream_page(scan_state *st, const pq_page_header *h, uint64_t off, ui
     if (add_page(st, pg, err) < 0)
         return -1;
     /* a repeated column's entry is measured once its last row ends */
-    rc = scan->desc.max_rep == 0 ? entry_measured(st, scan->num_pages - 1, err) : 0;
-    drop_page_marks(st);
+    rc = scan->desc.max_rep == 0 ? entry_measured(st, scan->num_pages - 1, &st->page_marks, err)
+                                 : 0;
+    entry_marks_drop(&st->page_marks);
     return rc < 0 ? -1 : 1;
 }
 
@@ -742,7 +778,7 @@ static int visit_page(scan_state *st, uint64_t off, uint32_t expect_len, uint64_
     st->rows_seen += pg.rows;
     if (add_page(st, &pg, err) < 0)
         return -1;
-    return entry_measured(st, st->scan->num_pages - 1, err);
+    return entry_measured(st, st->scan->num_pages - 1, NULL, err);
 }
 
 static int walk_headers(scan_state *st, pq_error *err)
@@ -954,7 +990,8 @@ int ix_scan_chunk(ix_scan *scan, pq_error *err)
     ix_row_free(&st.row);
     free(st.sizes);
     free(st.page_sizes);
-    drop_page_marks(&st);
+    entry_marks_drop(&st.page_marks);
+    entry_marks_drop(&st.open_marks);
     ix_others_window_free(st.window);
     if (rc < 0 || !scan->cut) {
         free(scan->unit_bytes);

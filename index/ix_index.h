@@ -133,15 +133,28 @@ static inline uint32_t ix_units_of(const ix_page *p)
 }
 
 /* Where a stream resumes at the first record of a unit (ix_stream.h, marks),
- * left by the page pass: at every unit but the first of each cut entry that
- * is one page of a flat column, streamed at mount (large pages: DuckDB's,
- * of 25-125 MB), where pq_stream could mark it. A node that reads one part
- * of n then reads its units' bytes from the first epoch on, where without
- * them it streamed every page from its start to reach its units. */
+ * left by the page pass: at every unit but the first of each cut entry whose
+ * rows start in a page streamed at mount (large pages: DuckDB's, of 25-125
+ * MB), where pq_stream could mark it. A node that reads one part of n then
+ * reads its units' bytes from the first epoch on, where without them it
+ * streamed every page from its start to reach its units.
+ *
+ * A list's mark is taken once the entry that starts the unit's first row
+ * is read (repetition level 0: only then is the row before it complete),
+ * as a stream's own marks are (ix_stream_mark's pending entry): that entry
+ * is kept here, its value inline when it has at most IX_UNIT_MARK_VALUE_MAX
+ * bytes (a token's 8; a longer one leaves the unit without a mark). */
+#define IX_UNIT_MARK_VALUE_MAX 16
+
 typedef struct ix_unit_mark {
     uint64_t body_offset;   /* the mark's SNAPPY block in the file; 0: no mark */
     uint32_t rows, records; /* of the entry, before the mark */
     pq_stream_mark at;
+    uint8_t has_pending;    /* lists: the entry read already, below */
+    uint8_t has_value;
+    uint8_t value_len;      /* <= IX_UNIT_MARK_VALUE_MAX */
+    uint16_t rep, def;
+    uint8_t value[IX_UNIT_MARK_VALUE_MAX];
 } ix_unit_mark;
 
 /* The first record of unit k (k <= units: k == units gives records). */

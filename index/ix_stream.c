@@ -844,10 +844,12 @@ int ix_unit_mark_get(const ix_index *ix, uint64_t page, uint64_t unit, ix_stream
     const ix_unit_mark *um = ix->unit_marks ? &ix->unit_marks[unit] : NULL;
     if (!um || !um->body_offset)
         return 0;
-    /* a flat page's entry is that page: the mark is in its first page */
+    /* the unit's rows start in its entry's first page: the mark is there */
     *m = (ix_stream_mark){ .page_offset = ix->pages[page].offset, .body_offset = um->body_offset,
-                           .rows = um->rows, .records = um->records, .at = um->at };
-    return 1;
+                           .rows = um->rows, .records = um->records, .at = um->at,
+                           .has_pending = um->has_pending, .rep = um->rep, .def = um->def,
+                           .has_value = um->has_value };
+    return !um->value_len || dup_value(m, um->value, um->value_len) == 0;
 }
 
 int ix_stream_mark_here(const ix_stream *s, ix_stream_mark *m)

@@ -212,8 +212,9 @@ size_t ix_stream_mark_bytes(const ix_stream_mark *m);
 /* A copy of a mark (its own value): 0, or -1 out of memory. */
 int ix_stream_mark_copy(ix_stream_mark *to, const ix_stream_mark *from);
 /* The mark the page pass left at the index's unit `unit` (ix_unit_mark; in
- * ix_index.unit_bytes' order) of entry `page`: 1 and *m (holding no value:
- * nothing to free), or 0 when it left none there. */
+ * ix_index.unit_bytes' order) of entry `page`: 1 and *m (free it with
+ * ix_stream_mark_free, or hand it on), or 0 when it left none there (or out
+ * of memory for a list's pending value). */
 int ix_unit_mark_get(const ix_index *ix, uint64_t page, uint64_t unit, ix_stream_mark *m);
 /* A stream over entry `page` (as ix_stream_open's, without opts->head)
  * positioned at mark m, taken from a stream over the same entry; the mark's

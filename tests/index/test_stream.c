@@ -965,7 +965,8 @@ Test(stream, a_stream_that_stops_reading_ahead_reads_on_with_the_same_records)
  * node reading one part of n resumes its units there from the first epoch
  * on. A stream resumed from each hands out the records of the whole
  * decode from the unit's first on; the persistent index keeps the marks
- * (a second build loads them); a list column's pages get none. */
+ * (a second build loads them). So do a list column's, DuckDB's tokens,
+ * whose rows go on from page to page. */
 static ix_index *build_streaming(const char *dataset, const char *column, const char *cache)
 {
     ix_options o = { .dataset = dataset, .column = column, .frame = { IX_FORMAT_JSONL },
@@ -976,7 +977,11 @@ static ix_index *build_streaming(const char *dataset, const char *column, const 
     return ix;
 }
 
-static uint64_t resume_at_unit_marks(ix_index *ix)
+/* Every unit mark of ix resumed, its records checked against the whole
+ * decode's; with last_reads_little, each entry's last unit reads under half
+ * its entry (SNAPPY pages: the mark's block is near the end; uncompressed v1
+ * lists read every page's levels at open, so they need not). */
+static uint64_t resume_at_unit_marks(ix_index *ix, int last_reads_little)
 {
     ix_dict_source dicts = { tix_load_dictionary, ix };
     ix_stream_opts opts = { .read_size = 4096, .window = 8192, .ahead = 1 };
@@ -1011,7 +1016,7 @@ static uint64_t resume_at_unit_marks(ix_index *ix)
             }
             cr_assert_eq(rc, 0, "%s", err.msg);
             cr_assert_eq(j, w.count);
-            if (k == units - 1) /* its mark's 64 KiB block is near the entry's end */
+            if (last_reads_little && k == units - 1) /* its mark's block is near the end */
                 cr_assert_lt(read, ix->pages[p].length / 2, "entry %llu: the last unit's stream "
                              "read %llu of %u bytes", (unsigned long long)p,
                              (unsigned long long)read, ix->pages[p].length);
@@ -1026,6 +1031,8 @@ static uint64_t resume_at_unit_marks(ix_index *ix)
     return resumed;
 }
 
+static void list_marks_resume(const char *path, const char *column, int last_reads_little);
+
 Test(stream, the_page_pass_marks_the_units_it_cuts_and_a_stream_resumes_at_each)
 {
     const char *path = YFS_SOURCE_DIR "/tests/data/stream/snappy_cut_pages.parquet";
@@ -1034,7 +1041,7 @@ Test(stream, the_page_pass_marks_the_units_it_cuts_and_a_stream_resumes_at_each)
     ix_index *first = build_streaming(path, "text", cache);
     cr_assert_eq(first->files_cached, 0);
     cr_assert_not_null(first->unit_marks);
-    cr_assert_eq(resume_at_unit_marks(first), 2 * 16, "two pages of 17 units each");
+    cr_assert_eq(resume_at_unit_marks(first, 1), 2 * 16, "two pages of 17 units each");
     ix_index *again = build_streaming(path, "text", cache);
     cr_assert_eq(again->files_cached, again->num_files, "the persistent index was not used");
     cr_assert_eq(again->num_units, first->num_units);
@@ -1048,14 +1055,43 @@ Test(stream, the_page_pass_marks_the_units_it_cuts_and_a_stream_resumes_at_each)
                       a->at.restart_u == b->at.restart_u && a->at.body_at == b->at.body_at,
                   "unit %llu: the mark loaded is not the one made", (unsigned long long)u);
     }
-    cr_assert_eq(resume_at_unit_marks(again), resume_at_unit_marks(first));
+    cr_assert_eq(resume_at_unit_marks(again, 1), resume_at_unit_marks(first, 1));
     ix_free(first);
     ix_free(again);
     tix_remove("", cache);
 
-    ix_index *lists = build_streaming(YFS_SOURCE_DIR "/tests/data/stream/duckdb_tokens.parquet",
-                                      "input_ids", NULL);
-    cr_assert_gt(lists->num_units, 0);
-    cr_assert_null(lists->unit_marks, "a list's rows are known only once its page is read");
-    ix_free(lists);
+    /* lists whose rows go on in the next page: DuckDB's tokens (SNAPPY, its
+     * default), and a two-level list cut every 16,001 entries */
+    list_marks_resume(YFS_SOURCE_DIR "/tests/data/stream/duckdb_snappy_tokens.parquet",
+                      "input_ids", 1);
+    list_marks_resume(YFS_SOURCE_DIR "/tests/data/stream/legacy_two_level_cut.parquet", "ids", 0);
+}
+
+/* The page pass's marks at the units of a list column's pages, and their
+ * copies in the persistent index, each resumed. */
+static void list_marks_resume(const char *path, const char *column, int last_reads_little)
+{
+    char cache[TIX_PATH];
+    tix_temp_dir(cache, "unit-marks");
+    ix_index *made = build_streaming(path, column, cache);
+    cr_assert_not_null(made->unit_marks, "%s", path);
+    uint64_t resumed = resume_at_unit_marks(made, last_reads_little);
+    cr_log_info("%s: %llu list units resumed from the page pass's marks", path,
+                (unsigned long long)resumed);
+    cr_assert_gt(resumed, 0);
+    ix_index *loaded = build_streaming(path, column, cache);
+    cr_assert_eq(loaded->files_cached, loaded->num_files, "the persistent index was not used");
+    for (uint64_t u = 0; u < made->num_units; u++) {
+        const ix_unit_mark *a = &made->unit_marks[u], *b = &loaded->unit_marks[u];
+        cr_assert(a->body_offset == b->body_offset && a->has_pending == b->has_pending &&
+                      a->has_value == b->has_value && a->rep == b->rep && a->def == b->def &&
+                      a->value_len == b->value_len &&
+                      memcmp(a->value, b->value, a->value_len) == 0,
+                  "unit %llu: the list's mark loaded is not the one made", (unsigned long long)u);
+        cr_assert(!a->body_offset || a->has_pending, "a list's mark holds the row's first entry");
+    }
+    cr_assert_eq(resume_at_unit_marks(loaded, last_reads_little), resumed);
+    ix_free(made);
+    ix_free(loaded);
+    tix_remove("", cache);
 }

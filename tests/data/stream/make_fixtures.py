@@ -5,6 +5,9 @@ numpy, and node with @duckdb/node-api in tests/integration/writers):
                                level entries (writers/legacy_lists.py): rows continue over many
                                pages
   legacy_bare_50.parquet       the bare repeated layout, pages of 50 entries
+  legacy_two_level_cut.parquet the two-level layout, 12,000 rows with null and empty lists in
+                               pages of 16,001 entries: pages cut into units, rows going on in
+                               the next page (cut_lists_fixture; tests/index/test_stream.c)
   duckdb_tokens.parquet        DuckDB's own writer (zstd, its defaults) on list<BIGINT> token
                                documents with null lists: pages of ~16 M values that cut rows
                                anywhere; values of few distinct tokens so the file stays small
@@ -12,6 +15,10 @@ numpy, and node with @duckdb/node-api in tests/integration/writers):
   snappy_big_pages.parquet     pyarrow, SNAPPY, PLAIN, pages of about 1 MiB (many 64 KiB snappy
                                blocks each): text with nulls, and list<int64> with null and
                                empty lists (marks_fixture; tests/index/test_marks.c)
+  duckdb_snappy_tokens.parquet DuckDB's writer, SNAPPY (its default), on 40,000 short token
+                               lists with nulls: pages cut into units, rows going on over pages,
+                               and the marks the page pass leaves at lists' units
+                               (snappy_tokens_fixture; tests/index/test_stream.c)
   snappy_cut_pages.parquet     pyarrow, SNAPPY, PLAIN, v1 pages of 9,000 rows of text with
                                nulls, one page to a row group: pages cut into units, with the
                                marks the page pass leaves at them (cut_pages_fixture;
@@ -87,9 +94,43 @@ def cut_pages_fixture():
                    row_group_size=9000)
 
 
+def snappy_tokens_fixture():
+    """DuckDB's writer with its default codec (SNAPPY) on short token lists: pages cut into
+    units whose last row goes on in the next page, with the marks the page pass leaves at
+    them (tests/index/test_stream.c)."""
+    lens = [(i * 7919) % 23 + 1 for i in range(40000)]
+    seq = np.random.default_rng(5).permutation(50000).astype(np.int64)
+    flat = np.concatenate([seq[k % 13:k % 13 + n] for k, n in enumerate(lens)])
+    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
+    mask = np.zeros(len(lens), bool)
+    mask[::97] = True
+    ids = pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat), mask=pa.array(mask))
+    tmp = os.path.join(HERE, "_src_snappy.parquet")
+    pq.write_table(pa.table({"input_ids": ids}), tmp)
+    try:
+        # PLAIN, as DuckDB writes real tokens (too many distinct for its dictionary)
+        duckdb(tmp, os.path.join(HERE, "duckdb_snappy_tokens.parquet"), "snappy",
+               ", DICTIONARY_SIZE_LIMIT 1")
+    finally:
+        os.unlink(tmp)
+
+
+def cut_lists_fixture():
+    """Lists cut into pages wherever the cut falls (as DuckDB cuts long lists), uncompressed,
+    pages of ~4,000 rows each cut into units: the marks the page pass leaves at lists' units
+    whose entry ends in the next page (tests/index/test_stream.c)."""
+    rng = random.Random(17)
+    rows_ = [None if k % 89 == 0 else [] if k % 97 == 0 else
+             [rng.randint(0, 999) for _ in range(rng.randint(1, 7))] for k in range(12000)]
+    legacy_lists.write_legacy(os.path.join(HERE, "legacy_two_level_cut.parquet"), "two_level",
+                              rows_, rows_per_group=12000, entries_per_page=16001)
+
+
 def main():
     marks_fixture()
     cut_pages_fixture()
+    snappy_tokens_fixture()
+    cut_lists_fixture()
     rng = random.Random(7)
     legacy_lists.write_legacy(os.path.join(HERE, "legacy_two_level_7.parquet"), "two_level",
                               rows(rng, 200), rows_per_group=70, entries_per_page=7)
