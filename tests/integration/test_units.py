@@ -364,9 +364,6 @@ def test_a_node_reads_its_share_in_its_first_epoch_from_the_marks_of_the_page_pa
     assert read < files * 0.6, (read, files, after)
     assert after["units_marked"] >= 4 * 39, after  # every unit but each page's first
     assert after["streams_from_marks"] > 0, after
-    # its reads are timed though it opens no page from its start: the mount knows its
-    # storage is slow (reads ahead and prefetches follow it: fs/yfs_units.c)
-    assert after["io"]["read_latency_p50_ms"] >= 1.5, after["io"]
     assert got == cat(huge_snappy_pages, name, {"column": "text", "mem": "4G",
                                                "cache": "none"}).stdout
 
@@ -428,7 +425,6 @@ def test_a_node_reads_its_share_of_duckdb_tokens_from_the_marks_of_the_page_pass
         after = json.loads(m.read(".youmufs/stats.json"))
     read = after["bytes_read"] - before["bytes_read"]
     assert after["units_marked"] > 0 and after["streams_from_marks"] > 0, after
-    assert after["io"]["read_latency_p50_ms"] >= 1.5, after["io"]
     assert read < files * 0.6, (read, files, after, index)
     want = cat(duckdb_token_pages, name, {"column": "input_ids", "format": "raw",
                                           "dtype": "u16", "sep": td.EOS, "mem": "4G",
