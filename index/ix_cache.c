@@ -111,7 +111,6 @@ typedef struct sink {
     int any_marks;          /* a chunk so far has marks */
 } sink;
 
-/* A dictionary (offset -1: none) and every page must lie inside the file. */
 /* A mark's pending entry (lists; ix_unit_mark), as put_marks writes it. */
 static int pending_of(pq_cursor *cur, ix_unit_mark *m)
 {
@@ -130,6 +129,7 @@ static int pending_of(pq_cursor *cur, ix_unit_mark *m)
     return 0;
 }
 
+/* A dictionary (offset -1: none) and every page must lie inside the file. */
 static int parse_chunk(pq_cursor *cur, uint64_t file_size, sink *s)
 {
     uint32_t codec, type_length, dict_length, dict_crc, has_oi, num_pages;

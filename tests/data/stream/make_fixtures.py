@@ -16,8 +16,8 @@ numpy, and node with @duckdb/node-api in tests/integration/writers):
                                blocks each): text with nulls, and list<int64> with null and
                                empty lists (marks_fixture; tests/index/test_marks.c)
   duckdb_snappy_tokens.parquet DuckDB's writer, SNAPPY (its default), on 40,000 short token
-                               lists with nulls: pages cut into units, rows going on over pages,
-                               and the marks the page pass leaves at lists' units
+                               lists with nulls: a page cut into units, and the marks the page
+                               pass leaves at lists' units
                                (snappy_tokens_fixture; tests/index/test_stream.c)
   snappy_cut_pages.parquet     pyarrow, SNAPPY, PLAIN, v1 pages of 9,000 rows of text with
                                nulls, one page to a row group: pages cut into units, with the
@@ -94,21 +94,27 @@ def cut_pages_fixture():
                    row_group_size=9000)
 
 
-def snappy_tokens_fixture():
-    """DuckDB's writer with its default codec (SNAPPY) on short token lists: pages cut into
-    units whose last row goes on in the next page, with the marks the page pass leaves at
-    them (tests/index/test_stream.c)."""
-    lens = [(i * 7919) % 23 + 1 for i in range(40000)]
-    seq = np.random.default_rng(5).permutation(50000).astype(np.int64)
-    flat = np.concatenate([seq[k % 13:k % 13 + n] for k, n in enumerate(lens)])
+def token_lists(lens, seed, shift, null_every):
+    """list<int64> documents of the given lengths, each the first tokens of one fixed
+    permutation of 50,000 token ids (shifted by k % shift): too many distinct values for a
+    dictionary (DuckDB writes PLAIN, as for real tokens), yet the repeats compress to little.
+    Every null_every-th document is null."""
+    seq = np.random.default_rng(seed).permutation(50000).astype(np.int64)
+    flat = np.concatenate([seq[k % shift:k % shift + n] for k, n in enumerate(lens)])
     offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
     mask = np.zeros(len(lens), bool)
-    mask[::97] = True
-    ids = pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat), mask=pa.array(mask))
+    mask[::null_every] = True
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat), mask=pa.array(mask))
+
+
+def snappy_tokens_fixture():
+    """DuckDB's writer with its default codec (SNAPPY) on short token lists: one page of
+    40,000 rows cut into units, with the marks the page pass leaves at them
+    (tests/index/test_stream.c)."""
+    ids = token_lists([(i * 7919) % 23 + 1 for i in range(40000)], 5, 13, 97)
     tmp = os.path.join(HERE, "_src_snappy.parquet")
     pq.write_table(pa.table({"input_ids": ids}), tmp)
     try:
-        # PLAIN, as DuckDB writes real tokens (too many distinct for its dictionary)
         duckdb(tmp, os.path.join(HERE, "duckdb_snappy_tokens.parquet"), "snappy",
                ", DICTIONARY_SIZE_LIMIT 1")
     finally:
@@ -145,15 +151,7 @@ def main():
         lens.append(n)
         total += n
         i += 1
-    # the first tokens of one fixed sequence of distinct tokens, over and over: too many
-    # distinct values for a dictionary (DuckDB writes PLAIN, as for real tokens), yet the
-    # repeats compress to little
-    seq = np.random.default_rng(7).permutation(50000).astype(np.int64)
-    flat = np.concatenate([seq[k % 7:k % 7 + n] for k, n in enumerate(lens)])
-    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
-    mask = np.zeros(len(lens), bool)
-    mask[::101] = True
-    ids = pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat), mask=pa.array(mask))
+    ids = token_lists(lens, 7, 7, 101)
     pq.write_table(pa.table({"input_ids": ids}), tmp)
     duckdb(tmp, os.path.join(HERE, "duckdb_tokens.parquet"), "zstd", ", DICTIONARY_SIZE_LIMIT 1")
 
