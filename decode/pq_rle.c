@@ -1,5 +1,6 @@
 #include "pq_rle.h"
 
+#include <assert.h>
 #include <string.h>
 
 #include "pq_bitpack.h"
@@ -130,6 +131,30 @@ int64_t pq_rle_iter_read(pq_rle_iter *it, pq_cursor *c, uint32_t *out, uint32_t 
         it->ibuf = 0;
     }
     return got;
+}
+
+int pq_rle_iter_run(pq_rle_iter *it, pq_cursor *c, uint32_t *value, uint32_t *left,
+                    pq_error *err)
+{
+    if (it->bit_width < 0 || it->bit_width > 32)
+        return pq_error_set(err, "RLE: bit width %d is outside 0..32", it->bit_width);
+    if (it->ibuf < it->nbuf)
+        return 0; /* a bit-packed group's values are being handed out */
+    while (it->run_left == 0 && it->done < it->count)
+        if (read_header(it, c, err) < 0)
+            return -1;
+    if (it->run_left == 0 || it->packed)
+        return 0;
+    *value = it->value;
+    *left = it->run_left;
+    return 1;
+}
+
+void pq_rle_iter_skip_run(pq_rle_iter *it, uint32_t n)
+{
+    assert(!it->packed && it->ibuf == it->nbuf && n <= it->run_left);
+    it->run_left -= n;
+    it->done += n;
 }
 
 int pq_rle_decode(const uint8_t *buf, size_t len, int bit_width, uint32_t count, uint32_t *out,

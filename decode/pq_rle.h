@@ -53,6 +53,18 @@ void pq_rle_iter_init(pq_rle_iter *it, int bit_width, uint32_t count);
 int64_t pq_rle_iter_read(pq_rle_iter *it, pq_cursor *c, uint32_t *out, uint32_t max,
                          pq_error *err);
 
+/* For callers that count or skip values rather than take them (a stream
+ * resumed at a mark skips a page's levels up to it): whether the next values
+ * are those of an RLE run, reading the next run's header first when the
+ * iterator stands between runs (a zero-length run is passed). 1 then, with
+ * the run's value and how many of its values are left (>= 1); 0 when the
+ * next values are bit-packed or all `count` are done; -1 on error. The
+ * cursor is the one pq_rle_iter_read would be given. */
+int pq_rle_iter_run(pq_rle_iter *it, pq_cursor *c, uint32_t *value, uint32_t *left,
+                    pq_error *err);
+/* Take n of the current RLE run's values without handing them out: n at most
+ * the `left` pq_rle_iter_run gave, with no read since. */
+void pq_rle_iter_skip_run(pq_rle_iter *it, uint32_t n);
 /* Bits needed to represent max_value (0 for 0). */
 int pq_bit_width(uint32_t max_value);
 

@@ -202,14 +202,29 @@ static inline int level_next(level_iter *l, int max, uint16_t *out, const char *
 }
 
 /* How many of the next `count` levels equal `max`, each checked as
- * level_next would (a batch at a time). */
+ * level_next would: an RLE run at once (a page's levels are mostly runs:
+ * a stream resumed at a mark near the end of one of DuckDB's pages of
+ * tokens passes millions), bit-packed ones a batch at a time. */
 static int levels_at_max(level_iter *l, int max, uint32_t count, uint32_t *at_max,
                          const char *what, pq_error *err)
 {
     uint32_t k = 0;
     while (count > 0) {
-        if (l->i == l->n && level_refill(l, what, err) < 0)
-            return -1;
+        if (l->i == l->n) {
+            uint32_t value, left;
+            int run = pq_rle_iter_run(&l->it, &l->c, &value, &left, err);
+            if (run < 0)
+                return pq_error_prefix(err, "%s: ", what);
+            if (run > 0 && value <= (uint32_t)max) {
+                uint32_t n = left < count ? left : count;
+                pq_rle_iter_skip_run(&l->it, n);
+                k += value == (uint32_t)max ? n : 0;
+                count -= n;
+                continue;
+            }
+            if (level_refill(l, what, err) < 0) /* a run over the maximum is named there */
+                return -1;
+        }
         uint32_t n = l->n - l->i < count ? l->n - l->i : count;
         const uint32_t *b = l->buf + l->i;
         uint32_t over = 0;
@@ -473,16 +488,12 @@ static int resume(pq_stream *s, pq_stream_read_fn read, pq_stream_seek_fn seek, 
         level_start(&s->rep, col->max_rep, s->entries);
     if (col->max_def > 0)
         level_start(&s->def, col->max_def, s->entries);
-    uint32_t seen = 0;
-    for (uint32_t i = 0; i < m->pos; i++) {
-        uint16_t rep, def = 0;
-        if ((col->max_rep > 0 &&
-             level_next(&s->rep, col->max_rep, &rep, "repetition levels", err) < 0) ||
-            (col->max_def > 0 &&
-             level_next(&s->def, col->max_def, &def, "definition levels", err) < 0))
-            return -1;
-        seen += def == col->max_def;
-    }
+    uint32_t seen = m->pos, reps_at_max; /* without def levels every entry is a value */
+    if ((col->max_rep > 0 && levels_at_max(&s->rep, col->max_rep, m->pos, &reps_at_max,
+                                           "repetition levels", err) < 0) ||
+        (col->max_def > 0 &&
+         levels_at_max(&s->def, col->max_def, m->pos, &seen, "definition levels", err) < 0))
+        return -1;
     if (seen != m->seen)
         return pq_error_set(err, "%u values before the mark at entry %u, the mark says %u",
                             seen, m->pos, m->seen);

@@ -4,17 +4,23 @@
 
 #include "pq_rle.h"
 
-/* Test-side encoder: values as one bit-packed run (padded to groups of 8). */
-static size_t pack_run(const uint32_t *v, uint32_t n, int bw, uint8_t *out)
+/* Test-side encoder: a run header (ULEB128). */
+static size_t uleb(uint64_t header, uint8_t *out)
 {
-    uint32_t groups = (n + 7) / 8;
     size_t len = 0;
-    uint64_t header = (uint64_t)groups << 1 | 1;
     do {
         uint8_t b = header & 0x7f;
         header >>= 7;
         out[len++] = b | (header ? 0x80 : 0);
     } while (header);
+    return len;
+}
+
+/* Test-side encoder: values as one bit-packed run (padded to groups of 8). */
+static size_t pack_run(const uint32_t *v, uint32_t n, int bw, uint8_t *out)
+{
+    uint32_t groups = (n + 7) / 8;
+    size_t len = uleb((uint64_t)groups << 1 | 1, out);
     size_t bytes = (size_t)groups * (size_t)bw;
     memset(out + len, 0, bytes);
     for (uint32_t i = 0; i < n; i++)
@@ -123,4 +129,64 @@ Test(rle, bit_width)
     cr_assert_eq(pq_bit_width(255), 8);
     cr_assert_eq(pq_bit_width(256), 9);
     cr_assert_eq(pq_bit_width(UINT32_MAX), 32);
+}
+
+/* Test-side encoder: an RLE run of n copies of a value of one byte. */
+static size_t rle_run(uint32_t n, uint8_t value, uint8_t *out)
+{
+    size_t len = uleb((uint64_t)n << 1, out);
+    out[len++] = value;
+    return len;
+}
+
+/* The RLE runs of a sequence taken at once where they stand (pq_rle_iter_run,
+ * pq_rle_iter_skip_run), its bit-packed groups read: the values skipped and
+ * read are the sequence's, a zero-length run is passed, a run is capped at
+ * `count`, and a skip stops where a read goes on. */
+Test(rle, runs_are_skipped_at_once_and_the_rest_read)
+{
+    uint8_t buf[64];
+    size_t len = rle_run(1000, 3, buf);
+    len += rle_run(0, 1, buf + len);
+    uint32_t packed[8] = { 0, 3, 1, 3, 3, 2, 0, 3 };
+    len += pack_run(packed, 8, 2, buf + len);
+    len += rle_run(100, 1, buf + len);
+    enum { COUNT = 1000 + 8 + 60 }; /* the last run capped at 60 */
+    uint32_t want[COUNT];
+    pq_error err;
+    cr_assert_eq(pq_rle_decode(buf, len, 2, COUNT, want, &err), 0, "%s", err.msg);
+    for (uint32_t skip_first = 0; skip_first <= 1000; skip_first += 250) {
+        pq_rle_iter it;
+        pq_rle_iter_init(&it, 2, COUNT);
+        pq_cursor c = pq_cursor_make(buf, len);
+        uint32_t got[COUNT], at = 0, value, left, runs = 0;
+        while (it.done < COUNT) {
+            int run = pq_rle_iter_run(&it, &c, &value, &left, &err);
+            cr_assert_geq(run, 0, "%s", err.msg);
+            if (run) {
+                cr_assert_geq(left, 1);
+                /* the first run partly skipped, partly read */
+                uint32_t n = runs++ == 0 && skip_first < left ? skip_first : left;
+                pq_rle_iter_skip_run(&it, n);
+                for (uint32_t i = 0; i < n; i++)
+                    got[at++] = value;
+                if (n < left) {
+                    int64_t r = pq_rle_iter_read(&it, &c, got + at, left - n, &err);
+                    cr_assert_eq(r, (int64_t)(left - n), "%s", err.msg);
+                    at += (uint32_t)r;
+                }
+                continue;
+            }
+            int64_t r = pq_rle_iter_read(&it, &c, got + at, COUNT - at, &err);
+            cr_assert_gt(r, 0, "%s", err.msg);
+            at += (uint32_t)r;
+        }
+        cr_assert_eq(at, COUNT);
+        cr_assert_eq(want[999], 3);
+        cr_assert_eq(want[1001], 3); /* the packed group's second */
+        cr_assert_eq(want[COUNT - 1], 1);
+        cr_assert_eq(memcmp(got, want, sizeof want), 0, "skipping %u of the first run",
+                     skip_first);
+        cr_assert_eq(pq_rle_iter_run(&it, &c, &value, &left, &err), 0, "done: no run");
+    }
 }
