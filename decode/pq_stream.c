@@ -455,10 +455,16 @@ static int resume(pq_stream *s, pq_stream_read_fn read, pq_stream_seek_fn seek, 
     if (open_levels(s, read, ctx, err) < 0)
         return -1;
     if (v1 && (col->max_rep > 0 || col->max_def > 0)) { /* the body's first bytes */
-        /* through small windows: the levels are usually a few bytes */
+        /* decompressed through small windows, so that little past them is:
+         * a flat column's levels are usually a few bytes, and are read
+         * through small windows too. A list's hold a level or two per
+         * value, tens of KiB compressed in one of DuckDB's pages of tokens,
+         * which 4 KiB reads took in 8 round trips a resume: they are read
+         * in the stream's own. */
         pq_stream_opts small = s->o;
-        small.read_size = small.read_size < LEVELS_READ ? small.read_size : LEVELS_READ;
         small.out_size = small.out_size < LEVELS_READ ? small.out_size : LEVELS_READ;
+        if (col->max_rep == 0)
+            small.read_size = small.read_size < LEVELS_READ ? small.read_size : LEVELS_READ;
         s->f = pq_inflate_open(sec.codec, sec.clen, sec.ulen, sec.value_need, &small, read, ctx,
                                err);
         if (!s->f || read_v1_levels(s, err) < 0)
