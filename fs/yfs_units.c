@@ -563,10 +563,8 @@ static int stream_from_mark(yfs_mount *m, uint32_t page, uint64_t at, uint64_t s
  * unit's mark. A node reading one part of 8 of small SNAPPY pages read 0.21
  * to 0.65 of the files for its part, streams paused at a unit it had framed
  * going on through twenty units of other parts to a later unit of its own
- * because a build waited for one on the way. Not for lists: a list's resume
- * reads its page's levels again (pq_stream.h), and a node's part of
- * DuckDB's tokens fetched 8-25% more so. Its reads ahead stop where it is
- * likely to pause (ahead_stop). Returns 1 when the page is
+ * because a build waited for one on the way. Its reads ahead stop where it
+ * is likely to pause (ahead_stop). Returns 1 when the page is
  * better decoded whole after all (its first header says it is small
  * enough), 0, or -1. */
 static int stream_for(yfs_mount *m, yfs_plan *plan, const sh_unit *u, uint32_t unit,
@@ -582,8 +580,6 @@ static int stream_for(yfs_mount *m, yfs_plan *plan, const sh_unit *u, uint32_t u
                              &ps->charged);
     if (unit > ps->from) {
         uint64_t at = first_waited(m, ps->from, unit);
-        if (at < unit && m->ix->framing.shape.max_rep > 0)
-            at = ps->from; /* a list's resume reads its page's levels again */
         int marked = at > ps->from ? stream_from_mark(m, u->page, at, stop, hold, ps, err) : 0;
         if (marked == 0 && !ps->s && at != unit)
             marked = stream_from_mark(m, u->page, unit, stop, hold, ps, err);
