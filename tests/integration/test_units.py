@@ -350,11 +350,12 @@ def test_a_node_reads_its_share_in_its_first_epoch_from_the_marks_of_the_page_pa
     first epoch on. Without them its first epoch streamed every page from its start to reach
     its units (DuckDB's text, one part of 8: 704 MB fetched for a part whose pages hold 100).
     Over storage of 2 ms a read, a re-mount from the persistent index: part 3 of 8 of epoch 0
-    reads under 0.6 of the files (0.21-0.33; a resumed unit reads from the 64 KiB block of its
-    mark to the window after its end; 8a7182f read 0.97, and 74f4d03 0.21-0.65: a stream
-    paused at a unit it framed went on through twenty other parts' units to its next one,
-    fs/yfs_units.c first_waited), and it is the bytes the same part gives with every page
-    decoded whole (mem=4G)."""
+    reads under 0.6 of the files (0.26-0.42 in 12 runs; a resumed unit reads from the 64 KiB
+    block of its mark to the window after its end; 8a7182f read 0.97; 74f4d03, without the
+    resumed streams' latency notes, 0.21-0.65, where a stream paused at a unit it framed went
+    on through twenty other parts' units to its next one because a build waited for one on
+    the way: bench/results/node_parts.md), and it is the bytes the same part gives with every
+    page decoded whole (mem=4G)."""
     files = sum(os.path.getsize(os.path.join(huge_snappy_pages, n))
                 for n in os.listdir(huge_snappy_pages))
     cache = tmp_path / "index"
