@@ -538,12 +538,6 @@ static int stream_from_mark(yfs_mount *m, const sh_unit *u, uint32_t unit, uint6
     ix_stream_opts opts = { .grow = stream_grows, .grow_ctx = ps,
                             .ahead = yfs_latency_slow(&m->read_latency), .ahead_until = stop };
     ps->s = ix_stream_resume(m->ix, u->page, &ps->dicts, &ps->dict, &opts, &mark, &ps->read, err);
-    /* the read of the page's header, timed: a node whose units all resume
-     * from the page pass's marks opens no page from its start, and would
-     * never learn that its storage is slow (reads ahead, the depth of
-     * prefetches and the threads of builds follow it) */
-    if (ps->s && ix_stream_first_read_ns(ps->s))
-        yfs_latency_note(&m->read_latency, ix_stream_first_read_ns(ps->s));
     ix_stream_mark_free(&mark);
     if (!ps->s) {
         yfs_streams_end(m->streams, u->page, unit);
