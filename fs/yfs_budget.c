@@ -67,6 +67,13 @@ yfs_budget *yfs_budget_new(uint64_t limit, yfs_stats *stats)
         return NULL;
     b->limit = limit;
     b->stats = stats;
+    /* glibc's allocator sets itself up on its first call, unlocked: two
+     * threads whose first calls race both count as its arena's, and the
+     * second of them to exit aborts ("a->attached_threads > 0"). Under
+     * AddressSanitizer malloc and mallopt are its own, and the first call
+     * glibc saw was yfs_budget_trim_heap's, from two builds at once (CI
+     * aborted so). The accountant is made before the threads that trim. */
+    malloc_trim(0);
     pthread_mutex_init(&b->lock, NULL);
     pthread_condattr_init(&b->monotonic);
     pthread_condattr_setclock(&b->monotonic, CLOCK_MONOTONIC);

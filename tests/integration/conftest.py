@@ -134,7 +134,9 @@ def _env(extra=None):
     env.update(extra or {})
     # Keep any persistent index cache of youmufs inside the session's tmp dir.
     env["XDG_CACHE_HOME"] = _SESSION_CACHE
-    env.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
+    # handle_abort: a failed assert() in the daemon prints its stack to the stderr a failing
+    # test shows, not the assertion's line alone.
+    env.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0:handle_abort=1")
     return env
 
 
@@ -310,7 +312,7 @@ def mounted(dataset, options=None, extra_args=(), timeout=MOUNT_TIMEOUT, env=Non
             shutil.rmtree(workdir, ignore_errors=True)
         if problems:
             msg = (f"mount `{' '.join(args)}`: " + "; ".join(problems) +
-                   f"\n--- daemon stderr (tail) ---\n{err[-3000:].decode('utf-8', 'replace')}")
+                   f"\n--- daemon stderr (tail) ---\n{err[-8000:].decode('utf-8', 'replace')}")
             if body_error is not None and not isinstance(body_error, pytest.skip.Exception):
                 raise AssertionError(msg + f"\n--- and the test itself failed: {body_error!r}") \
                     from body_error
