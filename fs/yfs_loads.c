@@ -162,29 +162,40 @@ static uint64_t pages_end(const ix_index *ix, uint32_t from, uint32_t to)
     return end;
 }
 
-/* Whether global page q is one that load l brings for the files open on
- * the mount: served by l (not by another load) and read here. */
-static int brings(const yfs_mount *m, const yfs_plan *owner, uint64_t l, uint32_t q)
+/* Which of load l's pages it brings for the files open on the mount:
+ * served by l (not by another load) and read here; brought[i] for the
+ * load's page first_page + i. Decided once per run of the load: files open
+ * meanwhile add pages read here, and a page served that its reservation
+ * did not count was charged to the hold past what the hold held (CI's
+ * sanitizer run aborted so with 32 parts opening at once). -1 out of
+ * memory. */
+static int pages_brought(const yfs_mount *m, const yfs_plan *owner, uint64_t l,
+                         uint8_t **brought)
 {
     const sh_schedule *sched = &owner->plan.schedule;
-    return sched->source[sched->position[q]] == l && yfs_page_read_here(m, owner, q);
+    const sh_load *load = &sched->loads[l];
+    if (!(*brought = malloc(load->pages ? load->pages : 1)))
+        return -1;
+    for (uint32_t i = 0; i < load->pages; i++) {
+        uint32_t q = load->first_page + i;
+        (*brought)[i] = sched->source[sched->position[q]] == l && yfs_page_read_here(m, owner, q);
+    }
+    return 0;
 }
 
-/* The pages of load l from page `first` on that one read brings: up to
- * *last, which grows while the read's range (the first page's offset to
- * the furthest end) stays within twice the bytes of the pages it brings.
- * Its range in *start, *end. */
-static void next_run(const yfs_mount *m, const yfs_plan *owner, uint64_t l, uint32_t first,
-                     uint32_t *last, uint64_t *start, uint64_t *end)
+/* The pages of the load from page `first` on that one read brings
+ * (brought: pages_brought): up to *last, which grows while the read's
+ * range (the first page's offset to the furthest end) stays within twice
+ * the bytes of the pages it brings. Its range in *start, *end. */
+static void next_run(const ix_index *ix, const sh_load *load, const uint8_t *brought,
+                     uint32_t first, uint32_t *last, uint64_t *start, uint64_t *end)
 {
-    const ix_index *ix = m->ix;
-    const sh_load *load = &owner->plan.schedule.loads[l];
     uint64_t bytes = ix->pages[first].length;
     *start = ix->pages[first].offset;
     *end = *start + ix->pages[first].length;
     *last = first;
     for (uint32_t q = first + 1; q < load->first_page + load->pages; q++) {
-        if (!brings(m, owner, l, q))
+        if (!brought[q - load->first_page])
             continue;
         uint64_t e = pages_end(ix, *last + 1, q);
         e = e > *end ? e : *end;
@@ -197,7 +208,7 @@ static void next_run(const yfs_mount *m, const yfs_plan *owner, uint64_t l, uint
 }
 
 /* Run load l of owner's plan: read the pages it brings for the files open
- * on the mount (brings), hand the page at `want` (an order position;
+ * on the mount (pages_brought), hand the page at `want` (an order position;
  * UINT64_MAX: none) to the caller in *raw (charged to hold) and park the
  * others. A load that brings at least half its chunk's bytes reads the
  * chunk in one I/O; else each run of its pages near each other is read in
@@ -216,29 +227,33 @@ static int execute(yfs_mount *m, yfs_plan *owner, uint64_t l, uint64_t want, yfs
     const sh_schedule *sched = &plan->schedule;
     const sh_load *load = &sched->loads[l];
     uint64_t start, end;
+    uint8_t *brought;
     *raw = NULL;
-    if (chunk_range(ix, load, &start, &end) < 0)
+    if (chunk_range(ix, load, &start, &end) < 0 || pages_brought(m, owner, l, &brought) < 0)
         return 0;
     /* The pages it brings are reserved with its buffers, all or nothing: a
      * load that parked only some would leave the others to be read alone,
      * one storage round trip each. */
     uint64_t served = 0, buffers = 0;
     for (uint32_t q = load->first_page; q < load->first_page + load->pages; q++)
-        served += brings(m, owner, l, q) ? ix->pages[q].length : 0;
+        served += brought[q - load->first_page] ? ix->pages[q].length : 0;
     int whole = 2 * served >= end - start;
     for (uint32_t q = load->first_page; !whole && q < load->first_page + load->pages; q++) {
         uint64_t s, e;
-        if (brings(m, owner, l, q)) {
-            next_run(m, owner, l, q, &q, &s, &e);
+        if (brought[q - load->first_page]) {
+            next_run(ix, load, brought, q, &q, &s, &e);
             buffers += e - s;
         }
     }
     if (whole)
         buffers = end - start;
-    if (yfs_budget_reserve(m->budget, buffers, YFS_MEM_CHUNKS, YFS_PREFETCH, hold) < 0)
+    if (yfs_budget_reserve(m->budget, buffers, YFS_MEM_CHUNKS, YFS_PREFETCH, hold) < 0) {
+        free(brought);
         return -1;
+    }
     if (yfs_budget_reserve(m->budget, served, YFS_MEM_RAW, YFS_PREFETCH, hold) < 0) {
         yfs_budget_release(m->budget, buffers, YFS_MEM_CHUNKS, hold);
+        free(brought);
         return -1;
     }
     pq_error ignored; /* the pages are then read alone, which reports the error */
@@ -247,9 +262,9 @@ static int execute(yfs_mount *m, yfs_plan *owner, uint64_t l, uint64_t want, yfs
     for (uint32_t q = load->first_page; q < load->first_page + load->pages; q++) {
         uint32_t last = load->first_page + load->pages - 1;
         if (!whole) {
-            if (!brings(m, owner, l, q))
+            if (!brought[q - load->first_page])
                 continue;
-            next_run(m, owner, l, q, &last, &start, &end);
+            next_run(ix, load, brought, q, &last, &start, &end);
         }
         /* Mapped, not malloc'ed: many loads in flight at once left holes
          * in the heap that stayed resident after they were freed. */
@@ -258,13 +273,14 @@ static int execute(yfs_mount *m, yfs_plan *owner, uint64_t l, uint64_t want, yfs
                                     &ignored)
                      : -1;
         for (uint32_t r = q; rc == 0 && r <= last; r++) {
-            if (!brings(m, owner, l, r))
+            if (!brought[r - load->first_page])
                 continue; /* read, but served by another load, or of no file here */
             const ix_page *p = &ix->pages[r];
             uint8_t *copy = malloc(p->length ? p->length : 1);
             if (!copy)
                 continue;
-            served -= p->length; /* its share goes with it */
+            assert(served >= p->length); /* a page brought was counted in served */
+            served -= p->length;         /* its share goes with it */
             memcpy(copy, buf + (p->offset - start), p->length);
             uint32_t pos = sched->position[r];
             if (pos == want)
@@ -276,6 +292,7 @@ static int execute(yfs_mount *m, yfs_plan *owner, uint64_t l, uint64_t want, yfs
         read |= rc == 0;
         q = last;
     }
+    free(brought);
     if (read)
         yfs_count(&m->stats.chunk_loads, 1);
     yfs_budget_release(m->budget, served, YFS_MEM_RAW, hold); /* what was not handed out */
