@@ -1,6 +1,8 @@
 /* yfs_latency.h — the latency of the last YFS_LATENCY_KEPT storage reads,
- * for stats.json's median and p99 (yfs_loads.h notes every read of a
- * source, yfs_report.h shows them). Thread-safe (one mutex).
+ * for stats.json's median and p99 (yfs_loads.h notes every chunk load and
+ * page read alone, yfs_units.c the opening read of every page stream, from
+ * its start or resumed from a mark; yfs_report.h shows them), and whether
+ * storage is slow. Thread-safe (one mutex).
  */
 #ifndef YFS_LATENCY_H
 #define YFS_LATENCY_H

@@ -72,6 +72,7 @@ struct ix_stream {
     uint32_t crc;
     int crc_learning;
     int moved;     /* a read saw the ctime moved (ix_checked.h) */
+    uint64_t first_read_ns; /* how long its first direct read took (0: none yet) */
 
     /* The page being decoded. */
     pq_page_header h;
@@ -225,13 +226,16 @@ static int read_on(ix_stream *s, uint8_t *dst, size_t n, pq_error *err)
         if (waited)
             deepen_ahead(s);
     } else {
-        uint64_t start = s->ahead_state == AHEAD_WHEN_SLOW ? now_ns() : 0;
+        uint64_t start = s->first_read_ns && s->ahead_state != AHEAD_WHEN_SLOW ? 0 : now_ns();
         if (ix_read_checked(s->ix, s->file_index, s->pos, dst, n, s->bytes_read, &moved,
                             err) < 0)
             return -1;
+        uint64_t took = start ? now_ns() - start : 0;
+        if (!s->first_read_ns && start)
+            s->first_read_ns = took ? took : 1;
         if (s->ahead_state == AHEAD_WHEN_SLOW) { /* the first read decides */
             s->pos += n; /* the ahead starts after these bytes */
-            if (now_ns() - start >= IX_AHEAD_SLOW_NS)
+            if (took >= IX_AHEAD_SLOW_NS)
                 start_ahead(s);
             else
                 s->ahead_state = AHEAD_NEVER;
@@ -966,6 +970,11 @@ void ix_stream_ahead_until(ix_stream *s, uint64_t offset)
     uint64_t stop = open ? ahead_end(s, s->ahead_from, offset) : 0;
     if (open && stop > s->ahead_stop && ix_ahead_extend(open, stop - s->ahead_from) == 0)
         s->ahead_stop = stop;
+}
+
+uint64_t ix_stream_first_read_ns(const ix_stream *s)
+{
+    return s->first_read_ns;
 }
 
 int ix_stream_pausable(const ix_stream *s)

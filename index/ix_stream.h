@@ -140,6 +140,11 @@ int ix_stream_finish(ix_stream *s, pq_error *err);
 /* Bytes held now (<= ix_stream_committed). */
 size_t ix_stream_bytes(const ix_stream *s);
 
+/* How long the stream's first read of storage that it made itself took, in
+ * ns (0: none yet, or every read so far was read ahead): a resumed stream's
+ * is its page's header, the caller's measure of the storage's latency. */
+uint64_t ix_stream_first_read_ns(const ix_stream *s);
+
 /* Pausing. A stream may stop between records and be continued later, by
  * another thread, when the records handed out are vouched for already: no
  * read saw the file's ctime move and no Parquet page CRC is still pending
