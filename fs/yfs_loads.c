@@ -162,40 +162,53 @@ static uint64_t pages_end(const ix_index *ix, uint32_t from, uint32_t to)
     return end;
 }
 
-/* Which of load l's pages it brings for the files open on the mount:
- * served by l (not by another load) and read here; brought[i] for the
- * load's page first_page + i. Decided once per run of the load: files open
- * meanwhile add pages read here, and a page served that its reservation
- * did not count was charged to the hold past what the hold held (CI's
- * sanitizer run aborted so with 32 parts opening at once). -1 out of
+/* Whether global page q is one that load l brings for the files open on
+ * the mount: served by l (not by another load) and read here. */
+static int brings(const yfs_mount *m, const yfs_plan *owner, uint64_t l, uint32_t q)
+{
+    const sh_schedule *sched = &owner->plan.schedule;
+    return sched->source[sched->position[q]] == l && yfs_page_read_here(m, owner, q);
+}
+
+/* Which of load l's pages it brings (brings) when it starts: brought[i] for
+ * the load's page first_page + i, what it reserves for at once. -1 out of
  * memory. */
 static int pages_brought(const yfs_mount *m, const yfs_plan *owner, uint64_t l,
                          uint8_t **brought)
 {
-    const sh_schedule *sched = &owner->plan.schedule;
-    const sh_load *load = &sched->loads[l];
+    const sh_load *load = &owner->plan.schedule.loads[l];
     if (!(*brought = malloc(load->pages ? load->pages : 1)))
         return -1;
-    for (uint32_t i = 0; i < load->pages; i++) {
-        uint32_t q = load->first_page + i;
-        (*brought)[i] = sched->source[sched->position[q]] == l && yfs_page_read_here(m, owner, q);
-    }
+    for (uint32_t i = 0; i < load->pages; i++)
+        (*brought)[i] = (uint8_t)brings(m, owner, l, load->first_page + i);
     return 0;
 }
 
-/* The pages of the load from page `first` on that one read brings
- * (brought: pages_brought): up to *last, which grows while the read's
- * range (the first page's offset to the furthest end) stays within twice
- * the bytes of the pages it brings. Its range in *start, *end. */
-static void next_run(const ix_index *ix, const sh_load *load, const uint8_t *brought,
-                     uint32_t first, uint32_t *last, uint64_t *start, uint64_t *end)
+/* Whether the load brings page q now: reserved for at its start
+ * (brought), or of a part opened since. */
+static int brings_now(const yfs_mount *m, const yfs_plan *owner, uint64_t l,
+                      const uint8_t *brought, uint32_t q)
 {
+    const sh_load *load = &owner->plan.schedule.loads[l];
+    return brought[q - load->first_page] || brings(m, owner, l, q);
+}
+
+/* The pages of the load from page `first` on that one read brings
+ * (brings_now): up to *last, which grows while the read's range (the first
+ * page's offset to the furthest end) stays within twice the bytes of the
+ * pages it brings. Its range in *start, *end. */
+static void next_run(const yfs_mount *m, const yfs_plan *owner, uint64_t l,
+                     const uint8_t *brought, uint32_t first, uint32_t *last, uint64_t *start,
+                     uint64_t *end)
+{
+    const ix_index *ix = m->ix;
+    const sh_load *load = &owner->plan.schedule.loads[l];
     uint64_t bytes = ix->pages[first].length;
     *start = ix->pages[first].offset;
     *end = *start + ix->pages[first].length;
     *last = first;
     for (uint32_t q = first + 1; q < load->first_page + load->pages; q++) {
-        if (!brought[q - load->first_page])
+        if (!brings_now(m, owner, l, brought, q))
             continue;
         uint64_t e = pages_end(ix, *last + 1, q);
         e = e > *end ? e : *end;
@@ -207,64 +220,89 @@ static void next_run(const ix_index *ix, const sh_load *load, const uint8_t *bro
     }
 }
 
+/* Hand out page r of the load, read into buf (from file offset `start`):
+ * to the caller in *raw when it is at order position `want`, else parked.
+ * A page of a part opened since the load started (not brought) is
+ * reserved for first, and skipped when refused. *served counts the bytes
+ * reserved for and not yet handed out. */
+static void serve(yfs_mount *m, yfs_plan *owner, uint64_t l, uint8_t *brought, uint32_t r,
+                  const uint8_t *buf, uint64_t start, uint64_t want, yfs_hold *hold,
+                  uint64_t *served, uint8_t **raw)
+{
+    const sh_schedule *sched = &owner->plan.schedule;
+    const sh_load *load = &sched->loads[l];
+    const ix_page *p = &m->ix->pages[r];
+    if (!brought[r - load->first_page]) {
+        if (!brings(m, owner, l, r) ||
+            yfs_budget_reserve(m->budget, p->length, YFS_MEM_RAW, YFS_PREFETCH, hold) < 0)
+            return; /* read, but served by another load, of no file here, or no room */
+        brought[r - load->first_page] = 1;
+        *served += p->length;
+    }
+    uint8_t *copy = malloc(p->length ? p->length : 1);
+    if (!copy)
+        return;
+    assert(*served >= p->length); /* a page brought was reserved for */
+    *served -= p->length;         /* its share goes with it */
+    memcpy(copy, buf + (p->offset - start), p->length);
+    uint32_t pos = sched->position[r];
+    if (pos == want)
+        *raw = copy;
+    else
+        park_from_load(m, &owner->plan, &owner->loads, pos, copy, p->length, hold);
+}
+
 /* Run load l of owner's plan: read the pages it brings for the files open
- * on the mount (pages_brought), hand the page at `want` (an order position;
- * UINT64_MAX: none) to the caller in *raw (charged to hold) and park the
- * others. A load that brings at least half its chunk's bytes reads the
- * chunk in one I/O; else each run of its pages near each other is read in
- * one (a rank that reads one part of 8 of 64 KiB pages fetched the whole
- * files in chunks, 816 MB for its 205). *raw stays NULL when the chunk could
- * not be read or the accountant refused the memory. Returns 1 when read, 0
- * when its offsets do not ascend or its reads failed (its pages are read
- * alone, which reports any error), -1 when the accountant refused its
- * buffers. */
+ * on the mount, hand the page at `want` (an order position; UINT64_MAX:
+ * none) to the caller in *raw (charged to hold) and park the others. A load
+ * that brings at least half its chunk's bytes reads the chunk in one I/O;
+ * else each run of its pages near each other is read in one (a rank that
+ * reads one part of 8 of 64 KiB pages fetched the whole files in chunks,
+ * 816 MB for its 205). *raw stays NULL when the chunk could not be read or
+ * the accountant refused the memory. Returns 1 when read, 0 when its
+ * offsets do not ascend or its reads failed (its pages are read alone,
+ * which reports any error), -1 when the accountant refused its memory
+ * before it read anything.
+ *
+ * The pages it brings when it starts are reserved at once, all or nothing:
+ * a load that parked only some would leave the others to be read alone,
+ * one storage round trip each. Parts opened while it reads add pages read
+ * here: each run is taken with them (8 parts of 64 KiB pages opened at once
+ * at 50 ms a read: with the runs of the load's start only, 124-322 MB/s
+ * against 358-441), and each is reserved for as it is handed out (one
+ * handed out unreserved was charged to the hold past what it held: CI's
+ * sanitizer run aborted so). A run's buffer is reserved for its read. */
 static int execute(yfs_mount *m, yfs_plan *owner, uint64_t l, uint64_t want, yfs_hold *hold,
                    uint8_t **raw)
 {
     const ix_index *ix = m->ix;
-    const sh_plan *plan = &owner->plan;
-    yfs_loads *loads = &owner->loads;
-    const sh_schedule *sched = &plan->schedule;
-    const sh_load *load = &sched->loads[l];
+    const sh_load *load = &owner->plan.schedule.loads[l];
     uint64_t start, end;
     uint8_t *brought;
     *raw = NULL;
     if (chunk_range(ix, load, &start, &end) < 0 || pages_brought(m, owner, l, &brought) < 0)
         return 0;
-    /* The pages it brings are reserved with its buffers, all or nothing: a
-     * load that parked only some would leave the others to be read alone,
-     * one storage round trip each. */
-    uint64_t served = 0, buffers = 0;
+    uint64_t served = 0;
     for (uint32_t q = load->first_page; q < load->first_page + load->pages; q++)
         served += brought[q - load->first_page] ? ix->pages[q].length : 0;
     int whole = 2 * served >= end - start;
-    for (uint32_t q = load->first_page; !whole && q < load->first_page + load->pages; q++) {
-        uint64_t s, e;
-        if (brought[q - load->first_page]) {
-            next_run(ix, load, brought, q, &q, &s, &e);
-            buffers += e - s;
-        }
-    }
-    if (whole)
-        buffers = end - start;
-    if (yfs_budget_reserve(m->budget, buffers, YFS_MEM_CHUNKS, YFS_PREFETCH, hold) < 0) {
-        free(brought);
-        return -1;
-    }
     if (yfs_budget_reserve(m->budget, served, YFS_MEM_RAW, YFS_PREFETCH, hold) < 0) {
-        yfs_budget_release(m->budget, buffers, YFS_MEM_CHUNKS, hold);
         free(brought);
         return -1;
     }
     pq_error ignored; /* the pages are then read alone, which reports the error */
     uint32_t file = ix->chunks[ix_locate(ix, load->first_page)].file;
-    int read = 0;
+    int read = 0, refused = 0;
     for (uint32_t q = load->first_page; q < load->first_page + load->pages; q++) {
         uint32_t last = load->first_page + load->pages - 1;
         if (!whole) {
-            if (!brought[q - load->first_page])
+            if (!brings_now(m, owner, l, brought, q))
                 continue;
-            next_run(ix, load, brought, q, &last, &start, &end);
+            next_run(m, owner, l, brought, q, &last, &start, &end);
+        }
+        if (yfs_budget_reserve(m->budget, end - start, YFS_MEM_CHUNKS, YFS_PREFETCH, hold) < 0) {
+            refused = 1;
+            break;
         }
         /* Mapped, not malloc'ed: many loads in flight at once left holes
          * in the heap that stayed resident after they were freed. */
@@ -272,23 +310,10 @@ static int execute(yfs_mount *m, yfs_plan *owner, uint64_t l, uint64_t want, yfs
         int rc = buf ? storage_read(m, file, start, buf, end - start, q, last - q + 1, NULL,
                                     &ignored)
                      : -1;
-        for (uint32_t r = q; rc == 0 && r <= last; r++) {
-            if (!brought[r - load->first_page])
-                continue; /* read, but served by another load, or of no file here */
-            const ix_page *p = &ix->pages[r];
-            uint8_t *copy = malloc(p->length ? p->length : 1);
-            if (!copy)
-                continue;
-            assert(served >= p->length); /* a page brought was counted in served */
-            served -= p->length;         /* its share goes with it */
-            memcpy(copy, buf + (p->offset - start), p->length);
-            uint32_t pos = sched->position[r];
-            if (pos == want)
-                *raw = copy;
-            else
-                park_from_load(m, plan, loads, pos, copy, p->length, hold);
-        }
+        for (uint32_t r = q; rc == 0 && r <= last; r++)
+            serve(m, owner, l, brought, r, buf, start, want, hold, &served, raw);
         yfs_segment_free(buf, end - start);
+        yfs_budget_release(m->budget, end - start, YFS_MEM_CHUNKS, hold);
         read |= rc == 0;
         q = last;
     }
@@ -296,8 +321,7 @@ static int execute(yfs_mount *m, yfs_plan *owner, uint64_t l, uint64_t want, yfs
     if (read)
         yfs_count(&m->stats.chunk_loads, 1);
     yfs_budget_release(m->budget, served, YFS_MEM_RAW, hold); /* what was not handed out */
-    yfs_budget_release(m->budget, buffers, YFS_MEM_CHUNKS, hold);
-    return read;
+    return read ? 1 : refused ? -1 : 0;
 }
 
 /* The state machines below are one byte each, of a load (l->state) or of
