@@ -61,7 +61,9 @@ void yfs_loads_destroy(yfs_loads *l);
  * the caller) as *len bytes of YFS_MEM_RAW: the caller frees them and
  * releases the charge.
  * A load brings only the pages the files open on the mount read
- * (yfs_page_read_here): when they hold less than half its chunk's bytes it
+ * (yfs_page_read_here; those of a part opened while it reads as room
+ * allows, each reserved as it is handed out): when they hold less than
+ * half its chunk's bytes it
  * reads each run of them near each other in one read instead of the chunk
  * (a node that reads one part of 8 of 64 KiB pages fetched all the files,
  * 816 MB, for its 205 MB). */
