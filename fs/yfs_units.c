@@ -560,7 +560,7 @@ static int stream_from_mark(yfs_mount *m, uint32_t page, uint64_t at, uint64_t s
  * running build waits for (first_waited: the paused stream stays where
  * their builds will want it): the mark of the first unit on the way that a
  * build waits for, or of the unit itself, or, instead of a new stream, the
- * unit's mark. A node reading one part of 8 of small SNAPPY pages read 0.29
+ * unit's mark. A node reading one part of 8 of small SNAPPY pages read 0.21
  * to 0.65 of the files for its part, streams paused at a unit it had framed
  * going on through twenty units of other parts to a later unit of its own
  * because a build waited for one on the way. Not for lists: a list's resume
