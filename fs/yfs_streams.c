@@ -114,13 +114,113 @@ static void close_all(yfs_streams *st, paused *victims, size_t n)
     yfs_count(&st->stats->streams_closed, n);
 }
 
-/* Lock held: what shedding the paused streams' reads ahead would free. */
-static uint64_t sheddable(const yfs_streams *st)
+/* Lock held: where unit's mark is, or would be inserted (*found: it is). */
+static size_t mark_slot(const yfs_streams *st, uint64_t unit, int *found)
+{
+    size_t lo = 0, hi = st->num_marks;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (st->marks[mid].unit < unit)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = lo < st->num_marks && st->marks[lo].unit == unit;
+    return lo;
+}
+
+/* Whether paused stream p is one to take out of the list, and what taking
+ * it frees in *worth (lock held). */
+typedef int (*pick_fn)(const yfs_streams *st, const paused *p, const void *ctx,
+                       uint64_t *worth);
+
+/* Lock held: the paused streams `pick` picks, oldest first, until what they
+ * are worth reaches `need`, leave the list (their bytes leave st->bytes)
+ * for *out, malloc'ed (NULL when there is none, or no memory: then none is
+ * taken); returns how many. The rest keep their order. */
+static size_t unlink_picked(yfs_streams *st, pick_fn pick, const void *ctx, uint64_t need,
+                            paused **out)
+{
+    paused *picked = st->count ? malloc(st->count * sizeof *picked) : NULL;
+    size_t n = 0, kept = 0;
+    uint64_t got = 0;
+    for (size_t i = 0; i < st->count; i++) {
+        paused p = st->list[i];
+        uint64_t worth = 0;
+        if (picked && got < need && pick(st, &p, ctx, &worth)) {
+            picked[n++] = p;
+            got += worth;
+            st->bytes -= p.bytes;
+        } else {
+            st->list[kept++] = p;
+        }
+    }
+    st->count = kept;
+    *out = picked;
+    return n;
+}
+
+/* Lock held: whether paused stream p is at a unit whose mark is kept. Such
+ * a stream saves whoever continues it one round trip and the mark's 64 KiB
+ * block (a list's levels too) over resuming from the mark, for the few
+ * hundred KiB to a MiB it holds (ix_stream_bytes). */
+static int at_mark(const yfs_streams *st, const paused *p)
+{
+    int found;
+    mark_slot(st, p->unit, &found);
+    return found;
+}
+
+/* Lock held: what a demand short of room has the paused streams free: the
+ * whole of those at marks, the reads ahead of the others. */
+static uint64_t for_demand(const yfs_streams *st)
 {
     uint64_t bytes = 0;
-    for (size_t i = 0; i < st->count; i++)
-        bytes += ix_stream_sheddable(st->list[i].stream);
+    for (size_t i = 0; i < st->count; i++) {
+        const paused *p = &st->list[i];
+        bytes += at_mark(st, p) ? p->bytes : ix_stream_sheddable(p->stream);
+    }
     return bytes;
+}
+
+static int pick_at_mark(const yfs_streams *st, const paused *p, const void *ctx,
+                        uint64_t *worth)
+{
+    (void)ctx;
+    *worth = p->bytes;
+    return at_mark(st, p);
+}
+
+/* Close the oldest paused streams at marks until `need` bytes are freed;
+ * returns the bytes freed, *dicts set when one gave a dictionary back.
+ * 8 parts of DuckDB's text at 50 ms a read, mem=256M, kept 29 paused
+ * streams, 27 MB, of which their reads ahead were 8: demands waited for
+ * room two thirds of the time, and the builds waiting held the streams
+ * other builds waited for (yfs_streams_wait). Closed for a demand: 326
+ * MB/s where 262 (bench/results/streams_at_marks.md). */
+static uint64_t close_at_marks(yfs_streams *st, uint64_t need, int *dicts)
+{
+    pthread_mutex_lock(&st->lock);
+    paused *victims;
+    size_t n = unlink_picked(st, pick_at_mark, NULL, need, &victims);
+    pthread_mutex_unlock(&st->lock);
+    uint64_t freed = 0;
+    for (size_t i = 0; i < n; i++) {
+        freed += victims[i].bytes;
+        *dicts |= victims[i].dict != NULL;
+    }
+    close_all(st, victims, n);
+    free(victims);
+    return freed;
+}
+
+static int pick_reads_ahead(const yfs_streams *st, const paused *p, const void *ctx,
+                            uint64_t *worth)
+{
+    (void)st;
+    (void)ctx;
+    *worth = ix_stream_sheddable(p->stream);
+    return *worth > 0;
 }
 
 /* Let go of the reads ahead of the oldest paused streams that hold some
@@ -137,22 +237,10 @@ static uint64_t sheddable(const yfs_streams *st)
 static uint64_t shed_oldest(yfs_streams *st, uint64_t need)
 {
     pthread_mutex_lock(&st->lock);
-    paused *shed = st->count ? malloc(st->count * sizeof *shed) : NULL;
-    size_t n = 0, kept = 0;
-    uint64_t expected = 0;
-    for (size_t i = 0; i < st->count; i++) {
-        paused p = st->list[i];
-        uint64_t ahead = ix_stream_sheddable(p.stream);
-        if (shed && ahead && expected < need) {
-            shed[n++] = p;
-            expected += ahead;
-            st->bytes -= p.bytes;
-            mark_in_use(st, p.page, p.unit);
-        } else {
-            st->list[kept++] = p;
-        }
-    }
-    st->count = kept;
+    paused *shed;
+    size_t n = unlink_picked(st, pick_reads_ahead, NULL, need, &shed);
+    for (size_t i = 0; i < n; i++)
+        mark_in_use(st, shed[i].page, shed[i].unit);
     pthread_mutex_unlock(&st->lock);
     uint64_t freed = 0;
     if (n == 0) {
@@ -198,8 +286,10 @@ static void forget_marks(yfs_streams *st, uint64_t need)
 }
 
 /* A demand read short of room (yfs_budget.h): the paused streams' reads
- * ahead go first (shed_oldest). Out of patience, paused streams are closed
- * too: a paused stream saves reading and decoding its page up to where it
+ * ahead go first (shed_oldest), then the streams paused at marks
+ * (close_at_marks: they save one round trip). Out of patience, the other
+ * paused streams are closed too: a paused stream saves reading and
+ * decoding its page up to where it
  * stopped, so it is closed only once the builds running freed nothing for
  * a while (8 parts of DuckDB's text at 50 ms a read, mem=256M: 152 streams
  * of its 16 pages an epoch when closed at once, about 110 so; at 0 ms 408
@@ -219,9 +309,12 @@ static uint64_t reclaim(void *ctx, uint64_t need, int demand, const yfs_hold *as
     (void)asking; /* the same for every activity */
     if (demand < YFS_RECLAIM_DEMAND)
         return 0;
+    int dicts = 0;
     uint64_t freed = shed_oldest(st, need);
+    if (freed < need)
+        freed += close_at_marks(st, need - freed, &dicts);
     if (demand < YFS_RECLAIM_IMPATIENT || freed >= need)
-        return 0;
+        return dicts ? yfs_now_ns() : 0;
     uint64_t lacking = need - freed;
     pthread_mutex_lock(&st->lock);
     /* impatient: not when closing them all would not let it through */
@@ -231,7 +324,6 @@ static uint64_t reclaim(void *ctx, uint64_t need, int demand, const yfs_hold *as
     if (victims)
         n = unlink_oldest(st, 0, st->bytes > lacking ? st->bytes - lacking : 0, victims);
     pthread_mutex_unlock(&st->lock);
-    int dicts = 0;
     uint64_t closed = 0;
     for (size_t i = 0; i < n; i++) {
         dicts |= victims[i].dict != NULL;
@@ -244,9 +336,10 @@ static uint64_t reclaim(void *ctx, uint64_t need, int demand, const yfs_hold *as
     return dicts ? yfs_now_ns() : 0;
 }
 
-/* What reclaim frees: for a demand read, the paused streams' reads ahead;
- * out of patience, every paused stream (their dictionaries, idle once
- * closed, are the dictionary cache's to count). */
+/* What reclaim frees: for a demand read, the paused streams' reads ahead
+ * and the streams paused at marks (for_demand); out of patience, every
+ * paused stream (their dictionaries, idle once closed, are the dictionary
+ * cache's to count). */
 static uint64_t idle(void *ctx, int demand, const yfs_hold *asking)
 {
     yfs_streams *st = ctx;
@@ -254,7 +347,7 @@ static uint64_t idle(void *ctx, int demand, const yfs_hold *asking)
     if (demand < YFS_RECLAIM_DEMAND)
         return 0;
     pthread_mutex_lock(&st->lock);
-    uint64_t bytes = demand < YFS_RECLAIM_IMPATIENT ? sheddable(st) : st->bytes;
+    uint64_t bytes = demand < YFS_RECLAIM_IMPATIENT ? for_demand(st) : st->bytes;
     if (demand > YFS_RECLAIM_IMPATIENT)
         bytes += st->marks_bytes;
     pthread_mutex_unlock(&st->lock);
@@ -384,21 +477,6 @@ void yfs_streams_end(yfs_streams *st, uint32_t page, uint64_t from)
 
 /* ---- marks ---- */
 
-/* Lock held: where unit's mark is, or would be inserted (*found: it is). */
-static size_t mark_slot(const yfs_streams *st, uint64_t unit, int *found)
-{
-    size_t lo = 0, hi = st->num_marks;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (st->marks[mid].unit < unit)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    *found = lo < st->num_marks && st->marks[lo].unit == unit;
-    return lo;
-}
-
 int yfs_streams_marked(yfs_streams *st, uint64_t unit)
 {
     int found;
@@ -467,6 +545,13 @@ int yfs_streams_take_mark(yfs_streams *st, uint32_t page, uint64_t unit, ix_stre
     return found;
 }
 
+static int pick_page(const yfs_streams *st, const paused *p, const void *page, uint64_t *worth)
+{
+    (void)st;
+    *worth = 0; /* every one of the page's */
+    return p->page == *(const uint32_t *)page;
+}
+
 void yfs_streams_forget_page(yfs_streams *st, uint32_t page, uint64_t first_unit,
                              uint64_t end_unit)
 {
@@ -481,17 +566,8 @@ void yfs_streams_forget_page(yfs_streams *st, uint32_t page, uint64_t first_unit
     memmove(st->marks + from, st->marks + to, (st->num_marks - to) * sizeof *st->marks);
     st->num_marks -= to - from;
     st->marks_bytes -= bytes;
-    paused *victims = st->count ? malloc(st->count * sizeof *victims) : NULL;
-    size_t n = 0, kept = 0;
-    for (size_t i = 0; i < st->count; i++) {
-        if (victims && st->list[i].page == page) {
-            victims[n++] = st->list[i];
-            st->bytes -= st->list[i].bytes;
-        } else {
-            st->list[kept++] = st->list[i];
-        }
-    }
-    st->count = kept;
+    paused *victims;
+    size_t n = unlink_picked(st, pick_page, &page, UINT64_MAX, &victims);
     pthread_mutex_unlock(&st->lock);
     yfs_budget_release(st->budget, bytes, YFS_MEM_PARKED, NULL);
     close_all(st, victims, n);

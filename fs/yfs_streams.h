@@ -17,7 +17,9 @@
  * what it commits to, and grows that charge as it goes (yfs_units.c). The
  * store keeps at most `cap` bytes of them: the one paused longest is closed
  * first. A demand reservation short of room has the oldest let go of their
- * reads ahead (ix_stream_shed: they keep their place), and, once it has
+ * reads ahead (ix_stream_shed: they keep their place) and closes those
+ * paused at a unit whose mark is kept (see Marks: resumed from it, the unit
+ * costs one round trip more), and, once it has
  * waited out its patience (yfs_budget.h: the builds running free room
  * first), closes them too, oldest first, when that lets it through or when
  * nothing running could make room (whoever needs the unit streams the page

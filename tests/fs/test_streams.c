@@ -382,6 +382,48 @@ Test(streams, a_demand_short_of_room_sheds_the_reads_ahead_of_paused_streams)
     yfs_mount_close(m);
 }
 
+/* A stream paused at a unit whose mark is kept saves whoever continues it
+ * only a round trip over resuming from the mark: a demand short of room
+ * closes it at once, while a build still runs, where it waits for the build
+ * before closing a stream paused at a unit with no mark (above); the mark
+ * stays. */
+Test(streams, a_demand_short_of_room_closes_streams_paused_at_marks)
+{
+    /* one text page compressed with SNAPPY: its streams may be marked */
+    yfs_mount *m = tfs_open(YFS_SOURCE_DIR "/tests/data/stream/snappy_big_pages.parquet",
+                            "column=text,cache=none", NULL, 64u << 20);
+    yfs_hold build = { 0 };
+    yfs_hold_enter(m->budget, &build);
+    opened a;
+    open_stream(m, 0, &build, &a);
+    ix_stream_mark mark;
+    cr_assert(ix_stream_mark_here(a.s, &mark));
+    yfs_streams_mark(m->streams, 1, &mark);
+    cr_assert(yfs_streams_marked(m->streams, 1));
+    uint64_t marks = tfs_held(m->budget, YFS_MEM_PARKED);
+    yfs_streams_put(m->streams, 0, 1, a.s, a.dict, ix_stream_cap(), &build);
+    uint64_t paused = tfs_held(m->budget, YFS_MEM_PARKED) - marks;
+    cr_assert_gt(paused, 0);
+    uint64_t room = yfs_mount_data_budget(m) - yfs_budget_used(m->budget) - paused / 2;
+    yfs_budget_reserve(m->budget, room, YFS_MEM_BUILD, YFS_DEMAND, &build);
+    uint64_t waits = yfs_counter(&m->stats.memory_waits);
+    demand_job j = { .budget = m->budget, .bytes = paused };
+    cr_assert(demand_beside_a_build(&j, &build, room, &j.done),
+              "the demand went through with the build's room still held");
+    cr_assert_eq(yfs_counter(&m->stats.memory_waits), waits,
+                 "it went through at once, without waiting out its patience");
+    cr_assert_eq(tfs_held(m->budget, YFS_MEM_PARKED), marks, "the stream went, the mark stayed");
+    cr_assert_eq(yfs_counter(&m->stats.streams_closed), 1);
+    void *dict;
+    uint64_t charged, at;
+    cr_assert_null(take(m->streams, 0, 1, &build, &at, &dict, &charged));
+    cr_assert(yfs_streams_marked(m->streams, 1));
+    yfs_budget_release(m->budget, j.bytes, YFS_MEM_BUILD, &j.hold);
+    yfs_hold_leave(m->budget, &j.hold);
+    yfs_hold_leave(m->budget, &build);
+    yfs_mount_close(m);
+}
+
 typedef struct wait_job {
     yfs_streams *st;
     uint32_t page;
