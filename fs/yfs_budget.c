@@ -52,7 +52,7 @@ struct yfs_budget {
 
 static const char *const kind_names[YFS_MEM_KINDS] = {
     "segments", "decoded_pages", "raw_pages", "build_arrays", "dictionaries",
-    "chunk_buffers", "parked_pages", "plans", "read_buffers",
+    "chunk_buffers", "parked_pages", "plans", "marks", "read_buffers",
 };
 
 const char *yfs_mem_kind_name(yfs_mem_kind kind)
@@ -193,11 +193,11 @@ static uint64_t reclaim(yfs_budget *b, uint64_t bytes, yfs_mem_mode mode, int le
 
 /* Bytes that only waiting can free: what blocked holds hold (a blocked
  * hold frees only after its wait), plans (they stay while their files are
- * open) and read buffers (their readers wait for the next segment). Lock
- * held. */
+ * open), marks (kept for good) and read buffers (their readers wait for the
+ * next segment). Lock held. */
 static uint64_t stuck_for_good(const yfs_budget *b)
 {
-    return b->bytes[YFS_MEM_PLANS] + b->bytes[YFS_MEM_READS];
+    return b->bytes[YFS_MEM_PLANS] + b->bytes[YFS_MEM_MARKS] + b->bytes[YFS_MEM_READS];
 }
 
 static uint64_t stuck(const yfs_budget *b)

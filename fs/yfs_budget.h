@@ -41,13 +41,15 @@
  * segments, reclaimers, builds that still run. A demand reservation that
  * does not fit proceeds anyway, over the limit, only when no such memory is
  * left: every byte charged is held by blocked holds, is a plan (plans live
- * as long as their files are open) or a read buffer (its reader keeps it
- * while it waits for the next segment). A reservation that holds nothing
- * yet (a build about to start) goes over only when nothing but plans and
- * read buffers is charged: blocked holds go on by this rule themselves.
+ * as long as their files are open), a mark (marks are never let go: a few
+ * hundred bytes each, they save reading a page from its start) or a read
+ * buffer (its reader keeps it while it waits for the next segment). A
+ * reservation that holds nothing yet (a build about to start) goes over
+ * only when nothing but plans, marks and read buffers is charged: blocked
+ * holds go on by this rule themselves.
  * In particular a request larger than the whole limit proceeds only when
- * nothing else holds memory but plans, read buffers and the requester's own
- * hold; it is counted (over_budget)
+ * nothing else holds memory but plans, marks, read buffers and the
+ * requester's own hold; it is counted (over_budget)
  * and runs alone: the next request waits for it. With one such proceeding
  * at a time, waits always end.
  *
@@ -89,6 +91,7 @@ typedef enum yfs_mem_kind {
     YFS_MEM_CHUNKS,       /* chunk-load buffers (one I/O of several pages) */
     YFS_MEM_PARKED,       /* loaded pages waiting for the segment that serves them */
     YFS_MEM_PLANS,        /* epoch plans (their arrays) */
+    YFS_MEM_MARKS,        /* marks of units' first records (yfs_streams.h), kept for good */
     YFS_MEM_READS,        /* read buffers: a request's bytes copied out of segments */
     YFS_MEM_KINDS
 } yfs_mem_kind;

@@ -22,7 +22,7 @@ typedef struct paused {
 typedef struct marked {
     uint64_t unit;
     ix_stream_mark m;
-    uint64_t bytes; /* charged as YFS_MEM_PARKED to no hold */
+    uint64_t bytes; /* charged as YFS_MEM_MARKS to no hold */
 } marked;
 
 struct yfs_streams {
@@ -269,22 +269,6 @@ static uint64_t shed_oldest(yfs_streams *st, uint64_t need)
     return freed;
 }
 
-/* Forget marks, the latest units' first, until `need` bytes are freed (or
- * none is left): when nothing running could make room, marks go too. */
-static void forget_marks(yfs_streams *st, uint64_t need)
-{
-    uint64_t freed = 0;
-    pthread_mutex_lock(&st->lock);
-    while (st->num_marks > 0 && freed < need) {
-        marked *k = &st->marks[--st->num_marks];
-        freed += k->bytes;
-        ix_stream_mark_free(&k->m);
-    }
-    st->marks_bytes -= freed;
-    pthread_mutex_unlock(&st->lock);
-    yfs_budget_release(st->budget, freed, YFS_MEM_PARKED, NULL);
-}
-
 /* A demand read short of room (yfs_budget.h): the paused streams' reads
  * ahead go first (shed_oldest), then the streams paused at marks
  * (close_at_marks: they save one round trip). Out of patience, the other
@@ -324,15 +308,10 @@ static uint64_t reclaim(void *ctx, uint64_t need, int demand, const yfs_hold *as
     if (victims)
         n = unlink_oldest(st, 0, st->bytes > lacking ? st->bytes - lacking : 0, victims);
     pthread_mutex_unlock(&st->lock);
-    uint64_t closed = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
         dicts |= victims[i].dict != NULL;
-        closed += victims[i].bytes;
-    }
     close_all(st, victims, n);
     free(victims);
-    if (demand > YFS_RECLAIM_IMPATIENT && closed < lacking)
-        forget_marks(st, lacking - closed);
     return dicts ? yfs_now_ns() : 0;
 }
 
@@ -348,8 +327,6 @@ static uint64_t idle(void *ctx, int demand, const yfs_hold *asking)
         return 0;
     pthread_mutex_lock(&st->lock);
     uint64_t bytes = demand < YFS_RECLAIM_IMPATIENT ? for_demand(st) : st->bytes;
-    if (demand > YFS_RECLAIM_IMPATIENT)
-        bytes += st->marks_bytes;
     pthread_mutex_unlock(&st->lock);
     return bytes;
 }
@@ -390,7 +367,7 @@ void yfs_streams_free(yfs_streams *st)
     free(st->list);
     for (size_t i = 0; i < st->num_marks; i++)
         ix_stream_mark_free(&st->marks[i].m);
-    yfs_budget_release(st->budget, st->marks_bytes, YFS_MEM_PARKED, NULL);
+    yfs_budget_release(st->budget, st->marks_bytes, YFS_MEM_MARKS, NULL);
     free(st->marks);
     assert(st->num_busy == 0);
     pthread_cond_destroy(&st->ended);
@@ -501,7 +478,7 @@ void yfs_streams_mark(yfs_streams *st, uint64_t unit, ix_stream_mark *m)
 {
     uint64_t bytes = ix_stream_mark_bytes(m);
     /* reserved with no lock of the store held: its reclaimer takes it */
-    int charged = yfs_budget_reserve(st->budget, bytes, YFS_MEM_PARKED, YFS_TRY, NULL) == 0;
+    int charged = yfs_budget_reserve(st->budget, bytes, YFS_MEM_MARKS, YFS_TRY, NULL) == 0;
     int found = 1;
     pthread_mutex_lock(&st->lock);
     size_t at = mark_slot(st, unit, &found);
@@ -528,7 +505,7 @@ void yfs_streams_mark(yfs_streams *st, uint64_t unit, ix_stream_mark *m)
     }
     ix_stream_mark_free(m);
     if (charged)
-        yfs_budget_release(st->budget, bytes, YFS_MEM_PARKED, NULL);
+        yfs_budget_release(st->budget, bytes, YFS_MEM_MARKS, NULL);
 }
 
 int yfs_streams_take_mark(yfs_streams *st, uint32_t page, uint64_t unit, ix_stream_mark *m)
@@ -569,7 +546,7 @@ void yfs_streams_forget_page(yfs_streams *st, uint32_t page, uint64_t first_unit
     paused *victims;
     size_t n = unlink_picked(st, pick_page, &page, UINT64_MAX, &victims);
     pthread_mutex_unlock(&st->lock);
-    yfs_budget_release(st->budget, bytes, YFS_MEM_PARKED, NULL);
+    yfs_budget_release(st->budget, bytes, YFS_MEM_MARKS, NULL);
     close_all(st, victims, n);
     free(victims);
 }

@@ -40,8 +40,12 @@
  * continues the latest paused stream before the unit (reading and decoding
  * the units between) or streams the page again from its start. A paused
  * stream at the unit itself is taken before a mark. Marks serve any epoch;
- * they are charged as YFS_MEM_PARKED, kept while they take no more than an
- * eighth of the store's cap, and never reclaimed (a few hundred bytes each).
+ * they are charged as YFS_MEM_MARKS, kept while they take no more than an
+ * eighth of the store's cap, and never let go (a few hundred bytes each):
+ * the accountant counts them, as plans, with what waiting cannot free
+ * (yfs_budget.h). Forgotten for room, they had 8 parts of DuckDB's tokens
+ * at 50 ms a read stream 113-119 pages from their start for 28, reading
+ * 3.3 GB for 1.3 (bench/results/marks_kept.md).
  * The page pass leaves marks too (index/ix_index.h, ix_unit_mark), kept in
  * the persistent index: a mount puts them here when it starts
  * (yfs_mount_start), the units in index order, as if a stream had passed
