@@ -181,6 +181,15 @@ Test(streams, a_demand_short_of_room_closes_paused_streams)
     yfs_mount_close(m);
 }
 
+/* `build` reserves all the room left but `spare` bytes; returns what it
+ * reserved, for the caller to release. */
+static uint64_t hold_all_but(yfs_mount *m, yfs_hold *build, uint64_t spare)
+{
+    uint64_t room = yfs_mount_data_budget(m) - yfs_budget_used(m->budget) - spare;
+    yfs_budget_reserve(m->budget, room, YFS_MEM_BUILD, YFS_DEMAND, build);
+    return room;
+}
+
 /* A stream of the sample's entry 2 paused at unit 1 by `build`, which then
  * holds all the room but half what the stream holds (*paused; *room: the
  * build's reservation, for the caller to release). */
@@ -191,8 +200,7 @@ static void pause_beside_a_build(yfs_mount *m, yfs_hold *build, uint64_t *paused
     yfs_streams_put(m->streams, 2, 1, a.s, a.dict, ix_stream_cap(), build);
     *paused = tfs_held(m->budget, YFS_MEM_PARKED);
     cr_assert_gt(*paused, 0);
-    *room = yfs_mount_data_budget(m) - yfs_budget_used(m->budget) - *paused / 2;
-    yfs_budget_reserve(m->budget, *room, YFS_MEM_BUILD, YFS_DEMAND, build);
+    *room = hold_all_but(m, build, *paused / 2);
 }
 
 typedef struct demand_job {
@@ -356,8 +364,7 @@ Test(streams, a_demand_short_of_room_sheds_the_reads_ahead_of_paused_streams)
     uint64_t paused = tfs_held(m->budget, YFS_MEM_PARKED);
     cr_assert_gt(paused, reads_ahead);
     /* a running build holds all the room but half the reads ahead */
-    uint64_t room = yfs_mount_data_budget(m) - yfs_budget_used(m->budget) - reads_ahead / 2;
-    yfs_budget_reserve(m->budget, room, YFS_MEM_BUILD, YFS_DEMAND, &build);
+    uint64_t room = hold_all_but(m, &build, reads_ahead / 2);
     demand_job j = { .budget = m->budget, .bytes = reads_ahead };
     pthread_t t;
     cr_assert_eq(pthread_create(&t, NULL, demand, &j), 0);
@@ -382,6 +389,24 @@ Test(streams, a_demand_short_of_room_sheds_the_reads_ahead_of_paused_streams)
     yfs_mount_close(m);
 }
 
+/* A mount of one text page compressed with SNAPPY (its streams may be
+ * marked), hold entered, a stream over the page (*a) after its first record
+ * and its mark kept as unit 1's; *marks: what the mark is charged. */
+static yfs_mount *open_marked_stream(yfs_hold *hold, opened *a, uint64_t *marks)
+{
+    yfs_mount *m = tfs_open(YFS_SOURCE_DIR "/tests/data/stream/snappy_big_pages.parquet",
+                            "column=text,cache=none", NULL, 64u << 20);
+    yfs_hold_enter(m->budget, hold);
+    open_stream(m, 0, hold, a);
+    ix_stream_mark mark;
+    cr_assert(ix_stream_mark_here(a->s, &mark));
+    yfs_streams_mark(m->streams, 1, &mark);
+    cr_assert(yfs_streams_marked(m->streams, 1));
+    *marks = tfs_held(m->budget, YFS_MEM_MARKS);
+    cr_assert_gt(*marks, 0);
+    return m;
+}
+
 /* A stream paused at a unit whose mark is kept saves whoever continues it
  * only a round trip over resuming from the mark: a demand short of room
  * closes it at once, while a build still runs, where it waits for the build
@@ -389,24 +414,14 @@ Test(streams, a_demand_short_of_room_sheds_the_reads_ahead_of_paused_streams)
  * stays. */
 Test(streams, a_demand_short_of_room_closes_streams_paused_at_marks)
 {
-    /* one text page compressed with SNAPPY: its streams may be marked */
-    yfs_mount *m = tfs_open(YFS_SOURCE_DIR "/tests/data/stream/snappy_big_pages.parquet",
-                            "column=text,cache=none", NULL, 64u << 20);
     yfs_hold build = { 0 };
-    yfs_hold_enter(m->budget, &build);
     opened a;
-    open_stream(m, 0, &build, &a);
-    ix_stream_mark mark;
-    cr_assert(ix_stream_mark_here(a.s, &mark));
-    yfs_streams_mark(m->streams, 1, &mark);
-    cr_assert(yfs_streams_marked(m->streams, 1));
-    uint64_t marks = tfs_held(m->budget, YFS_MEM_MARKS);
-    cr_assert_gt(marks, 0);
+    uint64_t marks;
+    yfs_mount *m = open_marked_stream(&build, &a, &marks);
     yfs_streams_put(m->streams, 0, 1, a.s, a.dict, ix_stream_cap(), &build);
     uint64_t paused = tfs_held(m->budget, YFS_MEM_PARKED);
     cr_assert_gt(paused, 0);
-    uint64_t room = yfs_mount_data_budget(m) - yfs_budget_used(m->budget) - paused / 2;
-    yfs_budget_reserve(m->budget, room, YFS_MEM_BUILD, YFS_DEMAND, &build);
+    uint64_t room = hold_all_but(m, &build, paused / 2);
     uint64_t waits = yfs_counter(&m->stats.memory_waits);
     demand_job j = { .budget = m->budget, .bytes = paused };
     cr_assert(demand_beside_a_build(&j, &build, room, &j.done),
@@ -432,19 +447,12 @@ Test(streams, a_demand_short_of_room_closes_streams_paused_at_marks)
  * nothing else could make room for goes over the limit beside them. */
 Test(streams, a_demand_nothing_could_make_room_for_keeps_the_marks)
 {
-    yfs_mount *m = tfs_open(YFS_SOURCE_DIR "/tests/data/stream/snappy_big_pages.parquet",
-                            "column=text,cache=none", NULL, 64u << 20);
     yfs_hold hold = { 0 };
-    yfs_hold_enter(m->budget, &hold);
     opened a;
-    open_stream(m, 0, &hold, &a);
-    ix_stream_mark mark;
-    cr_assert(ix_stream_mark_here(a.s, &mark));
-    yfs_streams_mark(m->streams, 1, &mark);
+    uint64_t marks;
+    yfs_mount *m = open_marked_stream(&hold, &a, &marks);
     ix_stream_close(a.s);
     yfs_budget_release(m->budget, ix_stream_cap(), YFS_MEM_DECODED, &hold);
-    uint64_t marks = tfs_held(m->budget, YFS_MEM_MARKS);
-    cr_assert_gt(marks, 0);
     cr_assert_eq(yfs_budget_used(m->budget), marks, "nothing but the mark is charged");
     uint64_t all = yfs_mount_data_budget(m);
     yfs_budget_reserve(m->budget, all, YFS_MEM_BUILD, YFS_DEMAND, &hold);
