@@ -238,8 +238,9 @@ def test_index_and_stats_describe_every_source(mix, mount):
     assert [s["records_per_epoch"] for s in src] == counts
     assert [s["files"] for s in src] == [2, 2, 2]
     assert sum(s["pages"] for s in src) == index["pages"]
-    # the last reads' bytes are counted just after their replies: at most the epoch's
-    assert 0 < stats["bytes_served"] <= size
+    # bytes_served counts replies: the last ones are counted just after they are sent, and
+    # the kernel may ask for a page again (once in CI, 4 KiB over the file's size)
+    assert size // 2 < stats["bytes_served"] < 2 * size
     assert len(stats["sources"]) == 3
     for key in ("bytes_read", "page_bytes", "segments_built", "pages_decoded"):
         assert stats[key] == sum(s[key] for s in stats["sources"]), key
