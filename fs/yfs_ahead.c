@@ -2,14 +2,21 @@
 
 #include <stdatomic.h>
 
+#include "yfs_budget.h"
 #include "yfs_cache.h"
 #include "yfs_io.h"
 
 uint64_t yfs_ahead_allowance(const yfs_mount *m)
 {
-    int alone = atomic_load_explicit(&m->readers, memory_order_relaxed) <= 1 &&
-                yfs_latency_slow(&m->read_latency);
-    return yfs_mount_data_budget(m) / (alone ? YFS_AHEAD_ALONE_SHARE : YFS_AHEAD_BUDGET_SHARE);
+    int readers = atomic_load_explicit(&m->readers, memory_order_relaxed);
+    uint64_t budget = yfs_mount_data_budget(m);
+    if (readers <= 1)
+        return budget / (yfs_latency_slow(&m->read_latency) ? YFS_AHEAD_ALONE_SHARE
+                                                            : YFS_AHEAD_BUDGET_SHARE);
+    uint64_t quarter = budget / YFS_AHEAD_BUDGET_SHARE;
+    uint64_t room = yfs_budget_prefetch_limit(m->budget), loads = yfs_mount_loaded_budget(m);
+    uint64_t fair = room > loads ? (room - loads) / (uint64_t)readers : 0;
+    return fair < quarter ? fair : quarter;
 }
 
 void yfs_ahead(yfs_mount *m, yfs_plan *plan, const sh_part *part, uint64_t from,
@@ -20,7 +27,7 @@ void yfs_ahead(yfs_mount *m, yfs_plan *plan, const sh_part *part, uint64_t from,
     for (uint64_t j = from; j < part->count && j < from + (uint64_t)m->opts.readahead; j++) {
         uint64_t s = sh_part_segment(part, j);
         queued += plan->plan.segments[s].bytes;
-        if (queued > allowance || yfs_cache_prefetch(m->cache, plan, s, reader) < 0)
+        if ((j > from && queued > allowance) || yfs_cache_prefetch(m->cache, plan, s, reader) < 0)
             break;
     }
 }

@@ -542,6 +542,11 @@ void yfs_budget_notify(yfs_budget *b)
     pthread_mutex_unlock(&b->lock);
 }
 
+uint64_t yfs_budget_prefetch_limit(const yfs_budget *b)
+{
+    return limit_of(b, YFS_PREFETCH);
+}
+
 uint64_t yfs_budget_limit(const yfs_budget *b)
 {
     return b->limit;

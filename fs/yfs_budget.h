@@ -192,6 +192,9 @@ int yfs_budget_demand_waiting(yfs_budget *b);
 /* Memory became reclaimable (a segment went idle): waiters retry. */
 void yfs_budget_notify(yfs_budget *b);
 uint64_t yfs_budget_limit(const yfs_budget *b);
+/* What YFS_PREFETCH reservations may fill the budget up to (the limit less
+ * the eighth kept for builds under way). */
+uint64_t yfs_budget_prefetch_limit(const yfs_budget *b);
 uint64_t yfs_budget_used(yfs_budget *b);
 
 typedef struct yfs_budget_snapshot {

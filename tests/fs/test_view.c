@@ -26,6 +26,33 @@ Test(view, a_segment_read_backwards_is_built_once)
     tfs_check_read_backwards(open_sample, built);
 }
 
+/* With many files open, each may prefetch its fair part of what prefetches
+ * may fill less the store of loaded pages (yfs_ahead.h): together they
+ * leave the I/O engine's loads their room. With two, a quarter each. */
+Test(view, many_readers_leave_the_loaded_store_its_room)
+{
+    yfs_mount *m = tfs_open_sample("buffer=300,mem=256M", NULL, 0);
+    uint64_t budget = yfs_mount_data_budget(m), quarter = budget / YFS_AHEAD_BUDGET_SHARE;
+    uint64_t room = yfs_budget_prefetch_limit(m->budget), loads = yfs_mount_loaded_budget(m);
+    cr_assert_gt(loads, 0);
+    enum { PARTS = 8 };
+    yfs_view *v[PARTS];
+    pq_error err;
+    for (uint32_t i = 0; i < PARTS; i++)
+        cr_assert_eq(yfs_view_open(m, &(yfs_name){ .part = i, .parts = PARTS }, &v[i], &err), 0,
+                     "%s", err.msg);
+    uint64_t each = yfs_ahead_allowance(m);
+    cr_assert_lt(each, quarter);
+    cr_assert_leq(PARTS * each + loads, room);
+    cr_assert_gt(PARTS * (each + 1) + loads, room, "the whole fair part: %lu", (unsigned long)each);
+    for (uint32_t i = 2; i < PARTS; i++)
+        yfs_view_close(v[i]);
+    cr_assert_eq(yfs_ahead_allowance(m), quarter, "two readers");
+    yfs_view_close(v[0]);
+    yfs_view_close(v[1]);
+    yfs_mount_close(m);
+}
+
 /* A file open alone over slow storage may prefetch half the data budget;
  * over fast storage, or with two files open at once, a quarter each
  * (yfs_ahead.h); closing one gives the other its half again. */
