@@ -9,11 +9,12 @@
 uint64_t yfs_ahead_allowance(const yfs_mount *m)
 {
     int readers = atomic_load_explicit(&m->readers, memory_order_relaxed);
-    uint64_t budget = yfs_mount_data_budget(m);
+    int slow = yfs_latency_slow(&m->read_latency);
+    uint64_t budget = yfs_mount_data_budget(m), quarter = budget / YFS_AHEAD_BUDGET_SHARE;
     if (readers <= 1)
-        return budget / (yfs_latency_slow(&m->read_latency) ? YFS_AHEAD_ALONE_SHARE
-                                                            : YFS_AHEAD_BUDGET_SHARE);
-    uint64_t quarter = budget / YFS_AHEAD_BUDGET_SHARE;
+        return slow ? budget / YFS_AHEAD_ALONE_SHARE : quarter;
+    if (!slow)
+        return quarter;
     uint64_t room = yfs_budget_prefetch_limit(m->budget), loads = yfs_mount_loaded_budget(m);
     uint64_t fair = room > loads ? (room - loads) / (uint64_t)readers : 0;
     return fair < quarter ? fair : quarter;

@@ -39,20 +39,23 @@ void yfs_ahead(yfs_mount *m, yfs_plan *plan, const sh_part *part, uint64_t from,
  * bench/results/latency_patience.md. */
 #define YFS_AHEAD_ALONE_SHARE 2
 
-/* The allowance of a reader of m's epoch or part files. While it is the
- * only one open: YFS_AHEAD_ALONE_SHARE of the data budget when storage is
- * slow (yfs_latency_slow of the mount's reads), else YFS_AHEAD_BUDGET_SHARE.
- * With several open, each gets at most its fair part of what prefetches may
- * fill (yfs_budget_prefetch_limit) less the store of loaded pages
- * (yfs_mount_loaded_budget), and never more than YFS_AHEAD_BUDGET_SHARE:
- * every reader also holds the segment it reads, and the I/O engine's loads
- * ahead need the store's room. Segments prefetched past that took the room
- * the loads needed, and builds waited for storage instead (8 parts of
- * pyarrow's 64 KiB text pages at mem=256M, 50 ms a read: 522-544 MB/s with
- * a quarter each, 659-674 with the fair part, against 804-845 without
- * latency; bench/results/latency_fair_share.md). A reader's next segment
- * is asked for whatever the allowance (yfs_ahead): the accountant still
- * refuses it when there is no room. */
+/* The allowance of a reader of m's epoch or part files: YFS_AHEAD_BUDGET_SHARE
+ * of the data budget over fast storage; over slow storage (yfs_latency_slow
+ * of the mount's reads) YFS_AHEAD_ALONE_SHARE while it is the only one open,
+ * and with several open at most its fair part of what prefetches may fill
+ * (yfs_budget_prefetch_limit) less the store of loaded pages
+ * (yfs_mount_loaded_budget). Every reader also holds the segment it reads,
+ * and over slow storage the I/O engine's loads ahead are what hide the
+ * latency: segments prefetched past the fair part took the store's room,
+ * and builds waited for storage instead (8 parts of pyarrow's 64 KiB text
+ * pages at mem=256M, 50 ms a read: 522-544 MB/s with a quarter each,
+ * 659-674 with the fair part, against 804-845 without latency). Over fast
+ * storage builds decode rather than wait, and segments further ahead keep
+ * the cores busy (8 parts of pyarrow's tokens, 0 ms: 189-204 MB/s with a
+ * quarter, 181-188 with the fair part). Figures in
+ * bench/results/latency_fair_share.md. A reader's next segment is asked
+ * for whatever the allowance (yfs_ahead): the accountant still refuses it
+ * when there is no room. */
 uint64_t yfs_ahead_allowance(const yfs_mount *m);
 
 /* A read this close to where the last one ended goes on reading the file

@@ -26,10 +26,11 @@ Test(view, a_segment_read_backwards_is_built_once)
     tfs_check_read_backwards(open_sample, built);
 }
 
-/* With many files open, each may prefetch its fair part of what prefetches
- * may fill less the store of loaded pages (yfs_ahead.h): together they
- * leave the I/O engine's loads their room. With two, a quarter each. */
-Test(view, many_readers_leave_the_loaded_store_its_room)
+/* With many files open over slow storage, each may prefetch its fair part
+ * of what prefetches may fill less the store of loaded pages (yfs_ahead.h):
+ * together they leave the I/O engine's loads their room. Over fast
+ * storage, or with two, a quarter each. */
+Test(view, many_readers_over_slow_storage_leave_the_loaded_store_its_room)
 {
     yfs_mount *m = tfs_open_sample("buffer=300,mem=256M", NULL, 0);
     uint64_t budget = yfs_mount_data_budget(m), quarter = budget / YFS_AHEAD_BUDGET_SHARE;
@@ -41,6 +42,11 @@ Test(view, many_readers_leave_the_loaded_store_its_room)
     for (uint32_t i = 0; i < PARTS; i++)
         cr_assert_eq(yfs_view_open(m, &(yfs_name){ .part = i, .parts = PARTS }, &v[i], &err), 0,
                      "%s", err.msg);
+    for (int i = 0; i < 16; i++)
+        yfs_latency_note(&m->read_latency, YFS_LATENCY_SLOW_NS / 10);
+    cr_assert_eq(yfs_ahead_allowance(m), quarter, "fast storage");
+    for (int i = 0; i < 16; i++)
+        yfs_latency_note(&m->read_latency, 50 * YFS_LATENCY_SLOW_NS);
     uint64_t each = yfs_ahead_allowance(m);
     cr_assert_lt(each, quarter);
     cr_assert_leq(PARTS * each + loads, room);
