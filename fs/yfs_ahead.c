@@ -5,14 +5,25 @@
 #include "yfs_budget.h"
 #include "yfs_cache.h"
 #include "yfs_io.h"
+#include "yfs_units.h"
 
-uint64_t yfs_ahead_allowance(const yfs_mount *m)
+int yfs_ahead_streamed(const yfs_mount *m, const yfs_plan *plan, const sh_part *part,
+                       uint64_t from)
+{
+    if (from >= part->count)
+        return 0;
+    const sh_segment *seg = &plan->plan.segments[sh_part_segment(part, from)];
+    uint32_t page;
+    return seg->units > 0 && !yfs_unit_likely_whole(m, plan->plan.unit_order[seg->first], &page);
+}
+
+uint64_t yfs_ahead_allowance(const yfs_mount *m, int streamed)
 {
     int readers = atomic_load_explicit(&m->readers, memory_order_relaxed);
     int slow = yfs_latency_slow(&m->read_latency);
     uint64_t budget = yfs_mount_data_budget(m), quarter = budget / YFS_AHEAD_BUDGET_SHARE;
     if (readers <= 1)
-        return slow ? budget / YFS_AHEAD_ALONE_SHARE : quarter;
+        return slow && streamed ? budget / YFS_AHEAD_ALONE_SHARE : quarter;
     if (!slow)
         return quarter;
     uint64_t room = yfs_budget_prefetch_limit(m->budget), loads = yfs_mount_loaded_budget(m);

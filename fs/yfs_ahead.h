@@ -26,37 +26,48 @@ void yfs_ahead(yfs_mount *m, yfs_plan *plan, const sh_part *part, uint64_t from,
                uint64_t allowance, const void *reader, uint64_t *io_next, int in_order);
 
 /* The prefetch allowance of one reader: this fraction (1/N) of the mount's
- * segment budget when several read at once (they share the budget instead
- * of one taking it all; a mixture's sources share their reader's). */
+ * segment budget, at most (several readers share the budget instead of one
+ * taking it all; a mixture's sources share their reader's). */
 #define YFS_AHEAD_BUDGET_SHARE 4
 /* ... and when one file is open for reading alone over slow storage (most
- * recent reads took YFS_LATENCY_SLOW_NS or more): its builds take a few
- * round trips each, so more of them must run ahead (DuckDB's text, one
- * reader, 50 ms a read, mem=256M: 363 MB/s with a quarter, 480 with a half).
- * Not from fast storage, where builds are decoding, not waiting: the
- * segments held ahead leave less room for them (pyarrow's tokens, one
- * reader, 0 ms: 129 MB/s with a half against 139). Figures in
- * bench/results/latency_patience.md. */
+ * recent reads took YFS_LATENCY_SLOW_NS or more) and its next segment's
+ * pages are likely streamed (yfs_ahead_streamed): its builds take a few
+ * round trips each and nothing loads their pages ahead (yfs_io.h), so more
+ * of them must run ahead (DuckDB's text, one reader, 50 ms a read,
+ * mem=256M: 363 MB/s with a quarter, 480 with a half; again on 2026-12-04
+ * 517-531 against 662-681). Not from fast storage, where builds are
+ * decoding, not waiting: the segments held ahead leave less room for them
+ * (pyarrow's tokens, one reader, 0 ms: 129 MB/s with a half against 139);
+ * nor for pages the I/O engine loads ahead, whose store the segments would
+ * take (one reader at 50 ms: pyarrow's tokens 140-142 MB/s with a half,
+ * 160-163 with a quarter; 64 KiB text pages 727-735 against 770-783).
+ * Figures in bench/results/latency_patience.md and latency_fair_share.md. */
 #define YFS_AHEAD_ALONE_SHARE 2
 
-/* The allowance of a reader of m's epoch or part files: YFS_AHEAD_BUDGET_SHARE
- * of the data budget over fast storage; over slow storage (yfs_latency_slow
- * of the mount's reads) YFS_AHEAD_ALONE_SHARE while it is the only one open,
- * and with several open at most its fair part of what prefetches may fill
- * (yfs_budget_prefetch_limit) less the store of loaded pages
- * (yfs_mount_loaded_budget). Every reader also holds the segment it reads,
- * and over slow storage the I/O engine's loads ahead are what hide the
- * latency: segments prefetched past the fair part took the store's room,
- * and builds waited for storage instead (8 parts of pyarrow's 64 KiB text
- * pages at mem=256M, 50 ms a read: 522-544 MB/s with a quarter each,
- * 659-674 with the fair part, against 804-845 without latency). Over fast
- * storage builds decode rather than wait, and segments further ahead keep
- * the cores busy (8 parts of pyarrow's tokens, 0 ms: 189-204 MB/s with a
- * quarter, 181-188 with the fair part). Figures in
+/* The allowance of a reader of m's epoch or part files whose next segment
+ * is (`streamed` 1) or is not mostly of streamed pages. YFS_AHEAD_BUDGET_SHARE
+ * of the data budget over fast storage. Over slow storage
+ * (yfs_latency_slow of the mount's reads): while it is the only one open,
+ * YFS_AHEAD_ALONE_SHARE for streamed pages; with several open, at most its
+ * fair part of what prefetches may fill (yfs_budget_prefetch_limit) less
+ * the store of loaded pages (yfs_mount_loaded_budget). Every reader also
+ * holds the segment it reads, and over slow storage the I/O engine's loads
+ * ahead are what hide the latency: segments prefetched past the fair part
+ * took the store's room, and builds waited for storage instead (8 parts of
+ * pyarrow's 64 KiB text pages at mem=256M, 50 ms a read: 522-544 MB/s with
+ * a quarter each, 659-674 with the fair part, against 804-845 without
+ * latency). Over fast storage builds decode rather than wait, and segments
+ * further ahead keep the cores busy (8 parts of pyarrow's tokens, 0 ms:
+ * 189-204 MB/s with a quarter, 181-188 with the fair part). Figures in
  * bench/results/latency_fair_share.md. A reader's next segment is asked
  * for whatever the allowance (yfs_ahead): the accountant still refuses it
  * when there is no room. */
-uint64_t yfs_ahead_allowance(const yfs_mount *m);
+uint64_t yfs_ahead_allowance(const yfs_mount *m, int streamed);
+/* Whether the segment of piece `from` of the part is likely of streamed
+ * pages (its first unit's, yfs_unit_likely_whole: a guess for reading
+ * ahead); 0 past the part's end and for shuffle=row segments. */
+int yfs_ahead_streamed(const yfs_mount *m, const yfs_plan *plan, const sh_part *part,
+                       uint64_t from);
 
 /* A read this close to where the last one ended goes on reading the file
  * in order (the kernel's readahead may deliver a sequential reader's reads

@@ -44,25 +44,27 @@ Test(view, many_readers_over_slow_storage_leave_the_loaded_store_its_room)
                      "%s", err.msg);
     for (int i = 0; i < 16; i++)
         yfs_latency_note(&m->read_latency, YFS_LATENCY_SLOW_NS / 10);
-    cr_assert_eq(yfs_ahead_allowance(m), quarter, "fast storage");
+    cr_assert_eq(yfs_ahead_allowance(m, 0), quarter, "fast storage");
     for (int i = 0; i < 16; i++)
         yfs_latency_note(&m->read_latency, 50 * YFS_LATENCY_SLOW_NS);
-    uint64_t each = yfs_ahead_allowance(m);
+    uint64_t each = yfs_ahead_allowance(m, 0);
+    cr_assert_eq(yfs_ahead_allowance(m, 1), each, "streamed pages alike");
     cr_assert_lt(each, quarter);
     cr_assert_leq(PARTS * each + loads, room);
     cr_assert_gt(PARTS * (each + 1) + loads, room, "the whole fair part: %lu", (unsigned long)each);
     for (uint32_t i = 2; i < PARTS; i++)
         yfs_view_close(v[i]);
-    cr_assert_eq(yfs_ahead_allowance(m), quarter, "two readers");
+    cr_assert_eq(yfs_ahead_allowance(m, 0), quarter, "two readers");
     yfs_view_close(v[0]);
     yfs_view_close(v[1]);
     yfs_mount_close(m);
 }
 
-/* A file open alone over slow storage may prefetch half the data budget;
- * over fast storage, or with two files open at once, a quarter each
+/* A file open alone over slow storage may prefetch half the data budget
+ * for segments of streamed pages, a quarter for pages the I/O engine loads
+ * ahead; over fast storage, or with two files open at once, a quarter each
  * (yfs_ahead.h); closing one gives the other its half again. */
-Test(view, a_reader_alone_over_slow_storage_prefetches_with_half_the_budget)
+Test(view, a_reader_alone_over_slow_storage_prefetches_streamed_pages_with_half_the_budget)
 {
     yfs_mount *m = open_sample();
     uint64_t budget = yfs_mount_data_budget(m), half = budget / YFS_AHEAD_ALONE_SHARE,
@@ -73,15 +75,16 @@ Test(view, a_reader_alone_over_slow_storage_prefetches_with_half_the_budget)
     cr_assert_eq(yfs_view_open(m, &(yfs_name){ 0 }, &a, &err), 0, "%s", err.msg);
     for (int i = 0; i < 16; i++)
         yfs_latency_note(&m->read_latency, YFS_LATENCY_SLOW_NS / 10);
-    cr_assert_eq(yfs_ahead_allowance(m), quarter, "fast storage");
+    cr_assert_eq(yfs_ahead_allowance(m, 1), quarter, "fast storage");
     for (int i = 0; i < 16; i++)
         yfs_latency_note(&m->read_latency, 50 * YFS_LATENCY_SLOW_NS);
-    cr_assert_eq(yfs_ahead_allowance(m), half, "slow storage, one reader");
+    cr_assert_eq(yfs_ahead_allowance(m, 1), half, "slow storage, one reader");
+    cr_assert_eq(yfs_ahead_allowance(m, 0), quarter, "slow storage, pages loaded ahead");
     cr_assert_eq(yfs_view_open(m, &(yfs_name){ .epoch = 1, .part = 1, .parts = 2 }, &b, &err), 0,
                  "%s", err.msg);
-    cr_assert_eq(yfs_ahead_allowance(m), quarter, "two readers");
+    cr_assert_eq(yfs_ahead_allowance(m, 1), quarter, "two readers");
     yfs_view_close(a);
-    cr_assert_eq(yfs_ahead_allowance(m), half);
+    cr_assert_eq(yfs_ahead_allowance(m, 1), half);
     yfs_view_close(b);
     yfs_mount_close(m);
 }
