@@ -9,7 +9,8 @@ a ratio to the same binary with no added latency, measured in the same run. With
         --out bench/results/latency.md
 
 The persistent index is built first (a mount with no delay), so the figures are reads
-only. Runs alternate between binaries; the median of --repeat runs is kept.
+only. Runs alternate between binaries and, within each repeat, between latencies; the
+median of --repeat runs is kept.
 """
 import argparse
 import concurrent.futures
@@ -106,18 +107,22 @@ def run_shape(args, bins, name, shape, dataset, cache_root, delays, readers, lim
         with timed_mount(b, dataset, opts[tag]):
             pass
     for parts in readers:
-        for delay in delays:
-            got = {tag: [] for tag in bins}
-            io = {}
-            for _ in range(args.repeat):
+        # Every repeat runs every latency in turn, so that the machine's drift over
+        # minutes (a 0 ms cell of 8 parts read 134-205 MB/s within an hour on
+        # 2026-12-04) falls on all the latencies alike, not on one ratio.
+        got = {(delay, tag): [] for delay in delays for tag in bins}
+        io = {}
+        for _ in range(args.repeat):
+            for delay in delays:
                 for tag, b in bins.items():
-                    mbs, io[tag] = one_run(b, dataset, opts[tag], delay, parts, limit)
-                    got[tag].append(mbs)
+                    mbs, io[delay, tag] = one_run(b, dataset, opts[tag], delay, parts, limit)
+                    got[delay, tag].append(mbs)
+        for delay in delays:
             row = {"shape": name, "readers": parts, "delay_ms": delay / 1000}
             for tag in bins:
-                row[tag] = statistics.median(got[tag])
-                row[tag + "_runs"] = got[tag]
-            row["io"] = io.get("new", {})
+                row[tag] = statistics.median(got[delay, tag])
+                row[tag + "_runs"] = got[delay, tag]
+            row["io"] = io.get((delay, "new"), {})
             rows.append(row)
             print(json.dumps(row), flush=True)
     return rows
@@ -129,7 +134,7 @@ def write_report(args, bins, rows):
              "```", "python3 bench/latency_bench.py " + " ".join(sys.argv[1:]), "```", "",
              f"mem={args.mem}; every read of a source file delayed by the added latency "
              "(YOUMUFS_READ_DELAY_US); the persistent index built beforehand; median of "
-             f"{args.repeat} run(s), binaries alternating; 2 cores. MB/s of framed epoch "
+             f"{args.repeat} run(s), binaries and latencies alternating; 2 cores. MB/s of framed epoch "
              "bytes; `x` is the ratio to the same binary with no added latency.", ""]
     head = "| shape | readers | latency | new MB/s | new x |"
     sep = "|---|---:|---:|---:|---:|"
