@@ -166,8 +166,7 @@ int yfs_view_read(yfs_view *v, uint64_t offset, size_t size, uint8_t *out, size_
     yfs_io_served(v->m->io, done);
     uint64_t before = atomic_exchange_explicit(&v->read_end, offset + done, memory_order_relaxed);
     uint64_t gap = offset > before ? offset - before : before - offset;
-    uint64_t allowance =
-        yfs_ahead_allowance(v->m, yfs_ahead_streamed(v->m, v->plan, &v->part, k));
+    uint64_t allowance = yfs_ahead_view_allowance(v->m, v->plan, &v->part, k);
     yfs_ahead(v->m, v->plan, &v->part, k, allowance, v, &v->io_next,
               gap <= YFS_AHEAD_SEQUENTIAL_SLACK);
     *got = done;

@@ -44,17 +44,18 @@ Test(view, many_readers_over_slow_storage_leave_the_loaded_store_its_room)
                      "%s", err.msg);
     for (int i = 0; i < 16; i++)
         yfs_latency_note(&m->read_latency, YFS_LATENCY_SLOW_NS / 10);
-    cr_assert_eq(yfs_ahead_allowance(m, 0), quarter, "fast storage");
+    cr_assert_eq(yfs_ahead_allowance(m, 0, 0), quarter, "fast storage");
     for (int i = 0; i < 16; i++)
         yfs_latency_note(&m->read_latency, 50 * YFS_LATENCY_SLOW_NS);
-    uint64_t each = yfs_ahead_allowance(m, 0);
-    cr_assert_eq(yfs_ahead_allowance(m, 1), each, "streamed pages alike");
+    uint64_t each = yfs_ahead_allowance(m, 0, 0);
+    cr_assert_eq(yfs_ahead_allowance(m, 1, 0), each, "streamed pages alike");
+    cr_assert_eq(yfs_ahead_allowance(m, 0, each + 1), each + 1, "the next segment, at least");
     cr_assert_lt(each, quarter);
     cr_assert_leq(PARTS * each + loads, room);
     cr_assert_gt(PARTS * (each + 1) + loads, room, "the whole fair part: %lu", (unsigned long)each);
     for (uint32_t i = 2; i < PARTS; i++)
         yfs_view_close(v[i]);
-    cr_assert_eq(yfs_ahead_allowance(m, 0), quarter, "two readers");
+    cr_assert_eq(yfs_ahead_allowance(m, 0, 0), quarter, "two readers");
     yfs_view_close(v[0]);
     yfs_view_close(v[1]);
     yfs_mount_close(m);
@@ -75,16 +76,16 @@ Test(view, a_reader_alone_over_slow_storage_prefetches_streamed_pages_with_half_
     cr_assert_eq(yfs_view_open(m, &(yfs_name){ 0 }, &a, &err), 0, "%s", err.msg);
     for (int i = 0; i < 16; i++)
         yfs_latency_note(&m->read_latency, YFS_LATENCY_SLOW_NS / 10);
-    cr_assert_eq(yfs_ahead_allowance(m, 1), quarter, "fast storage");
+    cr_assert_eq(yfs_ahead_allowance(m, 1, 0), quarter, "fast storage");
     for (int i = 0; i < 16; i++)
         yfs_latency_note(&m->read_latency, 50 * YFS_LATENCY_SLOW_NS);
-    cr_assert_eq(yfs_ahead_allowance(m, 1), half, "slow storage, one reader");
-    cr_assert_eq(yfs_ahead_allowance(m, 0), quarter, "slow storage, pages loaded ahead");
+    cr_assert_eq(yfs_ahead_allowance(m, 1, 0), half, "slow storage, one reader");
+    cr_assert_eq(yfs_ahead_allowance(m, 0, 0), quarter, "slow storage, pages loaded ahead");
     cr_assert_eq(yfs_view_open(m, &(yfs_name){ .epoch = 1, .part = 1, .parts = 2 }, &b, &err), 0,
                  "%s", err.msg);
-    cr_assert_eq(yfs_ahead_allowance(m, 1), quarter, "two readers");
+    cr_assert_eq(yfs_ahead_allowance(m, 1, 0), quarter, "two readers");
     yfs_view_close(a);
-    cr_assert_eq(yfs_ahead_allowance(m, 1), half);
+    cr_assert_eq(yfs_ahead_allowance(m, 1, 0), half);
     yfs_view_close(b);
     yfs_mount_close(m);
 }
