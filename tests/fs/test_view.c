@@ -4,7 +4,9 @@
 #include <criterion/criterion.h>
 
 #include "tfs.h"
+#include "sh_deal.h"
 #include "yfs_ahead.h"
+#include "yfs_plans.h"
 #include "yfs_view.h"
 
 /* Small segments (buffer=300: about 300 records each, a dozen in the
@@ -59,6 +61,36 @@ Test(view, many_readers_over_slow_storage_leave_the_loaded_store_its_room)
     yfs_view_close(v[0]);
     yfs_view_close(v[1]);
     yfs_mount_close(m);
+}
+
+/* What a lone reader of epoch 0 over slow storage may prefetch from its
+ * first piece, at mem bytes, as a share (1/N) of the data budget. */
+static uint64_t lone_share_over_slow_storage(uint64_t mem)
+{
+    yfs_mount *m = tfs_open_sample("buffer=300", NULL, mem);
+    for (int i = 0; i < 16; i++)
+        yfs_latency_note(&m->read_latency, 50 * YFS_LATENCY_SLOW_NS);
+    yfs_plan *plan;
+    pq_error err;
+    cr_assert_eq(yfs_plans_get(m->plans, 0, &plan, &err), 0, "%s", err.msg);
+    sh_pieces pieces;
+    sh_part part;
+    cr_assert_eq(sh_deal_part(&plan->plan, 0, 1, SH_EVEN_OFF, &pieces), 0);
+    cr_assert_eq(sh_part_build(&plan->plan, pieces.v, pieces.n, NULL, NULL, &part), 0);
+    uint64_t share = yfs_mount_data_budget(m) / yfs_ahead_view_allowance(m, plan, &part, 0);
+    sh_part_free(&part);
+    yfs_plans_put(m->plans, plan);
+    yfs_mount_close(m);
+    return share;
+}
+
+/* The sample's pages are decoded whole at the default mem= (the I/O engine
+ * loads them ahead: a quarter) and likely streamed when mem= is a few
+ * pages (half the budget). */
+Test(view, a_lone_reader_over_slow_storage_guesses_streamed_pages_from_its_next_segment)
+{
+    cr_assert_eq(lone_share_over_slow_storage(0), YFS_AHEAD_BUDGET_SHARE);
+    cr_assert_eq(lone_share_over_slow_storage(64u << 10), YFS_AHEAD_ALONE_SHARE);
 }
 
 /* A file open alone over slow storage may prefetch half the data budget
