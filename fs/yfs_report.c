@@ -252,6 +252,7 @@ static json_t *counters_json(yfs_mount *m)
         _Atomic uint64_t *counter;
     } counters[] = {
         { "bytes_read", &s->bytes_read },
+        { "bytes_read_unused", &s->bytes_read_unused },
         { "bytes_served", &s->bytes_served },
         { "read_requests", &s->read_requests },
         { "read_errors", &s->read_errors },
@@ -301,7 +302,7 @@ static json_t *counters_json(yfs_mount *m)
 
 /* Bytes read from storage per stored byte of the pages decoded: 1 when
  * every byte read was used once, more when chunk loads read pages they did
- * not bring or pages were read again. */
+ * not bring, pages were read again, or streams let reads ahead go unused. */
 static int set_amplification(json_t *o)
 {
     json_int_t read = json_integer_value(json_object_get(o, "bytes_read"));

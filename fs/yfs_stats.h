@@ -10,6 +10,7 @@
 
 typedef struct yfs_stats {
     _Atomic uint64_t bytes_read;        /* from storage: pages and dictionaries */
+    _Atomic uint64_t bytes_read_unused; /* ... of them streams read ahead and let go unused */
     _Atomic uint64_t page_bytes;        /* stored bytes of the pages decoded */
     _Atomic uint64_t pages_decoded;
     _Atomic uint64_t pages_streamed;    /* decoded in windows (ix_stream.h), too large to decode whole */
@@ -50,6 +51,14 @@ typedef struct yfs_stats {
 static inline void yfs_count(_Atomic uint64_t *counter, uint64_t n)
 {
     atomic_fetch_add_explicit(counter, n, memory_order_relaxed);
+}
+
+/* A stream closed (ix_stream_close's return): what it read ahead and let go
+ * unused was read from storage all the same. */
+static inline void yfs_count_unused(yfs_stats *s, uint64_t n)
+{
+    yfs_count(&s->bytes_read, n);
+    yfs_count(&s->bytes_read_unused, n);
 }
 
 /* CLOCK_MONOTONIC in nanoseconds: for the *_nanoseconds counters, and for

@@ -85,7 +85,7 @@ static int make_room(yfs_streams *st, size_t more)
 
 static void close_paused(yfs_streams *st, paused *p)
 {
-    ix_stream_close(p->stream);
+    yfs_count_unused(st->stats, ix_stream_close(p->stream));
     if (p->dict)
         yfs_dicts_put(st->dicts, p->dict);
     yfs_budget_release(st->budget, p->bytes, YFS_MEM_PARKED, NULL);
@@ -403,7 +403,7 @@ void yfs_streams_put(yfs_streams *st, uint32_t page, uint64_t unit, ix_stream *s
     }
     pthread_mutex_unlock(&st->lock);
     if (!kept) {
-        ix_stream_close(s);
+        yfs_count_unused(st->stats, ix_stream_close(s));
         if (dict)
             yfs_dicts_put(st->dicts, dict);
         yfs_budget_release(st->budget, bytes, YFS_MEM_DECODED, hold);

@@ -376,7 +376,7 @@ static void keep_copies(yfs_mount *m, uint32_t page, uint64_t from, uint32_t uni
             yfs_streams_put(m->streams, page, from + k, copy[k].s, NULL, copy[k].charged, hold);
             yfs_count(&m->stats.streams_forked, 1);
         } else {
-            ix_stream_close(copy[k].s);
+            yfs_count_unused(&m->stats, ix_stream_close(copy[k].s));
             yfs_budget_release(m->budget, copy[k].charged, YFS_MEM_DECODED, hold);
         }
     }
@@ -638,7 +638,7 @@ static void stream_done(yfs_mount *m, uint32_t page, page_stream *ps, int pause,
         ix_stream_charge(ps->s, NULL, NULL, 0); /* whoever continues it charges it anew */
         yfs_streams_put(m->streams, page, next, ps->s, ps->dict, ps->charged, hold);
     } else {
-        ix_stream_close(ps->s);
+        yfs_count_unused(&m->stats, ix_stream_close(ps->s));
         if (ps->dict)
             yfs_dicts_put(m->dicts, ps->dict);
         yfs_budget_release(m->budget, ps->charged, YFS_MEM_DECODED, hold);

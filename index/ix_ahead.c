@@ -203,19 +203,26 @@ int ix_ahead_read(ix_ahead *a, void *dst, size_t n, uint64_t *bytes_read, int *m
     return 0;
 }
 
-void ix_ahead_close(ix_ahead *a)
+uint64_t ix_ahead_close(ix_ahead *a)
 {
     if (!a)
-        return;
+        return 0;
     pthread_mutex_lock(&a->lock);
     a->closing = 1;
     pthread_cond_broadcast(&a->change);
     pthread_mutex_unlock(&a->lock);
+    uint64_t unused = 0;
     for (unsigned i = 0; i < a->depth; i++) {
-        pthread_join(a->slots[i].thread, NULL);
-        free(a->slots[i].buf);
+        slot *s = &a->slots[i];
+        pthread_join(s->thread, NULL);
+        /* joined: a read in progress finished (FULL); the window being
+         * consumed was counted when its first byte was taken */
+        if (s->state == FULL && s != a->current)
+            unused += s->read;
+        free(s->buf);
     }
     pthread_cond_destroy(&a->change);
     pthread_mutex_destroy(&a->lock);
     free(a);
+    return unused;
 }

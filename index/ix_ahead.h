@@ -79,7 +79,9 @@ int ix_ahead_extend(ix_ahead *a, uint64_t length);
 unsigned ix_ahead_depth(const ix_ahead *a);
 
 /* Stop the reads ahead (one in progress finishes), join the threads and
- * free everything. NULL is a no-op. */
-void ix_ahead_close(ix_ahead *a);
+ * free everything. Returns the bytes read from storage for windows never
+ * consumed (not in any *bytes_read of ix_ahead_read: a consumer that lets
+ * its reads ahead go before their end counts them so). NULL: 0. */
+uint64_t ix_ahead_close(ix_ahead *a);
 
 #endif

@@ -61,6 +61,7 @@ struct ix_stream {
      * two); ahead_stop is theirs meanwhile. */
     ix_ahead *ahead_early;
     uint64_t early_at;
+    uint64_t unused; /* bytes read ahead and let go unconsumed (ix_stream_close) */
     uint8_t *buf;
     size_t buf_cap, have, at;
     /* zlib crc32 of the bytes read so far, taken only while the entry's CRC
@@ -333,7 +334,7 @@ static int seek_body(void *ctx, uint64_t offset, pq_error *err)
             s->ahead_state = AHEAD_ON;
             return 0;
         }
-        ix_ahead_close(early);
+        s->unused += ix_ahead_close(early);
     }
     if (s->resume_at) { /* the resumed page's body from the mark's block on */
         s->ahead_state = s->ahead_after_seek;
@@ -955,7 +956,7 @@ size_t ix_stream_shed(ix_stream *s)
 {
     size_t freed = ix_stream_sheddable(s);
     if (freed) {
-        ix_ahead_close(s->ahead);
+        s->unused += ix_ahead_close(s->ahead);
         s->ahead = NULL;
         s->ahead_state = AHEAD_SHED;
     }
@@ -1008,6 +1009,7 @@ ix_stream *ix_stream_fork(const ix_stream *s, pq_error *err)
     /* paused: read ahead again (from pos) once continued, charged and
      * bound anew by whoever continues it */
     f->ahead = NULL;
+    f->unused = 0; /* s's to report */
     if (s->ahead_state == AHEAD_ON)
         f->ahead_state = AHEAD_SHED;
     f->grow = NULL;
@@ -1048,15 +1050,15 @@ void ix_stream_rebind(ix_stream *s, const ix_dict_source *dicts, void **dict_han
     s->bytes_read = bytes_read;
 }
 
-void ix_stream_close(ix_stream *s)
+uint64_t ix_stream_close(ix_stream *s)
 {
     if (!s)
-        return;
+        return 0;
     pq_stream_close(s->ps);
-    ix_ahead_close(s->ahead);
-    ix_ahead_close(s->ahead_early);
+    uint64_t unused = s->unused + ix_ahead_close(s->ahead) + ix_ahead_close(s->ahead_early);
     ix_row_free(&s->row);
     free(s->pending_value);
     free(s->buf);
     free(s);
+    return unused;
 }

@@ -264,7 +264,10 @@ size_t ix_stream_sheddable(const ix_stream *s);
  * pace differs. */
 void ix_stream_ahead_until(ix_stream *s, uint64_t offset);
 
-/* Release everything. NULL is fine. */
-void ix_stream_close(ix_stream *s);
+/* Release everything. Returns the bytes the stream read from storage ahead
+ * and let go without using them (reads ahead shed, stopped or closed before
+ * their end): never in *bytes_read, which counts what the stream consumed,
+ * so a caller that reports what was read from storage adds them. NULL: 0. */
+uint64_t ix_stream_close(ix_stream *s);
 
 #endif

@@ -59,7 +59,8 @@ Test(ahead, reads_of_any_size_give_the_files_bytes_in_order)
                              err.msg);
                 at += n;
             }
-            ix_ahead_close(a);
+            cr_assert_eq(ix_ahead_close(a), 0, "window %zu, reads of %zu: every window read "
+                         "was consumed", windows[w], reads[r]);
             cr_assert(memcmp(got, want, length) == 0, "window %zu, reads of %zu: bytes differ",
                       windows[w], reads[r]);
             cr_assert_eq(read, length, "every window counted once");
@@ -174,11 +175,15 @@ Test(ahead, a_consumer_that_waits_deepens_it_to_the_most_with_the_same_bytes)
     ix_free(ix);
 }
 
-Test(ahead, closing_before_the_end_stops_the_reads)
+/* Closed early, it says how many bytes it read that were never consumed:
+ * whole windows of those in flight, none consumed (the window being
+ * consumed was counted in *bytes_read when its first byte was taken). */
+Test(ahead, closing_before_the_end_stops_the_reads_and_counts_what_they_read_unused)
 {
     ix_index *ix = build(TIX_SAMPLE);
     uint64_t length = ix->files[0].size;
-    for (int stop = 0; stop < 3; stop++) { /* at open, mid-window, after a window */
+    cr_assert_gt(length, 1000, "the sample holds more than the windows in flight");
+    for (int stop = 0; stop < 4; stop++) { /* at open, mid-window, after a window; settled */
         pq_error err;
         ix_ahead *a = ix_ahead_open(ix, 0, 0, length, 100, IX_AHEAD_WINDOWS, &err);
         cr_assert_not_null(a, "%s", err.msg);
@@ -186,10 +191,19 @@ Test(ahead, closing_before_the_end_stops_the_reads)
         uint64_t read = 0;
         int moved = 0, waited = 0;
         if (stop > 0)
-            cr_assert_eq(ix_ahead_read(a, buf, stop == 1 ? 50 : 150, &read, &moved, &waited,
+            cr_assert_eq(ix_ahead_read(a, buf, stop == 2 ? 150 : 50, &read, &moved, &waited,
                                        &err), 0, "%s", err.msg);
-        ix_ahead_close(a);
-        cr_assert_eq(read, stop == 0 ? 0u : stop == 1 ? 100u : 200u);
+        if (stop == 3) /* the reads in flight land (from the page cache: microseconds) */
+            usleep(300 * 1000);
+        uint64_t unused = ix_ahead_close(a);
+        cr_assert_eq(read, stop == 0 ? 0u : stop == 2 ? 200u : 100u);
+        cr_assert_eq(unused % 100, 0, "stop %d: whole windows, got %llu", stop,
+                     (unsigned long long)unused);
+        /* in flight: the 4 windows at open, 3 besides the one being consumed */
+        cr_assert_leq(unused, stop == 0 ? 400u : 300u, "stop %d: %llu", stop,
+                      (unsigned long long)unused);
+        if (stop == 3)
+            cr_assert_eq(unused, 300u, "windows 1-3 were read and never consumed");
     }
     ix_free(ix);
 }
