@@ -47,21 +47,29 @@ def epoch_names(mnt, parts):
     return [f"epoch-0.part-{i}-of-{parts}.{ext}" for i in range(parts)]
 
 
+def cpu_seconds(pid):
+    """User and system CPU time process pid has used so far (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def one_run(binary, dataset, options, delay_us, parts, limit):
-    """MB/s of one mount reading `parts` files at once (up to limit bytes in all), and
-    the engine figures stats.json reported at the end."""
+    """MB/s of one mount reading `parts` files at once (up to limit bytes in all), the
+    daemon's CPU seconds per GB it served meanwhile, and the engine figures stats.json
+    reported at the end."""
     env = {"YOUMUFS_READ_DELAY_US": str(delay_us)} if delay_us else None
-    with timed_mount(binary, dataset, options, env=env) as (mnt, _, _proc):
+    with timed_mount(binary, dataset, options, env=env) as (mnt, _, proc):
         names = epoch_names(mnt, parts)
         per = None if limit is None else limit // parts
-        t0 = time.monotonic()
+        cpu0, t0 = cpu_seconds(proc.pid), time.monotonic()
         with concurrent.futures.ProcessPoolExecutor(parts) as pool:
             total = sum(pool.map(read_file, [os.path.join(mnt, n) for n in names],
                                  [per] * parts))
-        seconds = time.monotonic() - t0
+        seconds, cpu = time.monotonic() - t0, cpu_seconds(proc.pid) - cpu0
         with open(os.path.join(mnt, ".youmufs", "stats.json")) as f:
             stats = json.load(f)
-    return total / seconds / 1e6, stats.get("io", {})
+    return total / seconds / 1e6, cpu / (total / 1e9), stats.get("io", {})
 
 
 def main():
@@ -111,17 +119,21 @@ def run_shape(args, bins, name, shape, dataset, cache_root, delays, readers, lim
         # minutes (a 0 ms cell of 8 parts read 134-205 MB/s within an hour on
         # 2026-12-04) falls on all the latencies alike, not on one ratio.
         got = {(delay, tag): [] for delay in delays for tag in bins}
+        cpu = {(delay, tag): [] for delay in delays for tag in bins}
         io = {}
         for _ in range(args.repeat):
             for delay in delays:
                 for tag, b in bins.items():
-                    mbs, io[delay, tag] = one_run(b, dataset, opts[tag], delay, parts, limit)
+                    mbs, cpu_gb, io[delay, tag] = one_run(b, dataset, opts[tag], delay, parts,
+                                                          limit)
                     got[delay, tag].append(mbs)
+                    cpu[delay, tag].append(cpu_gb)
         for delay in delays:
             row = {"shape": name, "readers": parts, "delay_ms": delay / 1000}
             for tag in bins:
                 row[tag] = statistics.median(got[delay, tag])
                 row[tag + "_runs"] = got[delay, tag]
+                row[tag + "_cpu_s_per_gb"] = statistics.median(cpu[delay, tag])
             row["io"] = io.get((delay, "new"), {})
             rows.append(row)
             print(json.dumps(row), flush=True)
@@ -141,8 +153,11 @@ def write_report(args, bins, rows):
     if "old" in bins:
         head += " old MB/s | old x |"
         sep += "---:|---:|"
-    head += " depth | read p50 / p99 ms |"
-    sep += "---:|---|"
+    # The daemon's CPU per GB served, and its ratio to no added latency: where the
+    # cores are the bottleneck (2 of them here, shared with the readers), a latency
+    # that costs CPU per byte costs throughput by the same ratio.
+    head += " depth | read p50 / p99 ms | new CPU s/GB | CPU x |"
+    sep += "---:|---|---:|---:|"
     lines += [head, sep]
     for r in rows:
         b = base.get((r["shape"], r["readers"]))
@@ -153,6 +168,9 @@ def write_report(args, bins, rows):
         io = r.get("io") or {}
         line += (f" {io.get('depth', '')} | {io.get('read_latency_p50_ms', 0):.1f} / "
                  f"{io.get('read_latency_p99_ms', 0):.1f} |")
+        if b:
+            line += (f" {r['new_cpu_s_per_gb']:.2f} | "
+                     f"{r['new_cpu_s_per_gb'] / b['new_cpu_s_per_gb']:.2f} |")
         lines.append(line)
     with open(args.out, "w") as f:
         f.write("\n".join(lines) + "\n")
