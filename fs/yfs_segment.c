@@ -106,31 +106,25 @@ static void *frame_units_helper(void *arg)
  * storage the helpers are what keeps a build's reads in flight at once (8
  * parts of 64 KiB pages at 50 ms a read: 230 MB/s with one thread to each
  * build, 414 with 4), so each build has them all
- * (bench/results/framing_threads.md), unless its pages are streamed and
- * the cores are busy (yfs_cpu.h): a stream keeps its own reads in flight
- * (index/ix_ahead.h), and each more thread only holds one more stream
- * (8 parts of DuckDB's tokens at 10 ms, the cores busy decoding: 4
- * threads to each build closed 180 streams for room and read the files 3
- * times over, against 49 and twice with the threads shared; DuckDB's text
- * at 50 ms, the cores a third idle, went 20% slower with them shared:
- * bench/results/framing_streams.md). */
-uint32_t yfs_segment_framing_threads(const yfs_mount *m, int streamed)
+ * (bench/results/framing_threads.md), unless the cores are busy
+ * (yfs_cpu.h): then more threads do no more work. Streamed pages keep
+ * their own reads in flight (index/ix_ahead.h), and each more thread only
+ * holds one more stream (8 parts of DuckDB's tokens at 10 ms, the cores
+ * busy decoding: 4 threads to each build closed 180 streams for room and
+ * read the files 3 times over, against 49 and twice with the threads
+ * shared; DuckDB's text at 50 ms, the cores a third idle, went 20% slower
+ * with them shared: bench/results/framing_streams.md). Pages decoded whole
+ * are loaded ahead by the I/O engine, and 4 threads to each of 8 builds
+ * decoding at once on 2 cores cost CPU per byte: 8 parts at 10 ms used up
+ * to 11% more CPU per GB than at 0 ms and served that much less (0.87-0.96
+ * of 0 ms; 0.97-1.04 with the threads shared: bench/results/latency_cpu.md,
+ * framing_busy.md). */
+uint32_t yfs_segment_framing_threads(const yfs_mount *m)
 {
     int readers = atomic_load(&m->readers); /* 0 for a mixture's source: counted as one */
-    int shared = readers > 1 && (!yfs_latency_slow(&m->read_latency) ||
-                                 (streamed && yfs_cpu_busy(&m->cpu)));
+    int shared = readers > 1 && (!yfs_latency_slow(&m->read_latency) || yfs_cpu_busy(&m->cpu));
     int share = shared ? (m->workers + readers - 1) / readers : m->workers;
     return (uint32_t)(share < DECODE_THREADS_MAX ? share : DECODE_THREADS_MAX);
-}
-
-/* Whether most of the segment's units are of pages likely streamed
- * (yfs_unit_likely_whole). */
-static int mostly_streamed(const yfs_mount *m, const yfs_plan *plan, const sh_segment *seg)
-{
-    uint32_t streamed = 0, page;
-    for (uint32_t i = 0; i < seg->units; i++)
-        streamed += !yfs_unit_likely_whole(m, plan->plan.unit_order[seg->first + i], &page);
-    return streamed > seg->units / 2;
 }
 
 /* The framed records of the segment's units into units[], in parallel when
@@ -156,7 +150,7 @@ static int frame_segment_units(yfs_mount *m, yfs_plan *plan, const sh_segment *s
     pthread_mutex_init(&j.lock, NULL);
 
     yfs_cpu_sample(&m->cpu);
-    uint32_t want = yfs_segment_framing_threads(m, mostly_streamed(m, plan, seg));
+    uint32_t want = yfs_segment_framing_threads(m);
     pthread_t helper[DECODE_THREADS_MAX];
     uint32_t helpers = 0;
     while (helpers + 1 < want && helpers + 1 < seg->units) {

@@ -54,10 +54,9 @@ uint64_t yfs_segment_build_bytes(const yfs_mount *m, const yfs_plan *plan, uint6
 
 /* The threads a build started now frames its units with, at most 4: the
  * mount's workers, shared among the readers open (m->readers; rounded up,
- * at least one each) unless storage is slow (yfs_latency_slow), but for a
- * build whose pages are mostly `streamed` (yfs_units.h) while the cores are
- * busy (yfs_cpu.h). */
-uint32_t yfs_segment_framing_threads(const yfs_mount *m, int streamed);
+ * at least one each) unless storage is slow (yfs_latency_slow) while the
+ * cores have room (yfs_cpu.h). */
+uint32_t yfs_segment_framing_threads(const yfs_mount *m);
 
 /* On success *out holds segment s (plan->segments[s].bytes bytes); free it
  * with yfs_body_free. yfs_segment_held_bytes (YFS_MEM_SEGMENTS) and
