@@ -33,17 +33,10 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "integration"))
 import make_shapes  # noqa: E402
 from benchmount import timed_mount  # noqa: E402
-from latency_bench import epoch_names, read_file  # noqa: E402
+from latency_bench import cpu_seconds, epoch_names, read_file  # noqa: E402
 from s3server import S3Server, versitygw_binary  # noqa: E402
 
 BUCKET = "bench"
-
-
-def cpu_seconds(pid):
-    """User + system CPU seconds of a live process so far (/proc/PID/stat)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def one_run(binary, dataset, options, env, parts, limit, server):
