@@ -33,6 +33,7 @@ def main():
     ap.add_argument("--mem", default="256M")
     ap.add_argument("--cache", help="the persistent index's directory, kept between runs "
                     "(default: a temporary one, built first)")
+    ap.add_argument("--options", help="more mount options, appended (threads=8,...)")
     ap.add_argument("--out", help="where stats.json goes")
     args = ap.parse_args()
 
@@ -40,6 +41,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="yfs-stats-") as tmp:
         cache = args.cache or os.path.join(tmp, "cache")
         opts = f"{shape.mount_options()},mem={args.mem},cache={cache}"
+        if args.options:
+            opts += "," + args.options
         if not os.path.isdir(cache):
             os.mkdir(cache)
             with timed_mount(args.bin, dataset, opts) as (mnt, _, _proc):

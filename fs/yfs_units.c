@@ -603,7 +603,22 @@ static int stream_for(yfs_mount *m, yfs_plan *plan, const sh_unit *u, uint32_t u
         return 0;
     }
     /* The page's stream from its first unit is ours to open (builds that
-     * need its later units wait for it meanwhile). */
+     * need its later units wait for it meanwhile). A page that cannot park
+     * its units is streamed whatever its first header says (below): over
+     * storage known to be slow, its stream opens with its reads ahead from
+     * the entry's start, the header in their first window, one round trip
+     * where a first read of the header took two (one reader of DuckDB's
+     * text at 50 ms a read: its first byte 45 ms sooner, 0.94-1.11 x the
+     * MB/s, bench/results/streams_c_ceiling.md). */
+    if (yfs_latency_slow(&m->read_latency) && !units_park(m, u->page)) {
+        ix_stream_opts opts = { .grow = stream_grows, .grow_ctx = ps, .ahead = 1,
+                                .ahead_until = stop };
+        ps->s = ix_stream_open(m->ix, u->page, &ps->dicts, &ps->dict, &opts, &ps->read, err);
+        if (ps->s)
+            return 0;
+        yfs_streams_end(m->streams, u->page, first_unit);
+        return pq_stream_whole_instead(err) ? 1 : -1;
+    }
     pq_page_header h;
     ix_entry_head head = { 0 };
     uint64_t start = yfs_now_ns();
