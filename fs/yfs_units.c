@@ -608,8 +608,8 @@ static int stream_for(yfs_mount *m, yfs_plan *plan, const sh_unit *u, uint32_t u
      * storage known to be slow, its stream opens with its reads ahead from
      * the entry's start, the header in their first window, one round trip
      * where a first read of the header took two (one reader of DuckDB's
-     * text at 50 ms a read: its first byte 45 ms sooner, 0.94-1.11 x the
-     * MB/s, bench/results/streams_c_ceiling.md). */
+     * text at 50 ms a read: its first byte 45 ms sooner, 697 MB/s against
+     * 634, bench/results/streams_c_ceiling.md). */
     if (yfs_latency_slow(&m->read_latency) && !units_park(m, u->page)) {
         ix_stream_opts opts = { .grow = stream_grows, .grow_ctx = ps, .ahead = 1,
                                 .ahead_until = stop };
