@@ -26,6 +26,7 @@ report passed checks; a failed check exits non-zero.
 
 import argparse
 import datetime
+import gc
 import json
 import os
 import sys
@@ -64,31 +65,41 @@ def step(model, opt, batch):
     opt.step()
 
 
+def train(path, stop_steps, batch):
+    """A DDP loop over the file at path for stop_steps steps (None: to the end, under Join);
+    returns the row ids it trained on. The model, its reducer and the loader die on return."""
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    # num_workers=0: the records trained on are exactly the first ones of the file.
+    loader = DataLoader(PartFile(path), batch_size=batch, collate_fn=collate)
+    rows = []
+    if stop_steps is None:
+        with Join([model]):
+            for b in loader:
+                step(model, opt, b)
+                rows += b["_row"]
+    else:
+        it = iter(loader)
+        for _ in range(stop_steps):
+            b = next(it)          # every part holds at least stop_steps batches (checked)
+            step(model, opt, b)
+            rows += b["_row"]
+    return rows
+
+
 def run_rank(rank, world, init_file, path_of, stop_steps, batch, out_dir, tag):
-    """One rank: train on path_of(rank) for stop_steps steps (None: to the end, under Join),
-    then write the row ids it trained on to out_dir/<tag>-<rank>.json."""
+    """One rank: train on path_of(rank), then write the row ids it trained on to
+    out_dir/<tag>-<rank>.json."""
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank,
                             world_size=world, timeout=datetime.timedelta(seconds=120))
     try:
-        model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 1))
-        opt = torch.optim.SGD(model.parameters(), lr=0.01)
-        # num_workers=0: the records trained on are exactly the first ones of the file.
-        loader = DataLoader(PartFile(path_of(rank)), batch_size=batch, collate_fn=collate)
-        rows = []
-        if stop_steps is None:
-            with Join([model]):
-                for b in loader:
-                    step(model, opt, b)
-                    rows += b["_row"]
-        else:
-            it = iter(loader)
-            for _ in range(stop_steps):
-                b = next(it)          # every part holds at least stop_steps batches (checked)
-                step(model, opt, b)
-                rows += b["_row"]
+        rows = train(path_of(rank), stop_steps, batch)
         with open(os.path.join(out_dir, f"{tag}-{rank}.json"), "w") as f:
             json.dump(rows, f)
+        # The process group goes only after every rank is done with it and no DDP model
+        # holds it any more: gloo aborts a process whose group dies under live work.
+        gc.collect()
         dist.barrier()
     finally:
         dist.destroy_process_group()
