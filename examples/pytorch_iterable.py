@@ -24,6 +24,7 @@ and exits non-zero if a check fails. Lines starting with "OK" report passed chec
 
 import argparse
 import datetime
+import gc
 import json
 import os
 import sys
@@ -121,6 +122,14 @@ def train_steps(model, opt, batches):
         records += len(batch["text"])
 
 
+def train(mount, epoch):
+    """A DDP loop over this rank's parts of epoch; returns (steps, records). The model, its
+    reducer and the loader die on return."""
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    return train_steps(model, opt, loader(mount, epoch))
+
+
 def ddp_worker(rank, world, init_file, mount, epoch, out_dir):
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank,
@@ -138,9 +147,7 @@ def ddp_worker(rank, world, init_file, mount, epoch, out_dir):
             check_union(union, epoch_rowids(mount, epoch), f"epoch {epoch}, {world} ranks x 2 "
                         f"workers (gloo)")
         # 2. A DDP loop over the same loader: every rank runs the same number of steps.
-        model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 1))
-        opt = torch.optim.SGD(model.parameters(), lr=0.01)
-        steps, records = train_steps(model, opt, loader(mount, epoch))
+        steps, records = train(mount, epoch)
         counts = [None] * world
         dist.all_gather_object(counts, (steps, records))
         if rank == 0:
@@ -151,6 +158,9 @@ def ddp_worker(rank, world, init_file, mount, epoch, out_dir):
                   f"longer parts dropped (remainder)", flush=True)
             with open(os.path.join(out_dir, "ok"), "w") as f:
                 f.write("ok\n")
+        # The process group goes only after every rank is done with it and no DDP model
+        # holds it any more (as in elastic_resume.py).
+        gc.collect()
         dist.barrier()
     finally:
         dist.destroy_process_group()
