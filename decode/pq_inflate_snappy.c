@@ -36,9 +36,10 @@ int pq_inflate_snappy_open(pq_inflate *f, pq_error *err)
 }
 
 /* What a tag byte says, for both paths (the fast one then reads an element
- * without branching on its kind to find its length and offset): bits 0-6 the length (a literal's when it is <= 60), 7-9 the
- * bytes that follow the tag (a literal's length, a copy's offset), 10-12 a
- * 1-byte-offset copy's high offset bits. */
+ * without branching on its kind to find its length and offset): bits 0-6
+ * the length (a literal's when it is <= 60), 7-9 the bytes that follow the
+ * tag (a literal's length, a copy's offset), 10-12 a 1-byte-offset copy's
+ * high offset bits. */
 #define SN_E(len, more, high) ((uint16_t)((len) | (more) << 7 | (high) << 10))
 #define SN_LIT(t) ((t) < 60 ? SN_E((t) + 1, 0, 0) : SN_E(0, (t) % 60 + 1, 0))
 #define SN_TAG(t)                                                                        \
@@ -126,7 +127,6 @@ static int element(pq_inflate *f, uint64_t at, uint64_t left, pq_error *err)
  * streams 904-927 MB/s instead of 799-839 (4 runs each, interleaved;
  * libsnappy's whole decode of it, with its value walk: 619-664). */
 #define FAST_SLACK 80
-
 
 static size_t fast_elements(pq_inflate *f, uint8_t *dst, size_t space, size_t done)
 {
