@@ -15,7 +15,9 @@
 #include "yfs_mount.h"
 
 /* A zeroed, resident buffer of size bytes for a segment or a unit (NULL
- * when out of memory); give it back with yfs_segment_free. */
+ * when out of memory), no more mapped or resident than that; one of 2 MiB
+ * or more starts on a 2 MiB boundary, in transparent huge pages where the
+ * kernel has them. Give it back with yfs_segment_free. */
 uint8_t *yfs_segment_alloc(uint64_t size);
 void yfs_segment_free(uint8_t *data, uint64_t size);
 
