@@ -102,8 +102,8 @@ int yfs_page_records(yfs_mount *m, uint64_t page, const uint8_t *raw, uint64_t r
  * One of a huge page or more starts on a huge page's boundary and asks for
  * transparent huge pages: each whole 2 MiB of it is then one page, zeroed,
  * mapped and freed once, where small pages cost a fault and a free each
- * (8 parts of DuckDB's text: 400 thousand faults an epoch against 77
- * thousand, system time per GB 0.68-0.78 s against 0.47-0.55). The mapping
+ * (8 parts of DuckDB's text: 77 thousand faults an epoch instead of 400
+ * thousand, system time per GB 0.47-0.55 s instead of 0.68-0.78). The mapping
  * is exactly the size asked for (what is past its last whole huge page is
  * in small pages), so what is resident is what was asked for, as before.
  * Where the kernel gives no huge pages (THP off, memory fragmented) the
